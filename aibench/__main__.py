@@ -1,0 +1,3 @@
+from aibench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""The ``aibench`` command line.
+
+User errors print one line (``aibench: error: ...``) and exit with their documented code;
+``--debug`` shows the traceback instead. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from aibench import __version__
+from aibench.errors import EXIT_INTERRUPTED, EXIT_USAGE, UserError
+
+EPILOG = """\
+exit codes:
+  0  every check PASS, WARN or WAIVED
+  1  at least one check FAIL, MISSING or ERROR
+  2  usage or configuration error (the message names the file and key)
+  3  nothing could run (no reachable node, tool missing everywhere)
+  130 interrupted; what was measured is kept (resume with: aibench run --resume RUN_DIR)
+
+examples:
+  aibench run --suite acceptance                      # this machine, default spec
+  aibench run --suite acceptance --inventory cluster.yaml --spec h100-ndr
+  aibench plan --suite acceptance --inventory cluster.yaml
+  aibench parse nccl-tests all_reduce.log --format json
+  aibench report runs/20261202-101500-acceptance
+
+Run 'aibench COMMAND --help' for the options of a command.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from aibench.commands import COMMANDS
+
+    parser = _Parser(
+        prog="aibench",
+        description=(
+            "Benchmarks and acceptance tests for AI compute clusters: drives fio, iperf3/iperf2,"
+            " perftest, NCCL-tests and MLPerf across the nodes, judges the numbers against a"
+            " written spec and writes a report that a vendor and a customer can sign."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"aibench {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks for errors (for bug reports)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for cmd in sorted(COMMANDS, key=lambda c: (c.order, c.name)):
+        p = sub.add_parser(
+            cmd.name,
+            help=cmd.help,
+            description=cmd.description or cmd.help,
+            epilog=cmd.epilog or None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        cmd.add_arguments(p)
+        p.set_defaults(_run=cmd.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    debug = bool(getattr(args, "debug", False))
+    try:
+        code: int = args._run(args)
+        return code
+    except UserError as exc:
+        if debug:
+            raise
+        print(f"aibench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("aibench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,93 @@
+"""The executor contract: run an argv on a host, or start a server there and stop it.
+
+Executors run; they do not plan (STYLE.md principle 6). A :class:`Command` is an argv
+list, never a shell string: an executor that must cross a shell (SSH) quotes every
+argument itself. stdout and stderr go to files *as they arrive*, so an interrupted run
+keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from aibench.inventory import Node
+
+# Environment variable names whose values are never written to logs, run.json or reports.
+SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|PASSWD|PASSWORD|API_KEY|APIKEY|CREDENTIAL|PRIVATE)", re.I)
+REDACTED = "***"
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: (REDACTED if SECRET_NAME.search(k) else v) for k, v in env.items()}
+
+
+@dataclass(frozen=True)
+class ReadyCheck:
+    """How to know that a server is ready: a regex on its stdout, and/or a TCP port."""
+
+    pattern: str | None = None
+    port: int | None = None
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the host's environment
+    cwd: str | None = None
+    timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "argv", tuple(self.argv))
+        if not self.argv or not all(isinstance(a, str) for a in self.argv):
+            raise TypeError(f"argv must be a non-empty sequence of str, got {self.argv!r}")
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    exit_code: int | None  # None when the process was killed (timeout, interrupt)
+    started: str  # ISO 8601 UTC
+    duration_s: float
+    timed_out: bool = False
+    unreachable: bool = False
+    reason: str = ""  # one line when something went wrong
+
+
+class Server(Protocol):
+    """A background process started by an executor; ``stop`` always ends it."""
+
+    @property
+    def alive(self) -> bool: ...
+
+    async def stop(self) -> int | None: ...
+
+
+class Executor(Protocol):
+    name: str
+
+    async def check(self, node: Node) -> str | None:
+        """None when the node can be reached, else the reason in one line."""
+        ...
+
+    async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult: ...
+
+    async def start(
+        self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
+    ) -> Server:
+        """Start a server and wait until it is ready; raise ServerNotReady otherwise."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class ServerNotReady(Exception):
+    """A server did not become ready in time (it was stopped before this is raised)."""
+
+
+class NodeUnreachable(Exception):
+    """The node could not be reached (connection refused, timed out, host key refused)."""

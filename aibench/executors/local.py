@@ -1,0 +1,206 @@
+"""Local executor: runs an argv as a subprocess of this machine.
+
+Each process starts in a new session (its own process group). A timeout, an interrupt or
+a server stop sends SIGTERM to the whole group, waits ``kill_grace`` seconds, then
+SIGKILL, so a tool that forks (mpirun, a shell wrapper, fio's job processes) leaves
+nothing behind. stdout and stderr are file descriptors of the raw log files, so the
+output is on disk as it arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import socket
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from aibench.executors.base import Command, ProcResult, ReadyCheck, ServerNotReady
+
+if TYPE_CHECKING:
+    from aibench.inventory import Node
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def terminate(proc: asyncio.subprocess.Process, grace: float) -> int | None:
+    """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
+    if proc.returncode is None:
+        _kill_group(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), grace)
+        except TimeoutError:
+            _kill_group(proc.pid, signal.SIGKILL)
+            await proc.wait()
+    # Whatever the group leader left behind (children that ignored SIGTERM) goes too.
+    _kill_group(proc.pid, signal.SIGKILL)
+    return proc.returncode
+
+
+class LocalServer:
+    def __init__(self, proc: asyncio.subprocess.Process, files: list[IO[bytes]], grace: float):
+        self._proc = proc
+        self._files = files
+        self._grace = grace
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.returncode is None
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    async def stop(self) -> int | None:
+        try:
+            return await terminate(self._proc, self._grace)
+        finally:
+            for f in self._files:
+                f.close()
+
+
+class LocalExecutor:
+    """Runs commands on this machine. ``node`` is accepted for the common interface."""
+
+    name = "local"
+
+    def __init__(self, kill_grace: float = 3.0) -> None:
+        self.kill_grace = kill_grace
+
+    async def check(self, node: Node) -> str | None:
+        return None
+
+    def _env(self, cmd: Command) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(cmd.env)
+        return env
+
+    async def _spawn(
+        self, cmd: Command, out: IO[bytes], err: IO[bytes]
+    ) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *cmd.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            cwd=cmd.cwd,
+            env=self._env(cmd),
+            start_new_session=True,
+        )
+
+    async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
+        started = now_iso()
+        t0 = time.monotonic()
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        with stdout.open("wb") as out, stderr.open("wb") as err:
+            try:
+                proc = await self._spawn(cmd, out, err)
+            except FileNotFoundError:
+                return ProcResult(
+                    exit_code=None,
+                    started=started,
+                    duration_s=time.monotonic() - t0,
+                    reason=f"{cmd.argv[0]}: command not found",
+                )
+            except PermissionError:
+                return ProcResult(
+                    exit_code=None,
+                    started=started,
+                    duration_s=time.monotonic() - t0,
+                    reason=f"{cmd.argv[0]}: permission denied",
+                )
+            try:
+                code = await asyncio.wait_for(proc.wait(), cmd.timeout)
+            except TimeoutError:
+                await terminate(proc, self.kill_grace)
+                return ProcResult(
+                    exit_code=None,
+                    started=started,
+                    duration_s=time.monotonic() - t0,
+                    timed_out=True,
+                    reason=f"timed out after {cmd.timeout:g} s; process group killed",
+                )
+            except asyncio.CancelledError:
+                await asyncio.shield(terminate(proc, self.kill_grace))
+                raise
+            # The leader exited; make sure no child of the group lingers.
+            _kill_group(proc.pid, signal.SIGKILL)
+        return ProcResult(exit_code=code, started=started, duration_s=time.monotonic() - t0)
+
+    async def start(
+        self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
+    ) -> LocalServer:
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        out = stdout.open("wb")
+        err = stderr.open("wb")
+        try:
+            proc = await self._spawn(cmd, out, err)
+        except (FileNotFoundError, PermissionError) as exc:
+            out.close()
+            err.close()
+            raise ServerNotReady(f"{cmd.argv[0]}: {exc.strerror or exc}") from None
+        server = LocalServer(proc, [out, err], self.kill_grace)
+        try:
+            await wait_ready(
+                ready,
+                alive=lambda: server.alive,
+                output=stdout,
+                host=node.address if node.address else "127.0.0.1",
+            )
+        except BaseException:
+            await server.stop()
+            raise
+        return server
+
+    async def close(self) -> None:
+        return None
+
+
+async def wait_ready(
+    ready: ReadyCheck,
+    *,
+    alive: object,
+    output: Path,
+    host: str,
+) -> None:
+    """Poll until the server's output matches ``ready.pattern`` and/or its port accepts."""
+    deadline = time.monotonic() + ready.timeout
+    pattern = re.compile(ready.pattern) if ready.pattern else None
+    is_alive = alive if callable(alive) else (lambda: True)
+    while True:
+        ok = True
+        if pattern is not None:
+            try:
+                text = output.read_text(errors="replace")
+            except FileNotFoundError:
+                text = ""
+            ok = bool(pattern.search(text))
+        if ok and ready.port is not None:
+            ok = _port_open(host, ready.port)
+        if ok:
+            return
+        if not is_alive():
+            raise ServerNotReady("server exited before it became ready")
+        if time.monotonic() > deadline:
+            raise ServerNotReady(f"server not ready after {ready.timeout:g} s")
+        await asyncio.sleep(0.05)
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False

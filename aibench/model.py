@@ -1,0 +1,474 @@
+"""The core records: Measurement, Fact, StepResult, Verdict, Run.
+
+All are frozen dataclasses. Each has ``to_dict()`` and ``from_dict()`` for the versioned
+JSON form written to ``run.json`` (``SCHEMA_VERSION``). A ``run.json`` with another major
+schema version is refused with a clear message instead of being half-read.
+
+Conventions (STYLE.md principle 2):
+
+* ``metric`` is a fixed snake_case name from the tool's vocabulary (``busbw``, ``bw``,
+  ``iops``, ``lat_p99``); the variable dimensions (op, size_bytes, rw, bs, direction,
+  streams, scenario ...) live in ``dims``, never in the metric name.
+* ``unit`` is always explicit and must be known to :mod:`aibench.units`.
+* ``nodes`` is the node, the pair or the set that produced the value; parsers leave it
+  empty (they know no hosts) and the orchestrator fills it in with :func:`attach`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+SCHEMA_VERSION = "1.0"
+
+Scalar: TypeAlias = str | int | float | bool
+
+
+class FrozenDims(Mapping[str, Scalar]):
+    """An immutable, hashable mapping of dimension name to scalar value."""
+
+    __slots__ = ("_items", "_map")
+
+    def __init__(self, data: Mapping[str, Scalar] | Iterable[tuple[str, Scalar]] = ()) -> None:
+        pairs = data.items() if isinstance(data, Mapping) else data
+        m: dict[str, Scalar] = {}
+        for k, v in pairs:
+            if not isinstance(k, str):
+                raise TypeError(f"dimension names must be str, got {k!r}")
+            if not isinstance(v, str | int | float | bool):
+                raise TypeError(f"dimension {k!r} must be a scalar, got {type(v).__name__}")
+            m[k] = v
+        self._map = dict(sorted(m.items()))
+        self._items = tuple(self._map.items())
+
+    def __getitem__(self, key: str) -> Scalar:
+        return self._map[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._map)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenDims):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._map == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenDims({self._map!r})"
+
+    def to_dict(self) -> dict[str, Scalar]:
+        return dict(self._map)
+
+
+def _dims(value: Mapping[str, Scalar] | FrozenDims | None) -> FrozenDims:
+    if isinstance(value, FrozenDims):
+        return value
+    return FrozenDims(value or {})
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One number a tool produced, with its unit and the dimensions that vary."""
+
+    tool: str
+    metric: str
+    value: float
+    unit: str
+    dims: FrozenDims = field(default_factory=FrozenDims)
+    nodes: tuple[str, ...] = ()
+    step: str = ""
+    repeat: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dims", _dims(self.dims))
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        if isinstance(self.value, bool) or not isinstance(self.value, int | float):
+            raise TypeError(f"{self.tool}.{self.metric}: value must be a number, got {self.value!r}")
+        object.__setattr__(self, "value", float(self.value))
+        if not math.isfinite(self.value):
+            raise ValueError(f"{self.tool}.{self.metric}: value must be finite, got {self.value}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "metric": self.metric,
+            "value": self.value,
+            "unit": self.unit,
+            "dims": self.dims.to_dict(),
+            "nodes": list(self.nodes),
+            "step": self.step,
+            "repeat": self.repeat,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Measurement:
+        return cls(
+            tool=d["tool"],
+            metric=d["metric"],
+            value=d["value"],
+            unit=d["unit"],
+            dims=FrozenDims(d.get("dims", {})),
+            nodes=tuple(d.get("nodes", ())),
+            step=d.get("step", ""),
+            repeat=int(d.get("repeat", 0)),
+        )
+
+
+FactValue: TypeAlias = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One observed property of a node (driver version, swappiness, HCA state ...).
+
+    ``value`` is None when the fact is *absent* (the tool or file does not exist on the
+    node); ``absent`` is then True and ``reason`` says why. An absent fact is reported
+    and judged, never silently passed.
+    """
+
+    source: str
+    name: str
+    value: FactValue
+    unit: str | None = None
+    dims: FrozenDims = field(default_factory=FrozenDims)
+    nodes: tuple[str, ...] = ()
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dims", _dims(self.dims))
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+
+    @property
+    def absent(self) -> bool:
+        return self.value is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "name": self.name,
+            "value": self.value,
+            "unit": self.unit,
+            "dims": self.dims.to_dict(),
+            "nodes": list(self.nodes),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Fact:
+        return cls(
+            source=d["source"],
+            name=d["name"],
+            value=d.get("value"),
+            unit=d.get("unit"),
+            dims=FrozenDims(d.get("dims", {})),
+            nodes=tuple(d.get("nodes", ())),
+            reason=d.get("reason", ""),
+        )
+
+
+class StepStatus(enum.StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    UNREACHABLE = "unreachable"
+    NOT_RUN = "not_run"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRecord:
+    """The exact process a step started: where, argv, the environment it was given."""
+
+    host: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    role: str = "client"  # client | server | launcher
+    exit_code: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "argv": list(self.argv),
+            "env": dict(self.env),
+            "role": self.role,
+            "exit_code": self.exit_code,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProcessRecord:
+        return cls(
+            host=d["host"],
+            argv=tuple(d["argv"]),
+            env=dict(d.get("env", {})),
+            role=d.get("role", "client"),
+            exit_code=d.get("exit_code"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """One tool invocation on one placement (a node, a pair, a set of nodes)."""
+
+    step_id: str  # unique in the run: "<step>/<placement>/r<repeat>"
+    step: str  # the suite step name
+    tool: str
+    nodes: tuple[str, ...]
+    repeat: int
+    status: StepStatus
+    exit_code: int | None = None
+    started: str = ""  # ISO 8601 UTC
+    duration_s: float = 0.0
+    processes: tuple[ProcessRecord, ...] = ()
+    stdout_path: str = ""  # relative to the run directory
+    stderr_path: str = ""
+    measurements: tuple[Measurement, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    reason: str = ""  # one line when status is not ok
+    tool_version: str = ""
+    round: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", StepStatus(self.status))
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        object.__setattr__(self, "measurements", tuple(self.measurements))
+        object.__setattr__(self, "facts", tuple(self.facts))
+        object.__setattr__(self, "processes", tuple(self.processes))
+
+    @property
+    def ok(self) -> bool:
+        return self.status is StepStatus.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step_id": self.step_id,
+            "step": self.step,
+            "tool": self.tool,
+            "nodes": list(self.nodes),
+            "repeat": self.repeat,
+            "round": self.round,
+            "status": self.status.value,
+            "exit_code": self.exit_code,
+            "started": self.started,
+            "duration_s": self.duration_s,
+            "processes": [p.to_dict() for p in self.processes],
+            "stdout_path": self.stdout_path,
+            "stderr_path": self.stderr_path,
+            "reason": self.reason,
+            "tool_version": self.tool_version,
+            "measurements": [m.to_dict() for m in self.measurements],
+            "facts": [f.to_dict() for f in self.facts],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StepResult:
+        return cls(
+            step_id=d["step_id"],
+            step=d["step"],
+            tool=d["tool"],
+            nodes=tuple(d.get("nodes", ())),
+            repeat=int(d.get("repeat", 0)),
+            round=int(d.get("round", 0)),
+            status=StepStatus(d["status"]),
+            exit_code=d.get("exit_code"),
+            started=d.get("started", ""),
+            duration_s=float(d.get("duration_s", 0.0)),
+            processes=tuple(ProcessRecord.from_dict(p) for p in d.get("processes", ())),
+            stdout_path=d.get("stdout_path", ""),
+            stderr_path=d.get("stderr_path", ""),
+            reason=d.get("reason", ""),
+            tool_version=d.get("tool_version", ""),
+            measurements=tuple(Measurement.from_dict(m) for m in d.get("measurements", ())),
+            facts=tuple(Fact.from_dict(f) for f in d.get("facts", ())),
+        )
+
+
+class Outcome(enum.StrEnum):
+    PASS = "PASS"
+    WARN = "WARN"  # inside the fail bound, outside the warn bound: does not fail the run
+    FAIL = "FAIL"
+    WAIVED = "WAIVED"
+    MISSING = "MISSING"  # nothing was measured for the check: never a PASS
+    ERROR = "ERROR"  # the measuring step failed, or the check could not be evaluated
+
+    @property
+    def failing(self) -> bool:
+        return self in (Outcome.FAIL, Outcome.MISSING, Outcome.ERROR)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One check of the spec, evaluated for one subject (a node, a pair, the fleet)."""
+
+    check: str  # the check's id in the spec
+    outcome: Outcome
+    subject: tuple[str, ...] = ()  # the node(s) the verdict is about; () = whole run
+    description: str = ""
+    expected: str = ""  # human form, e.g. ">= 5000 MB/s"
+    observed: float | None = None
+    observed_text: str = ""  # for facts, or "3 of 4 nodes", etc.
+    unit: str = ""
+    reference: float | None = None
+    bounds: tuple[float | None, float | None] = (None, None)  # in `unit`
+    aggregate: str = ""
+    samples: int = 0
+    culprits: tuple[str, ...] = ()  # nodes / links that caused a FAIL
+    evidence: tuple[str, ...] = ()  # step_ids (and so raw log paths)
+    reason: str = ""
+    benchmark: str = ""  # tool or section the check belongs to (groups JUnit testcases)
+    waiver: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", Outcome(self.outcome))
+        object.__setattr__(self, "subject", tuple(self.subject))
+        object.__setattr__(self, "culprits", tuple(self.culprits))
+        object.__setattr__(self, "evidence", tuple(self.evidence))
+        object.__setattr__(self, "bounds", tuple(self.bounds))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "outcome": self.outcome.value,
+            "subject": list(self.subject),
+            "description": self.description,
+            "expected": self.expected,
+            "observed": self.observed,
+            "observed_text": self.observed_text,
+            "unit": self.unit,
+            "reference": self.reference,
+            "bounds": list(self.bounds),
+            "aggregate": self.aggregate,
+            "samples": self.samples,
+            "culprits": list(self.culprits),
+            "evidence": list(self.evidence),
+            "reason": self.reason,
+            "benchmark": self.benchmark,
+            "waiver": dict(self.waiver) if self.waiver else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        b = d.get("bounds") or (None, None)
+        return cls(
+            check=d["check"],
+            outcome=Outcome(d["outcome"]),
+            subject=tuple(d.get("subject", ())),
+            description=d.get("description", ""),
+            expected=d.get("expected", ""),
+            observed=d.get("observed"),
+            observed_text=d.get("observed_text", ""),
+            unit=d.get("unit", ""),
+            reference=d.get("reference"),
+            bounds=(b[0], b[1]),
+            aggregate=d.get("aggregate", ""),
+            samples=int(d.get("samples", 0)),
+            culprits=tuple(d.get("culprits", ())),
+            evidence=tuple(d.get("evidence", ())),
+            reason=d.get("reason", ""),
+            benchmark=d.get("benchmark", ""),
+            waiver=d.get("waiver"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A whole run: what was asked, where, what happened and how it was judged."""
+
+    id: str
+    suite: str
+    spec: str
+    spec_sha256: str = ""
+    started: str = ""
+    finished: str = ""
+    aibench_version: str = ""
+    inventory: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, Any] = field(default_factory=dict)  # per node: facts dict
+    steps: tuple[StepResult, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    notes: tuple[str, ...] = ()
+    generated: bool = False  # measurements made by a generator (tests, scale benches)
+    schema_version: str = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "verdicts", tuple(self.verdicts))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        return [m for s in self.steps for m in s.measurements]
+
+    @property
+    def facts(self) -> list[Fact]:
+        return [f for s in self.steps for f in s.facts]
+
+    @property
+    def outcome(self) -> Outcome:
+        """The run's overall outcome: FAIL if any check fails, else PASS."""
+        if any(v.outcome.failing for v in self.verdicts):
+            return Outcome.FAIL
+        if not self.verdicts:
+            return Outcome.MISSING
+        return Outcome.PASS
+
+    def replace(self, **changes: Any) -> Run:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "id": self.id,
+            "suite": self.suite,
+            "spec": self.spec,
+            "spec_sha256": self.spec_sha256,
+            "started": self.started,
+            "finished": self.finished,
+            "aibench_version": self.aibench_version,
+            "generated": self.generated,
+            "inventory": dict(self.inventory),
+            "environment": dict(self.environment),
+            "notes": list(self.notes),
+            "steps": [s.to_dict() for s in self.steps],
+            "verdicts": [v.to_dict() for v in self.verdicts],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Run:
+        version = str(d.get("schema_version", ""))
+        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+            raise ValueError(
+                f"run.json has schema_version {version or '(none)'}; this aibench reads "
+                f"{SCHEMA_VERSION.split('.')[0]}.x"
+            )
+        return cls(
+            schema_version=version,
+            id=d["id"],
+            suite=d["suite"],
+            spec=d["spec"],
+            spec_sha256=d.get("spec_sha256", ""),
+            started=d.get("started", ""),
+            finished=d.get("finished", ""),
+            aibench_version=d.get("aibench_version", ""),
+            generated=bool(d.get("generated", False)),
+            inventory=d.get("inventory", {}),
+            environment=d.get("environment", {}),
+            notes=tuple(d.get("notes", ())),
+            steps=tuple(StepResult.from_dict(s) for s in d.get("steps", ())),
+            verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
+        )
+
+
+def attach(
+    items: Iterable[Measurement], *, nodes: tuple[str, ...], step: str, repeat: int
+) -> tuple[Measurement, ...]:
+    """Give parser output its provenance (the parser itself knows no hosts)."""
+    return tuple(dataclasses.replace(m, nodes=nodes, step=step, repeat=repeat) for m in items)

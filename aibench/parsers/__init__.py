@@ -1,0 +1,55 @@
+"""Parsers: one module per tool, each a pure function from text to records.
+
+Contract (STYLE.md principles 1-4). A module ``aibench/parsers/<tool>.py`` defines
+``PARSER`` (a :class:`Parser`, or a list of them). ``parse(text)``:
+
+* takes the tool's whole output as text and returns a list of records: Measurements for
+  benchmarks, Facts for node-inspection tools (nvidia-smi, ibstat ...);
+* does no I/O, reads no environment, starts no process, knows no hosts or ranks;
+* raises :class:`aibench.errors.ParseError` (with the line number and a reason) when the
+  output cannot be read, and :class:`aibench.errors.ToolFailure` (with the tool's own
+  message, and what was measured before it failed in ``partial``) when the tool reports
+  that it failed. It never turns what it cannot read into 0 or a silent skip.
+
+``detect(text)`` (optional) says whether a text looks like this parser's input; it powers
+``aibench parse --tool auto``.
+
+The module docstring of each parser says what command it reads, which versions it was
+tested on, and the metrics and dims it emits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aibench.model import Fact, Measurement
+from aibench.registry import Registry
+
+Record = Measurement | Fact
+
+
+@dataclass(frozen=True)
+class Parser:
+    name: str  # registry name, e.g. "fio", "iperf3", "nccl-tests", "nvidia-smi-q"
+    parse: Callable[[str], Sequence[Record]]
+    description: str = ""
+    detect: Callable[[str], bool] | None = None
+    emits: str = "measurements"  # or "facts"
+    aliases: tuple[str, ...] = field(default=())
+
+
+PARSERS: Registry[Parser] = Registry("parser", "aibench.parsers", "PARSER", key=lambda p: p.name)
+
+
+def get(name: str) -> Parser:
+    return PARSERS.get(name)
+
+
+def parse(name: str, text: str) -> list[Record]:
+    return list(get(name).parse(text))
+
+
+def detect(text: str) -> list[str]:
+    """Names of the parsers whose ``detect`` accepts ``text``."""
+    return [p.name for p in PARSERS if p.detect is not None and p.detect(text)]

@@ -1,0 +1,100 @@
+"""The runner contract: a runner turns a suite step into planned invocations.
+
+A runner *plans*; executors *run* (STYLE.md principle 6). ``invocations()`` is a pure
+function of the step's options, the group of nodes and the slot it runs in: it returns
+argv lists, environments, servers to start first and the parser for the output. It has
+no side effects and touches no node, so ``aibench plan`` and table tests call it freely.
+
+A module ``aibench/runners/<tool>.py`` defines ``RUNNER`` (an object satisfying
+:class:`Runner`). Options are a pydantic model (unknown keys are errors), validated when
+the suite is loaded, before any node is touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from aibench.config import Strict
+from aibench.executors.base import ReadyCheck
+from aibench.registry import Registry
+
+if TYPE_CHECKING:
+    from aibench.inventory import Node
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One process to start on one node."""
+
+    host: str  # node name
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    role: str = "client"  # client | server | launcher
+    ready: ReadyCheck | None = None  # servers: how to know they listen
+    timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "argv", tuple(self.argv))
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One planned tool run on one placement group; becomes one StepResult."""
+
+    step: str  # suite step name
+    tool: str
+    nodes: tuple[str, ...]  # the subject: a node, a pair (client first), a set
+    label: str  # file-system-safe name of the group, e.g. "h1" or "h1--h2"
+    repeat: int
+    client: ProcessSpec  # the process whose stdout is parsed
+    parser: str  # parser registry name
+    servers: tuple[ProcessSpec, ...] = ()
+    round: int = 0
+    network: bool = False  # counts against the fabric-load cap
+    # Files the client writes that the runner's ``collect`` reads (e.g. MLPerf logs);
+    # relative to the step's raw directory.
+    artifacts: tuple[str, ...] = ()
+
+    @property
+    def step_id(self) -> str:
+        return f"{self.step}/{self.label}/r{self.repeat}"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where an invocation sits in the schedule: used for ports and file names."""
+
+    round: int = 0
+    index: int = 0  # position in the round: concurrent invocations get distinct ports
+    repeat: int = 0
+    base_port: int = 15201
+    workdir: str = "/tmp/aibench"  # scratch directory on the node (fio files ...)
+    raw_dir: str = ""  # the step's raw directory in the run (local path)
+
+
+class Runner(Protocol):
+    name: ClassVar[str]  # registry name == tool name in suites
+    tool: ClassVar[str]
+    default_placement: ClassVar[str]  # each | pairs | all
+    Options: ClassVar[type[Strict]]
+
+    def invocations(
+        self, step: str, options: Any, group: Sequence[Node], slot: Slot
+    ) -> list[Invocation]: ...
+
+    def version_argv(self) -> tuple[str, ...] | None:
+        """argv that prints the tool's version (run once per node), or None."""
+        ...
+
+    def parse_version(self, text: str) -> str: ...
+
+
+RUNNERS: Registry[Runner] = Registry("runner", "aibench.runners", "RUNNER", key=lambda r: r.name)
+
+
+def label_for(nodes: Sequence[str]) -> str:
+    if len(nodes) <= 3:
+        return "--".join(nodes)
+    return f"{nodes[0]}--{nodes[-1]}-{len(nodes)}nodes"
