@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from aibench.config import Strict
@@ -74,7 +75,27 @@ class Slot:
     raw_dir: str = ""  # the step's raw directory in the run (local path)
 
 
+@dataclass(frozen=True)
+class Output:
+    """What one finished invocation left behind, handed to a runner's ``collect``."""
+
+    stdout: str
+    stderr: str
+    exit_code: int | None  # None: killed, or never started (see reason)
+    raw_dir: Path  # the step's local raw folder (logs, fetched artifacts)
+    reason: str = ""  # the executor's one-line reason when something went wrong
+
+
 class Runner(Protocol):
+    """Required members below. Optional: ``collect(self, inv, out: Output) -> list[Record]``.
+
+    Without ``collect`` the orchestrator parses the client's stdout with ``inv.parser``
+    (a non-zero exit makes the step ``failed``, the tool's message kept as the reason).
+    A runner defines ``collect`` when its results are not simply its stdout: MLPerf logs
+    in files, the compliance checker's verdict, node facts where a missing command is
+    itself a fact. ``collect`` raises ParseError / ToolFailure like a parser.
+    """
+
     name: ClassVar[str]  # registry name == tool name in suites
     tool: ClassVar[str]
     default_placement: ClassVar[str]  # each | pairs | all
