@@ -396,6 +396,9 @@ class Run:
     verdicts: tuple[Verdict, ...] = ()
     notes: tuple[str, ...] = ()
     generated: bool = False  # measurements made by a generator (tests, scale benches)
+    # Who hands over to whom: cluster, vendor, customer, site ... (free text, from the CLI)
+    signoff: Mapping[str, str] = field(default_factory=dict)
+    suite_sha256: str = ""
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -434,6 +437,8 @@ class Run:
             "finished": self.finished,
             "aibench_version": self.aibench_version,
             "generated": self.generated,
+            "signoff": dict(self.signoff),
+            "suite_sha256": self.suite_sha256,
             "inventory": dict(self.inventory),
             "environment": dict(self.environment),
             "notes": list(self.notes),
@@ -459,6 +464,8 @@ class Run:
             finished=d.get("finished", ""),
             aibench_version=d.get("aibench_version", ""),
             generated=bool(d.get("generated", False)),
+            signoff=dict(d.get("signoff", {})),
+            suite_sha256=d.get("suite_sha256", ""),
             inventory=d.get("inventory", {}),
             environment=d.get("environment", {}),
             notes=tuple(d.get("notes", ())),
