@@ -1,0 +1,170 @@
+"""iperf3 ``-J`` documents (and the events of ``--json-stream``) to Measurements."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.parsers._util import json_document
+
+TOOL = "iperf3"
+
+
+def _num(obj: Mapping[str, Any], key: str, what: str, line: int | None) -> float:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParseError(TOOL, f"{what}.{key} is not a number: {value!r}", line=line)
+    f = float(value)
+    if not math.isfinite(f):
+        raise ParseError(TOOL, f"{what}.{key} is not finite", line=line)
+    return f
+
+
+def _m(metric: str, value: float, unit: str, dims: Mapping[str, Scalar]) -> Measurement:
+    return Measurement(tool=TOOL, metric=metric, value=value, unit=unit, dims=FrozenDims(dims))
+
+
+def test_dims(start: Any, line: int | None) -> dict[str, Scalar]:
+    """``protocol``, ``streams``, ``reverse`` (and ``bidir``) from ``start.test_start``."""
+    if not isinstance(start, Mapping):
+        return {}
+    ts = start.get("test_start")
+    if not isinstance(ts, Mapping):
+        return {}
+    dims: dict[str, Scalar] = {}
+    proto = ts.get("protocol")
+    if isinstance(proto, str):
+        dims["protocol"] = proto.lower()
+    if "num_streams" in ts:
+        dims["streams"] = int(_num(ts, "num_streams", "start.test_start", line))
+    if "reverse" in ts:
+        dims["reverse"] = bool(_num(ts, "reverse", "start.test_start", line))
+    if "bidir" in ts:
+        dims["bidir"] = bool(_num(ts, "bidir", "start.test_start", line))
+    return dims
+
+
+def _sum_records(
+    s: Mapping[str, Any],
+    side: str,
+    dims: Mapping[str, Scalar],
+    udp: bool,
+    what: str,
+    line: int | None,
+) -> list[Measurement]:
+    d = {**dims, "side": side}
+    out = [_m("throughput", _num(s, "bits_per_second", what, line), "bit/s", d)]
+    if "retransmits" in s and side == "sender":
+        out.append(_m("retransmits", _num(s, "retransmits", what, line), "count", d))
+    if udp and side == "receiver":
+        for key, metric, unit in (
+            ("jitter_ms", "jitter", "ms"),
+            ("lost_packets", "lost_packets", "count"),
+            ("packets", "packets", "count"),
+            ("lost_percent", "lost_percent", "%"),
+        ):
+            if key in s:
+                out.append(_m(metric, _num(s, key, what, line), unit, d))
+    elif udp and "packets" in s:
+        out.append(_m("packets", _num(s, "packets", what, line), "count", d))
+    return out
+
+
+def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
+    """The records of a finished test: the ``end`` object's sums and per-stream rates."""
+    dims = test_dims(doc.get("start"), line)
+    end = doc.get("end")
+    if end is None:
+        return []
+    if not isinstance(end, Mapping):
+        raise ParseError(TOOL, '"end" is not an object', line=line)
+    udp = dims.get("protocol") == "udp" or "sum" in end
+    bidir = bool(dims.get("bidir")) or "sum_sent_bidir_reverse" in end
+    out: list[Measurement] = []
+    sums: list[tuple[str, str, str]] = [
+        ("sum_sent", "sender", "forward"),
+        ("sum_received", "receiver", "forward"),
+    ]
+    if bidir:
+        sums += [
+            ("sum_sent_bidir_reverse", "sender", "reverse"),
+            ("sum_received_bidir_reverse", "receiver", "reverse"),
+        ]
+    found = False
+    for key, side, direction in sums:
+        s = end.get(key)
+        if s is None:
+            continue
+        if not isinstance(s, Mapping):
+            raise ParseError(TOOL, f"end.{key} is not an object", line=line)
+        found = True
+        d = {**dims, "direction": direction} if bidir else dims
+        out.extend(_sum_records(s, side, d, udp, f"end.{key}", line))
+    if not found and isinstance(end.get("sum"), Mapping):
+        # iperf3 < 3.12 UDP: one "sum" with the sender's rate and the receiver's losses.
+        s = end["sum"]
+        out.append(
+            _m(
+                "throughput",
+                _num(s, "bits_per_second", "end.sum", line),
+                "bit/s",
+                {**dims, "side": "sender"},
+            )
+        )
+        out.extend(
+            r
+            for r in _sum_records(s, "receiver", dims, True, "end.sum", line)
+            if r.metric != "throughput"
+        )
+    streams = end.get("streams", [])
+    if not isinstance(streams, list):
+        raise ParseError(TOOL, "end.streams is not a list", line=line)
+    for i, st in enumerate(streams):
+        if not isinstance(st, Mapping):
+            raise ParseError(TOOL, f"end.streams[{i}] is not an object", line=line)
+        for side in ("sender", "receiver", "udp"):
+            part = st.get(side)
+            if part is None:
+                continue
+            what = f"end.streams[{i}].{side}"
+            if not isinstance(part, Mapping):
+                raise ParseError(TOOL, f"{what} is not an object", line=line)
+            sd: dict[str, Scalar] = {**dims, "stream": int(_num(part, "socket", what, line))}
+            sd["side"] = "sender" if side == "udp" else side
+            if bidir:
+                # In a --bidir test each stream says whether this end sent on it.
+                sd["direction"] = (
+                    "forward"
+                    if bool(part.get("sender", True)) == (side != "receiver")
+                    else "reverse"
+                )
+            out.append(
+                _m("stream_throughput", _num(part, "bits_per_second", what, line), "bit/s", sd)
+            )
+    return out
+
+
+def parse_document(doc: Any, line: int | None) -> list[Measurement]:
+    if not isinstance(doc, Mapping):
+        raise ParseError(TOOL, "JSON document is not an object", line=line)
+    err = doc.get("error")
+    if err is not None:
+        try:
+            partial = end_records(doc, line)
+        except ParseError:
+            partial = []
+        raise ToolFailure(TOOL, str(err), line=line, partial=list(partial))
+    if "end" not in doc:
+        raise ParseError(TOOL, 'JSON document has no "end" object', line=line)
+    recs = end_records(doc, line)
+    if not recs:
+        raise ParseError(TOOL, '"end" holds no results', line=line)
+    return recs
+
+
+def parse_json(text: str) -> list[Measurement]:
+    doc, first = json_document(TOOL, text)
+    return parse_document(doc, first)

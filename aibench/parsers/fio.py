@@ -1,0 +1,57 @@
+"""fio: flexible I/O tester.
+
+Reads the output of ``fio ... --output-format=json`` (also ``json+``), of the normal
+text output (``--output-format=normal``, the default) and of ``--output-format=terse``
+(terse version 3). Tested on fio 2.1.3, 2.18, 3.16, 3.25, 3.28 and 3.33 output. Lines
+printed before the JSON document (warnings, errors) are skipped and kept for the error
+message.
+
+Emitted per job and per direction with IO (a direction whose section is all zeros, such
+as the write section of a read job, is not emitted):
+
+* ``bw`` (KiB/s, fio's ``bw``), ``iops`` (IOPS), ``io_bytes`` (B), ``runtime`` (ms);
+* ``lat_mean``, ``lat_stdev``, ``clat_mean``, ``slat_mean``: in ``ns`` for fio 3.x
+  (``*_ns`` objects, ``(nsec)`` in text) and ``us`` for older schemas (``(usec)``);
+  a latency fio did not measure (no samples) is not emitted;
+* ``clat_percentile`` with dim ``percentile`` (a float: 99.0, 99.9 ...), same unit.
+  For the ``sync`` direction (fsync/fdatasync) fio reports one latency, the sync call's:
+  it is emitted as ``lat_mean``/``lat_stdev`` and its percentiles as ``clat_percentile``.
+
+Dims: ``job`` (the job name), ``direction`` (read | write | trim | sync), and from the
+job options when the output carries them: ``rw``, ``bs``, ``iodepth`` (int),
+``ioengine``, ``numjobs`` (int), ``direct`` (bool).
+
+A job with a non-zero ``error`` is a ToolFailure whose message holds fio's error lines
+and the job's error code; the records of the output are in ``partial``.
+"""
+
+from __future__ import annotations
+
+from aibench.model import Measurement
+from aibench.parsers import Parser
+from aibench.parsers._fio_json import parse_json
+
+
+def _is_json(text: str) -> bool:
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("{"):
+            return True
+    return False
+
+
+def parse(text: str) -> list[Measurement]:
+    return parse_json(text)
+
+
+def detect(text: str) -> bool:
+    head = text[:4096]
+    return '"fio version"' in head or head.lstrip().startswith("fio-")
+
+
+PARSER = Parser(
+    name="fio",
+    parse=parse,
+    description="fio JSON, json+, normal text and terse v3 output",
+    detect=detect,
+)

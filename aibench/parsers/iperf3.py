@@ -1,0 +1,50 @@
+"""iperf3: network throughput between two hosts.
+
+Reads ``iperf3 -c HOST -J`` (one JSON document; the client's or the server's),
+``--json-stream`` (one JSON event per line: ``start``, ``interval``, ``end``, ``error``)
+and the normal text output. Tested on iperf 3.0.7, 3.0.11, 3.9 and 3.12 output.
+
+Emitted (from the end of the test; intervals are not emitted):
+
+* ``throughput`` (bit/s) with dim ``side`` = sender | receiver: the test's sums, equal to
+  ``end.sum_sent`` / ``end.sum_received`` (for UDP before 3.12: ``end.sum``, whose rate is
+  the sender's);
+* ``retransmits`` (count, TCP sender), ``stream_throughput`` (bit/s, per stream, dim
+  ``stream`` = the stream's socket id as an int, and ``side``);
+* UDP (receiver side): ``jitter`` (ms), ``lost_packets`` (count), ``packets`` (count),
+  ``lost_percent`` (%); ``packets`` also for the sender.
+
+Dims from ``start.test_start`` when present: ``protocol`` (tcp | udp), ``streams``
+(int), ``reverse`` (bool), ``bidir`` (bool, 3.7+) and then ``direction`` = forward |
+reverse on each record.
+
+iperf3's top-level ``"error"`` is a ToolFailure with iperf3's message; a cut document is
+a ParseError with the line where it ends.
+"""
+
+from __future__ import annotations
+
+from aibench.model import Measurement
+from aibench.parsers import Parser
+from aibench.parsers._iperf3_json import parse_json
+
+
+def parse(text: str) -> list[Measurement]:
+    return parse_json(text)
+
+
+def detect(text: str) -> bool:
+    head = text[:8192]
+    return (
+        '"test_start"' in head
+        or ('"start"' in head and '"intervals"' in head)
+        or "iperf 3." in head
+    )
+
+
+PARSER = Parser(
+    name="iperf3",
+    parse=parse,
+    description="iperf3 -J JSON, --json-stream events and text output",
+    detect=detect,
+)
