@@ -64,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=cmd.epilog or None,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        p.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
         cmd.add_arguments(p)
         p.set_defaults(_run=cmd.run)
     return parser

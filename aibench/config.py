@@ -46,7 +46,11 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     err = exc.errors(include_url=False)[0]
     # pydantic puts the name of a union member or tagged-union tag in loc; drop those
     # parts that are not keys of the document (they contain brackets or "function-").
-    loc = [p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or "-" in p and p.startswith("function")))]
+    loc = [
+        p
+        for p in err["loc"]
+        if not (isinstance(p, str) and ("[" in p or ("-" in p and p.startswith("function"))))
+    ]
     kind = err["type"]
     msg = err["msg"]
     if kind == "extra_forbidden":

@@ -94,7 +94,9 @@ class Measurement:
         object.__setattr__(self, "dims", _dims(self.dims))
         object.__setattr__(self, "nodes", tuple(self.nodes))
         if isinstance(self.value, bool) or not isinstance(self.value, int | float):
-            raise TypeError(f"{self.tool}.{self.metric}: value must be a number, got {self.value!r}")
+            raise TypeError(
+                f"{self.tool}.{self.metric}: value must be a number, got {self.value!r}"
+            )
         object.__setattr__(self, "value", float(self.value))
         if not math.isfinite(self.value):
             raise ValueError(f"{self.tool}.{self.metric}: value must be finite, got {self.value}")
@@ -293,7 +295,7 @@ class StepResult:
 
 
 class Outcome(enum.StrEnum):
-    PASS = "PASS"
+    PASS = "PASS"  # noqa: S105
     WARN = "WARN"  # inside the fail bound, outside the warn bound: does not fail the run
     FAIL = "FAIL"
     WAIVED = "WAIVED"

@@ -27,4 +27,6 @@ class Command:
     order: int = 50  # position in `aibench --help`
 
 
-COMMANDS: Registry[Command] = Registry("command", "aibench.commands", "COMMAND", key=lambda c: c.name)
+COMMANDS: Registry[Command] = Registry(
+    "command", "aibench.commands", "COMMAND", key=lambda c: c.name
+)

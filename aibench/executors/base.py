@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from aibench.inventory import Node
 
 # Environment variable names whose values are never written to logs, run.json or reports.
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|PASSWD|PASSWORD|API_KEY|APIKEY|CREDENTIAL|PRIVATE)", re.I)
+SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSW|PASSWD|PASSWORD|API_KEY|APIKEY|CREDENTIAL|PRIVATE)", re.I
+)
 REDACTED = "***"
 
 

@@ -52,6 +52,7 @@ class Invocation:
     client: ProcessSpec  # the process whose stdout is parsed
     parser: str  # parser registry name
     servers: tuple[ProcessSpec, ...] = ()
+    setup: tuple[ProcessSpec, ...] = ()  # run first, in order (mkdir of a scratch dir ...)
     round: int = 0
     network: bool = False  # counts against the fabric-load cap
     # Files the client writes that the runner's ``collect`` reads (e.g. MLPerf logs);

@@ -1,0 +1,48 @@
+# Set-up and the two commands of the README:
+#   make acceptance   install everything, then run the acceptance suite on this machine
+#   make test         install everything, then run the test suite
+# Needs root (or sudo) for the system packages the tools come from (Debian/Ubuntu).
+
+PYTHON ?= python3
+VENV ?= .venv
+PYTEST_ARGS ?=
+SUITE ?= acceptance
+AIBENCH_ARGS ?=
+
+APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slurm-wlm \
+	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: acceptance test system-packages venv lint clean
+
+acceptance: system-packages venv
+	$(VENV)/bin/aibench run --suite $(SUITE) $(AIBENCH_ARGS)
+
+test: system-packages venv
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,135 @@
+"""Suites: which benchmarks to run, with which options, on which placement.
+
+A suite file (YAML)::
+
+    schema_version: 1
+    name: acceptance
+    description: Handover acceptance on every node and every pair.
+    spec: default                # spec profile used when --spec is not given
+    settings:
+      workdir: /tmp/aibench      # scratch directory on every node
+      base_port: 15201           # first TCP port for servers (iperf3, perftest)
+    steps:
+      - name: fio-seq-read       # unique; used by spec checks (select.step)
+        tool: fio                # a runner name: see `aibench run --list-tools`
+        placement: each          # each | pairs | all | ... (default: the tool's own)
+        repeats: 3               # independent runs, summarized by the spec (median)
+        timeout: 120             # seconds per run; default: the runner's estimate
+        nodes: [gpu001, gpu002]  # optional: names or hostlists; default all nodes
+        labels: {role: storage}  # optional: only nodes with these labels
+        options: {rw: read, bs: 1M, size: 1G, runtime: 30}
+
+Every step's ``options`` are validated by its runner's own schema, so a typo in an fio
+option is reported as ``suite.yaml: steps[0].options.bss: unknown key`` before anything
+runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from aibench.config import Strict, read_yaml, resolve, sha256_file, validate
+from aibench.errors import ConfigError, UserError
+
+_NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+
+
+class Settings(Strict):
+    workdir: str = Field(
+        "/tmp/aibench", pattern=r"^/[A-Za-z0-9_./-]*$", description="scratch directory on nodes"
+    )
+    base_port: Annotated[int, Field(ge=1024, le=64000)] = 15201
+
+
+class StepModel(Strict):
+    name: str = Field(pattern=_NAME, description="unique step name (lowercase, digits, -_.)")
+    tool: str = Field(description="runner name")
+    description: str = ""
+    placement: str | None = Field(None, description="each | pairs | all | ...")
+    sample: Annotated[int, Field(ge=1)] | None = Field(None, description="placement sample: k")
+    group_by: str | None = Field(None, description="placement groups: the label")
+    repeats: Annotated[int, Field(ge=1, le=1000)] = 1
+    timeout: Annotated[float, Field(gt=0)] | None = None
+    nodes: list[str] | None = None
+    labels: dict[str, str] | None = None
+    enabled: bool = True
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class SuiteModel(Strict):
+    schema_version: Literal[1]
+    name: str = Field(pattern=_NAME)
+    description: str = ""
+    spec: str | None = None
+    settings: Settings = Field(default_factory=lambda: Settings())
+    steps: list[StepModel] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Step:
+    model: StepModel
+    options: Any  # the runner's validated Options instance
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def tool(self) -> str:
+        return self.model.tool
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    source: str
+    sha256: str
+    spec: str | None
+    settings: Settings
+    steps: tuple[Step, ...]
+    raw: dict[str, Any]
+
+
+def load_suite(name_or_path: str) -> Suite:
+    from aibench.plan import PLACEMENTS
+    from aibench.runners import RUNNERS
+
+    path, display = resolve("suites", name_or_path)
+    data = read_yaml(path)
+    model = validate(SuiteModel, data, display)
+    seen: set[str] = set()
+    steps = []
+    for i, sm in enumerate(model.steps):
+        where = f"steps[{i}]"
+        if sm.name in seen:
+            raise ConfigError(display, f"{where}.name", f"duplicate step name {sm.name!r}")
+        seen.add(sm.name)
+        try:
+            runner = RUNNERS.get(sm.tool)
+        except UserError:
+            valid = ", ".join(RUNNERS.names())
+            raise ConfigError(
+                display, f"{where}.tool", f"unknown tool {sm.tool!r}; valid: {valid}"
+            ) from None
+        if sm.placement is not None and sm.placement not in PLACEMENTS:
+            valid = ", ".join(sorted(PLACEMENTS))
+            raise ConfigError(
+                display, f"{where}.placement", f"unknown placement {sm.placement!r}; valid: {valid}"
+            )
+        options = validate(runner.Options, sm.options, display, prefix=f"{where}.options")
+        steps.append(Step(model=sm, options=options))
+    return Suite(
+        name=model.name,
+        description=model.description,
+        source=str(path),
+        sha256=sha256_file(Path(path)),
+        spec=model.spec,
+        settings=model.settings,
+        steps=tuple(steps),
+        raw=data,
+    )
