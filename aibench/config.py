@@ -11,7 +11,9 @@ picks a built-in file and a path (``./my-suite.yaml``) picks the user's own.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import typing
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -42,19 +44,25 @@ def key_path(loc: Sequence[int | str]) -> str:
     return out
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    err = exc.errors(include_url=False)[0]
-    # pydantic puts the name of a union member or tagged-union tag in loc; drop those
-    # parts that are not keys of the document (they contain brackets or "function-").
+def _first_error(exc: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
+    errors = exc.errors(include_url=False)
+    # An unknown key explains the other errors (a typo'd key is also a missing one).
+    errors.sort(key=lambda e: e["type"] != "extra_forbidden")
+    err = errors[0]
+    # pydantic puts names of union members and validators in loc; keep document keys only.
     loc = [
         p
         for p in err["loc"]
-        if not (isinstance(p, str) and ("[" in p or ("-" in p and p.startswith("function"))))
+        if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))
     ]
     kind = err["type"]
     msg = err["msg"]
     if kind == "extra_forbidden":
+        valid = _valid_keys(model, loc[:-1])
         msg = "unknown key"
+        if valid:
+            close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+            msg += f" (did you mean {close[0]!r}?)" if close else f" (valid: {', '.join(valid)})"
     elif kind == "missing":
         msg = "required key is missing"
     elif "input" in err and kind not in ("value_error", "assertion_error"):
@@ -65,6 +73,33 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     return key_path(loc), msg
+
+
+def _valid_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The keys a model accepts at ``loc`` (best effort: plain nested models and lists)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return []
+        current = _inner_model(field.annotation)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return sorted(current.model_fields)
+    return []
+
+
+def _inner_model(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def read_yaml(path: Path) -> Any:
@@ -98,7 +133,7 @@ def validate(model: type[M], data: Any, file: str, prefix: str = "") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        key, msg = _first_error(exc)
+        key, msg = _first_error(exc, model)
         if prefix:
             key = f"{prefix}.{key}" if key and not key.startswith("[") else f"{prefix}{key}"
         raise ConfigError(file, key, msg) from None

@@ -218,9 +218,8 @@ def _result_line(res: Any, done: int, total: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aibench import envfacts, reports, store
+    from aibench import envfacts, store
     from aibench.orchestrator import Execution, build_plan, execute
-    from aibench.thresholds import judge
 
     resume_dir: Path | None = Path(args.resume) if args.resume else None
     if resume_dir is not None:
@@ -316,6 +315,9 @@ def run(args: argparse.Namespace) -> int:
             if v
         },
     )
+    from aibench import reports
+    from aibench.thresholds import judge
+
     run_obj = run_obj.replace(verdicts=tuple(judge(inputs.spec, run_obj)))
     store.save_run(run_obj, run_dir)
     reports.write_all(run_obj, run_dir)
