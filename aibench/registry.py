@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterator
-from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Generic, TypeVar
 
@@ -38,13 +37,14 @@ class Registry(Generic[T]):
         package: str,
         attr: str,
         key: Callable[[T], str],
-        group: str | None = None,
+        group: str | None = "",
     ) -> None:
         self.kind = kind
         self.package = package
         self.attr = attr
         self.key = key
-        self.group = group or package
+        # "" -> the package name; None -> no entry-point group (keeps start-up fast)
+        self.group = package if group == "" else group
         self._items: dict[str, T] = {}
         self._origin: dict[str, str] = {}
         self._loaded = False
@@ -76,8 +76,11 @@ class Registry(Generic[T]):
                 continue
             name = f"{self.package}.{info.name}"
             self._contribute(importlib.import_module(name), name)
-        for ep in entry_points(group=self.group):
-            self._contribute(ep.load(), f"entry point {ep.value}")
+        if self.group:
+            from importlib.metadata import entry_points
+
+            for ep in entry_points(group=self.group):
+                self._contribute(ep.load(), f"entry point {ep.value}")
 
     def get(self, name: str) -> T:
         self.load()

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +216,8 @@ def _result_line(res: Any, done: int, total: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from aibench import envfacts, store
     from aibench.orchestrator import Execution, build_plan, execute
 
@@ -244,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         run_dir = store.new_run_dir(Path(args.output_dir), inputs.suite.name)
         store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs))
+    from datetime import UTC, datetime
+
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     executors = Executors(inputs.inventory)
     reporter = Reporter(len(plan.invocations), quiet=args.quiet)
