@@ -1,0 +1,49 @@
+"""Reports: HTML acceptance report, JUnit XML, Markdown summary, Prometheus metrics, manifest.
+
+:func:`write_all` is what the pipeline calls once ``run.json`` and the raw logs are on
+disk. It writes ``report.html``, ``junit.xml``, ``summary.md`` and ``metrics.prom`` into
+the run directory, then ``manifest.sha256`` last, covering every file there (see
+:mod:`aibench.manifest`). All four formats are rendered from the same ``Run``; heavy
+libraries (jinja2, matplotlib) are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from aibench.model import Run
+
+REPORT = "report.html"
+JUNIT = "junit.xml"
+SUMMARY = "summary.md"
+METRICS = "metrics.prom"
+
+
+def _write(path: Path, text: str) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def write_all(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> dict[str, Path]:
+    """Render every report of ``run`` into ``run_dir``; return name -> path.
+
+    ``history`` (optional, oldest first or in any order) are earlier runs of the same
+    suite; when given the HTML report draws trend lines.
+    """
+    from aibench import manifest
+    from aibench.reports import html, junit, markdown, prometheus
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    out = {
+        REPORT: _write(run_dir / REPORT, html.render(run, run_dir, history)),
+        JUNIT: _write(run_dir / JUNIT, junit.render(run)),
+        SUMMARY: _write(run_dir / SUMMARY, markdown.render(run)),
+        METRICS: _write(run_dir / METRICS, prometheus.render(run)),
+    }
+    out[manifest.MANIFEST] = manifest.write(run_dir)
+    return out

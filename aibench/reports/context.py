@@ -1,0 +1,207 @@
+"""Plain data the report formats share: counts, failing checks, log tails, environment diffs.
+
+Nothing here knows HTML, XML or Markdown; every format renders these values with its own
+escaping. Reading raw logs never leaves the run directory (a path that points outside it,
+or is absolute, is not read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aibench.model import Outcome, Run, StepResult, Verdict
+
+OUTCOME_ORDER = (
+    Outcome.FAIL,
+    Outcome.ERROR,
+    Outcome.MISSING,
+    Outcome.WARN,
+    Outcome.WAIVED,
+    Outcome.PASS,
+)
+SYMBOL = {
+    Outcome.PASS: "✔",
+    Outcome.WARN: "▲",
+    Outcome.FAIL: "✖",
+    Outcome.WAIVED: "⊘",
+    Outcome.MISSING: "?",
+    Outcome.ERROR: "‼",
+}
+ARTEFACTS = ("report.html", "junit.xml", "summary.md", "metrics.prom", "run.json",
+             "manifest.sha256")
+
+
+def counts(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:
+    c = Counter(v.outcome for v in verdicts)
+    return {o: c.get(o, 0) for o in OUTCOME_ORDER}
+
+
+def failing(run: Run) -> list[Verdict]:
+    rank = {o: i for i, o in enumerate(OUTCOME_ORDER)}
+    bad = [v for v in run.verdicts if v.outcome.failing]
+    return sorted(bad, key=lambda v: (rank[v.outcome], v.benchmark, v.check, v.subject))
+
+
+def fmt_number(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return ""
+    if x == 0:
+        return "0"
+    a = abs(x)
+    if a >= 1e6 or a < 1e-3:
+        return f"{x:.4g}"
+    if a >= 100:
+        return f"{x:,.0f}" if a >= 10000 else f"{x:.1f}"
+    return f"{x:.3g}"
+
+
+def observed(v: Verdict) -> str:
+    if v.observed is not None:
+        text = f"{fmt_number(v.observed)} {v.unit}".strip()
+        return f"{text} ({v.observed_text})" if v.observed_text else text
+    return v.observed_text or "(nothing observed)"
+
+
+def subject(v: Verdict, limit: int = 6) -> str:
+    if not v.subject:
+        return "(whole run)"
+    if len(v.subject) > limit:
+        return f"{len(v.subject)} nodes: " + ", ".join(v.subject[:3]) + ", …"
+    return ", ".join(v.subject)
+
+
+def expected_vs_observed(v: Verdict) -> str:
+    return f"expected {v.expected or '(no bound)'}, observed {observed(v)}"
+
+
+def steps_by_id(run: Run) -> dict[str, StepResult]:
+    return {s.step_id: s for s in run.steps}
+
+
+def safe_relpath(rel: str) -> str | None:
+    """``rel`` if it is a plain relative path inside the run directory, else None."""
+    if not rel or rel.startswith(("/", "\\")) or "\\" in rel or ":" in rel.split("/")[0]:
+        return None
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return rel
+
+
+def log_tail(run_dir: Path, rel: str, lines: int = 12, max_bytes: int = 3000) -> str:
+    """The last ``lines`` lines (at most ``max_bytes``) of a raw log, decoded leniently."""
+    ok = safe_relpath(rel)
+    if ok is None:
+        return ""
+    path = run_dir / ok
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            f.seek(max(0, size - max_bytes))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def evidence_excerpt(run_dir: Path, v: Verdict, steps: Mapping[str, StepResult]) -> tuple[str, str]:
+    """(log path, tail) of the first evidence step that has a non-empty log."""
+    for sid in v.evidence:
+        s = steps.get(sid)
+        if s is None:
+            continue
+        for rel in (s.stderr_path, s.stdout_path) if not s.ok else (s.stdout_path, s.stderr_path):
+            tail = log_tail(run_dir, rel)
+            if tail.strip():
+                return rel, tail
+    return "", ""
+
+
+def run_digest(run: Run, run_dir: Path) -> tuple[str, str]:
+    """(sha256 of run.json, how it was obtained)."""
+    path = run_dir / "run.json"
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest(), "sha256 of run.json"
+    data = json.dumps(run.to_dict(), sort_keys=True).encode()
+    return hashlib.sha256(data).hexdigest(), "sha256 of the run record (run.json not written)"
+
+
+@dataclass(frozen=True)
+class EnvKey:
+    key: str
+    values: dict[str, int]  # value text -> number of nodes, most common first
+    modal: str
+    odd: dict[str, list[str]]  # value text -> nodes having it (only values != modal)
+
+    @property
+    def differs(self) -> bool:
+        return len(self.values) > 1
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "(absent)"
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def environment(run: Run) -> tuple[list[str], list[str], dict[str, dict[str, str]], list[EnvKey]]:
+    """(nodes, keys, node -> key -> text, per-key summary) of ``Run.environment``."""
+    env = run.environment or {}
+    nodes = sorted(env)
+    keys: list[str] = []
+    seen: set[str] = set()
+    table: dict[str, dict[str, str]] = {}
+    for node in nodes:
+        facts = env[node] if isinstance(env[node], Mapping) else {"value": env[node]}
+        row = {}
+        for k, val in facts.items():
+            k = str(k)
+            if k not in seen:
+                seen.add(k)
+                keys.append(k)
+            row[k] = _text(val)
+        table[node] = row
+    summary = []
+    for k in keys:
+        c = Counter(table[n].get(k, "(absent)") for n in nodes)
+        ordered = dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+        modal = next(iter(ordered))
+        odd: dict[str, list[str]] = {}
+        for n in nodes:
+            val = table[n].get(k, "(absent)")
+            if val != modal:
+                odd.setdefault(val, []).append(n)
+        summary.append(EnvKey(k, ordered, modal, odd))
+    return nodes, keys, table, summary
+
+
+def groups(run: Run, nodes: Sequence[str]) -> dict[str, str]:
+    """node -> group label (inventory label rack/group/leaf..., else blocks of sorted names)."""
+    inv_nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
+    labels: dict[str, Mapping[str, Any]] = {}
+    for entry in inv_nodes:
+        if isinstance(entry, Mapping) and "name" in entry:
+            labels[str(entry["name"])] = entry.get("labels") or {}
+    for key in ("rack", "group", "leaf", "switch", "pod", "row"):
+        got = {n: str(labels[n][key]) for n in nodes if n in labels and key in labels[n]}
+        if len(got) == len(nodes) and len(set(got.values())) > 1:
+            return got
+    ordered = sorted(nodes)
+    size = max(1, math.ceil(len(ordered) / 64))
+    out = {}
+    for i in range(0, len(ordered), size):
+        block = ordered[i : i + size]
+        label = f"{block[0]}…{block[-1]}" if len(block) > 1 else block[0]
+        for n in block:
+            out[n] = label
+    return out

@@ -1,0 +1,189 @@
+"""The HTML acceptance report: one self-contained file, readable offline and on paper.
+
+``render(run, run_dir, history=()) -> str``. Jinja2 with autoescape on for every value;
+plots are inline SVG made by :mod:`aibench.reports.plots`; CSS and the small vanilla JS
+(filter and sort of the checks table, opening folded parts before printing) are inlined.
+The page fetches nothing: a Content-Security-Policy allows no network source at all and
+only the report's own script (by its sha256), so even an injected ``<script>`` would not
+run. Order: verdict banner, sign-off, failures, checks table, per-benchmark sections,
+history (when given), environment / bill of materials, raw log index.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import statistics
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from aibench.model import Outcome, Run, Verdict
+from aibench.reports import context
+
+TEMPLATE = "report.html.j2"
+
+
+def _asset(name: str) -> str:
+    return (resources.files("aibench.reports") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _href(rel: str) -> str:
+    ok = context.safe_relpath(rel)
+    return quote(ok, safe="/") if ok else ""
+
+
+def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
+    from aibench.reports.sections import SectionInput, section_for
+
+    tools: list[str] = []
+    for s in run.steps:
+        if s.tool not in tools:
+            tools.append(s.tool)
+    for v in run.verdicts:
+        if v.benchmark and v.benchmark not in tools:
+            tools.append(v.benchmark)
+    out = []
+    for tool in tools:
+        section = section_for(tool)
+        si = SectionInput(
+            tool=tool,
+            run=run,
+            measurements=tuple(m for s in run.steps if s.tool == tool for m in s.measurements),
+            verdicts=tuple(v for v in run.verdicts if v.benchmark == tool),
+            steps=tuple(s for s in run.steps if s.tool == tool),
+            history=tuple(history),
+        )
+        result = section.render(si)
+        c = context.counts(si.verdicts)
+        out.append({"tool": tool, "title": section.title, "out": result, "counts": c,
+                    "steps": len(si.steps), "measurements": len(si.measurements)})
+    return out
+
+
+def _history_plots(run: Run, history: Sequence[Run]) -> list[Any]:
+    from aibench.reports import plots
+    from aibench.reports.sections import Plot
+
+    if not history:
+        return []
+    runs = sorted((*history, run), key=lambda r: (r.started, r.id))
+    per_check: dict[tuple[str, str], dict[str, float]] = {}
+    for r in runs:
+        vals: dict[tuple[str, str], list[float]] = {}
+        for v in r.verdicts:
+            if v.observed is not None:
+                vals.setdefault((v.check, v.unit), []).append(v.observed)
+        for key, xs in vals.items():
+            per_check.setdefault(key, {})[r.started[:16] or r.id] = statistics.median(xs)
+    out = []
+    current = {(v.check, v.unit) for v in run.verdicts}
+    by_unit: dict[str, dict[str, tuple[list[str], list[float]]]] = {}
+    for (check, unit), pts in sorted(per_check.items()):
+        if (check, unit) in current and len(pts) > 1:
+            xs = sorted(pts)
+            by_unit.setdefault(unit, {})[check] = (xs, [pts[x] for x in xs])
+    for unit, series in sorted(by_unit.items()):
+        chunk = dict(list(series.items())[:8])
+        out.append(Plot(f"History: checks in {unit or 'plain numbers'}",
+                        plots.trend(chunk, ylabel=f"median over subjects ({unit})"),
+                        f"{len(runs)} runs, oldest first; median of each check over its subjects"))
+    return out
+
+
+def _failure_rows(run: Run, run_dir: Path, limit: int = 100) -> list[dict[str, Any]]:
+    steps = context.steps_by_id(run)
+    rows = []
+    for v in context.failing(run)[:limit]:
+        rel, tail = context.evidence_excerpt(run_dir, v, steps)
+        rows.append({"v": v, "log": rel, "href": _href(rel), "tail": tail,
+                     "subject": context.subject(v, 12), "observed": context.observed(v)})
+    return rows
+
+
+def _headline(run: Run) -> list[str]:
+    """Short sentences for the banner: which check, which node, which link."""
+    bad = context.failing(run)
+    lines = []
+    by_check: dict[str, list[Verdict]] = {}
+    for v in bad:
+        by_check.setdefault(v.check, []).append(v)
+    for check, vs in list(by_check.items())[:6]:
+        who: list[str] = []
+        for v in vs:
+            for c in v.culprits or v.subject or ("whole run",):
+                if c not in who:
+                    who.append(c)
+        shown = ", ".join(who[:5]) + (f" and {len(who) - 5} more" if len(who) > 5 else "")
+        lines.append(f"{vs[0].outcome.value} {check}: {shown}")
+    if len(by_check) > 6:
+        lines.append(f"… and {len(by_check) - 6} more failing checks")
+    return lines
+
+
+def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("aibench.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = context.fmt_number
+    env.filters["href"] = _href
+    script = _asset("report.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    nodes, keys, table, env_summary = context.environment(run)
+    run_sha, run_sha_how = context.run_digest(run, run_dir)
+    inv = run.inventory if isinstance(run.inventory, dict) else dict(run.inventory)
+    rank = {o: i for i, o in enumerate(context.OUTCOME_ORDER)}
+    verdicts = sorted(run.verdicts, key=lambda v: (rank[v.outcome], v.benchmark, v.check))
+    from markupsafe import Markup
+
+    sections = _sections(run, history)
+    for s in sections:
+        s["out"] = s["out"].__class__(
+            plots=tuple(p.__class__(p.title, Markup(p.svg), p.caption) for p in s["out"].plots),
+            tables=s["out"].tables,
+            notes=s["out"].notes,
+        )
+    hist = [{"title": p.title, "svg": Markup(p.svg), "caption": p.caption}
+            for p in _history_plots(run, history)]
+    template = env.get_template(TEMPLATE)
+    return template.render(
+        run=run,
+        outcome=run.outcome,
+        Outcome=Outcome,
+        counts=context.counts(run.verdicts),
+        symbol=context.SYMBOL,
+        headline=_headline(run),
+        failures=_failure_rows(run, run_dir),
+        n_failing=len(context.failing(run)),
+        verdicts=verdicts,
+        subject=context.subject,
+        observed=context.observed,
+        sections=sections,
+        history=hist,
+        env_nodes=nodes,
+        env_keys=keys,
+        env_table=table,
+        env_summary=env_summary,
+        env_open=len(nodes) <= 64,
+        run_sha=run_sha,
+        run_sha_how=run_sha_how,
+        inventory_name=str(inv.get("name", "")),
+        vendor=str(inv.get("vendor", "")),
+        customer=str(inv.get("customer", "")),
+        n_nodes=len(inv.get("nodes", [])) or len(nodes),
+        steps=run.steps,
+        step_index={s.step_id: i for i, s in enumerate(run.steps, 1)},
+        modal={k.key: k.modal for k in env_summary},
+        css=_asset("report.css"),
+        script=script,
+        script_hash=digest,
+        artefacts=context.ARTEFACTS,
+    )

@@ -1,0 +1,62 @@
+"""The Markdown summary for CI job pages (GitHub ``$GITHUB_STEP_SUMMARY``, GitLab).
+
+Headline outcome, counts per outcome, a table of failing checks (at most 50 rows) and the
+names of the artefacts. Cell text is escaped for GitHub-flavoured Markdown tables: pipes,
+backslashes, HTML-significant characters and line breaks cannot change the table.
+"""
+
+from __future__ import annotations
+
+from aibench.model import Run
+from aibench.reports import context
+
+MAX_ROWS = 50
+_ESC = str.maketrans({"|": "\\|", "\\": "\\\\", "<": "&lt;", ">": "&gt;", "&": "&amp;",
+                      "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                      "\n": " ", "\r": " "})
+
+
+def cell(text: str) -> str:
+    return text.translate(_ESC)
+
+
+def render(run: Run) -> str:
+    counts = context.counts(run.verdicts)
+    outcome = run.outcome
+    sym = context.SYMBOL.get(outcome, "?")
+    inv = str(run.inventory.get("name", "")) if hasattr(run.inventory, "get") else ""
+    lines = [
+        f"## {sym} aibench {cell(run.suite)}: **{outcome.value}**",
+        "",
+        f"Run `{cell(run.id)}` · spec {cell(run.spec)} · "
+        f"{cell(inv) or 'no inventory name'} · aibench {cell(run.aibench_version)}",
+        "",
+        " · ".join(f"{context.SYMBOL[o]} {o.value} **{n}**" for o, n in counts.items()),
+        "",
+    ]
+    if run.generated:
+        lines += ["> **GENERATED DATA** — not measured on a cluster.", ""]
+    bad = context.failing(run)
+    if bad:
+        lines += [
+            f"### Failing checks ({len(bad)})",
+            "",
+            "| outcome | check | benchmark | subject | expected | observed | culprits / reason |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for v in bad[:MAX_ROWS]:
+            why = ", ".join(v.culprits)
+            if v.reason:
+                why = f"{why}: {v.reason}" if why else v.reason
+            lines.append(
+                "| " + " | ".join(cell(x) for x in (
+                    f"{context.SYMBOL[v.outcome]} {v.outcome.value}", v.check, v.benchmark,
+                    context.subject(v), v.expected, context.observed(v), why)) + " |"
+            )
+        if len(bad) > MAX_ROWS:
+            lines.append(f"\n… and {len(bad) - MAX_ROWS} more in report.html / junit.xml")
+        lines.append("")
+    else:
+        lines += ["No check failed.", ""]
+    lines += ["Artefacts: " + ", ".join(f"`{a}`" for a in context.ARTEFACTS), ""]
+    return "\n".join(lines)

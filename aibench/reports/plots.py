@@ -1,0 +1,227 @@
+"""Plots for the HTML report: matplotlib (Agg), returned as inline SVG text.
+
+Every function takes plain numbers and labels and returns an SVG string that is safe to
+place inside HTML: matplotlib's SVG writer XML-escapes all text; :func:`svg_text` then drops
+the XML prolog, DOCTYPE, metadata and namespace declarations (no URL of any kind remains)
+and prefixes every element id so that several plots can live in one document. Text is kept
+as ``<text>`` (``svg.fonttype = none``): searchable, small, and printed crisply.
+
+Large matrices (heatmaps) are drawn as one embedded raster image inside the SVG so that a
+256 x 256 matrix stays a few hundred kB.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_counter = itertools.count(1)
+BAD = "#c0392b"
+OK = "#2e6da4"
+BOUND = "#444444"
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams.update(
+        {
+            "svg.fonttype": "none",
+            "svg.hashsalt": "aibench",
+            "font.size": 9,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
+    return plt
+
+
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
+_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+_IDS = re.compile(r'(\bid="|xlink:href="#|href="#|url\(#)([^")]+)')
+
+
+def svg_text(fig: Any) -> str:
+    """Serialize a figure to SVG fit for inlining in HTML, then close it."""
+    plt = _plt()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = _PROLOG.sub("", buf.getvalue(), count=1)
+    text = _METADATA.sub("", text)
+    text = _XMLNS.sub("", text)
+    prefix = f"p{next(_counter)}-"
+    text = _IDS.sub(lambda m: m.group(1) + prefix + m.group(2), text)
+    text = text.replace("<svg ", '<svg role="img" ', 1)
+    return text.strip()
+
+
+def _bound_lines(ax: Any, bounds: Sequence[tuple[str, float]], horizontal: bool = True) -> None:
+    for i, (label, value) in enumerate(bounds):
+        style = ("--", ":", "-.")[i % 3]
+        if horizontal:
+            ax.axhline(value, color=BOUND, linestyle=style, linewidth=1.2, label=label)
+        else:
+            ax.axvline(value, color=BOUND, linestyle=style, linewidth=1.2, label=label)
+
+
+def sweep(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    bounds: Sequence[tuple[str, float]] = (),
+    band: tuple[Sequence[float], Sequence[float], Sequence[float]] | None = None,
+    band_label: str = "",
+    xlabel: str = "message size (bytes)",
+    ylabel: str = "busbw (GB/s)",
+    title: str = "",
+    highlight: Sequence[str] = (),
+) -> str:
+    """Lines over a log2 x axis (NCCL busbw vs message size), with threshold lines."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    if band is not None:
+        xs, lo, hi = band
+        ax.fill_between(xs, lo, hi, color=OK, alpha=0.15, label=band_label or "min–max")
+    for label, (xs, ys) in series.items():
+        bad = label in highlight
+        ax.plot(xs, ys, marker="o" if bad else ".", markersize=4, linewidth=1.4,
+                color=BAD if bad else None, label=label + (" (failing)" if bad else ""))
+    _bound_lines(ax, bounds)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    handles, _ = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(fontsize=7, loc="upper left", ncol=2 if len(handles) > 8 else 1, frameon=False)
+    return svg_text(fig)
+
+
+def heatmap(
+    labels: Sequence[str],
+    matrix: Sequence[Sequence[float]],
+    *,
+    unit: str,
+    title: str = "",
+    marks: Sequence[tuple[int, int]] = (),
+    axis_label: str = "node",
+) -> str:
+    """An N x N matrix (row = first node of the pair, column = second); NaN = not measured.
+
+    Low values are red, so a bad link stands out; ``marks`` (failing cells) get a cross so
+    that the figure is readable without colour.
+    """
+    import numpy as np
+
+    plt = _plt()
+    n = len(labels)
+    side = min(14.0, max(4.0, 2.5 + n * 0.05))
+    fig, ax = plt.subplots(figsize=(side + 1.2, side))
+    data = np.array(matrix, dtype=float)
+    masked = np.ma.masked_invalid(data)
+    cmap = plt.get_cmap("RdYlGn").copy()
+    cmap.set_bad("#eeeeee")
+    im = ax.imshow(masked, cmap=cmap, interpolation="nearest", aspect="equal",
+                   rasterized=n > 48)
+    ax.grid(False)
+    step = max(1, math.ceil(n / 48))
+    ticks = list(range(0, n, step))
+    fs = 7 if n <= 24 else 5
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([labels[i] for i in ticks], rotation=90, fontsize=fs)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([labels[i] for i in ticks], fontsize=fs)
+    ax.set_xlabel(f"{axis_label} (second of pair)")
+    ax.set_ylabel(f"{axis_label} (first of pair)")
+    for r, c in marks:
+        ax.plot(c, r, marker="x", color="black", markersize=max(3, 10 - n / 16), mew=1.5)
+    cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    cb.set_label(unit)
+    if title:
+        ax.set_title(title)
+    return svg_text(fig)
+
+
+def bars(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    unit: str,
+    bounds: Sequence[tuple[str, float]] = (),
+    bad: Sequence[str] = (),
+    title: str = "",
+    ylabel: str = "",
+) -> str:
+    """One bar per node (or run) with the bound lines; failing bars red and hatched."""
+    plt = _plt()
+    n = len(labels)
+    fig, ax = plt.subplots(figsize=(min(14.0, max(5.0, 1.5 + n * 0.22)), 3.4))
+    badset = set(bad)
+    colors = [BAD if lab in badset else OK for lab in labels]
+    hatches = ["//" if lab in badset else "" for lab in labels]
+    width = 0.8 if n <= 200 else 1.0
+    rects = ax.bar(range(n), values, color=colors, width=width, rasterized=n > 200,
+                   linewidth=0)
+    for rect, h in zip(rects, hatches, strict=True):
+        if h:
+            rect.set_hatch(h)
+            rect.set_edgecolor("black")
+    _bound_lines(ax, bounds)
+    if n <= 40:
+        ax.set_xticks(range(n))
+        ax.set_xticklabels(labels, rotation=90, fontsize=6 if n > 16 else 7)
+    else:
+        step = math.ceil(n / 32)
+        ax.set_xticks(range(0, n, step))
+        ax.set_xticklabels([labels[i] for i in range(0, n, step)], rotation=90, fontsize=5)
+        for i, lab in enumerate(labels):
+            if lab in badset:
+                ax.annotate(lab, (i, values[i]), textcoords="offset points", xytext=(0, 4),
+                            ha="center", fontsize=6, color=BAD)
+    ax.set_ylabel(ylabel or unit)
+    ax.grid(axis="x", visible=False)
+    if title:
+        ax.set_title(title)
+    if bounds:
+        ax.legend(fontsize=7, frameon=False, loc="lower right")
+    return svg_text(fig)
+
+
+def trend(
+    series: Mapping[str, tuple[Sequence[str], Sequence[float]]],
+    *,
+    ylabel: str,
+    title: str = "",
+    bounds: Sequence[tuple[str, float]] = (),
+) -> str:
+    """History: one line per series over the runs (x = run label, oldest first)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.2))
+    xs_all: list[str] = []
+    for xs, _ys in series.values():
+        for x in xs:
+            if x not in xs_all:
+                xs_all.append(x)
+    xs_all.sort()
+    pos = {x: i for i, x in enumerate(xs_all)}
+    for label, (xs, ys) in series.items():
+        ax.plot([pos[x] for x in xs], ys, marker="o", markersize=3, label=label)
+    _bound_lines(ax, bounds)
+    ax.set_xticks(range(len(xs_all)))
+    ax.set_xticklabels(xs_all, rotation=45, ha="right", fontsize=6)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7, frameon=False)
+    return svg_text(fig)

@@ -1,0 +1,207 @@
+"""Per-benchmark report sections: small plug-ins keyed by tool name.
+
+A module in this package defines ``SECTION`` (one :class:`Section` or a list of them).
+``render(SectionInput) -> SectionOutput`` turns the run's measurements and verdicts for one
+tool into plots (inline SVG from :mod:`aibench.reports.plots`) and tables of *plain text*
+cells; the HTML template escapes every cell. A tool without a section gets
+:data:`GENERIC`, which lists its measurements. Third parties add sections through the
+``aibench.reports.sections`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aibench import units
+from aibench.model import Measurement, Run, StepResult, Verdict
+from aibench.registry import Registry
+from aibench.reports import context, plots
+
+
+@dataclass(frozen=True)
+class Plot:
+    title: str
+    svg: str  # produced by aibench.reports.plots (trusted markup)
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    note: str = ""  # e.g. "showing 200 of 4096 rows"
+
+
+@dataclass(frozen=True)
+class SectionInput:
+    tool: str
+    run: Run
+    measurements: tuple[Measurement, ...]
+    verdicts: tuple[Verdict, ...]
+    steps: tuple[StepResult, ...]
+    history: tuple[Run, ...] = ()
+
+
+@dataclass(frozen=True)
+class SectionOutput:
+    plots: tuple[Plot, ...] = ()
+    tables: tuple[Table, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Section:
+    tool: str
+    title: str
+    render: Callable[[SectionInput], SectionOutput] = field(repr=False)
+
+
+SECTIONS: Registry[Section] = Registry(
+    "report section", "aibench.reports.sections", "SECTION", key=lambda s: s.tool
+)
+
+MAX_ROWS = 300
+
+
+def section_for(tool: str) -> Section:
+    if tool in SECTIONS:
+        return SECTIONS.get(tool)
+    return Section(tool, tool, GENERIC.render)
+
+
+# ---- helpers shared by the sections -------------------------------------------------
+
+
+def convert(value: float, src: str, dst: str) -> float | None:
+    if src == dst:
+        return value
+    try:
+        return units.convert(value, src, dst)
+    except ValueError:
+        return None
+
+
+def lower_bounds(verdicts: Sequence[Verdict], unit: str) -> list[tuple[str, float]]:
+    """Distinct lower (or, if none, upper) bounds of the checks, in ``unit``."""
+    seen: dict[float, str] = {}
+    for v in verdicts:
+        for side, b in (("≥", v.bounds[0]), ("≤", v.bounds[1])):
+            if b is None:
+                continue
+            got = convert(float(b), v.unit or unit, unit)
+            if got is not None and got not in seen:
+                seen[got] = f"{v.check} {side} {context.fmt_number(got)} {unit}"
+    return [(label, val) for val, label in sorted(seen.items())][:4]
+
+
+def failing_nodes(verdicts: Sequence[Verdict]) -> set[str]:
+    out: set[str] = set()
+    for v in verdicts:
+        if v.outcome.failing:
+            out.update(v.culprits or v.subject)
+    return out
+
+
+def group_key(m: Measurement, ignore: Sequence[str] = ()) -> str:
+    dims = ", ".join(f"{k}={v}" for k, v in m.dims.items() if k not in ignore)
+    return f"{m.metric} [{dims}]" if dims else m.metric
+
+
+def by_series(ms: Sequence[Measurement]) -> dict[tuple[str, str], list[Measurement]]:
+    """(series label, unit) -> measurements; series = metric + dims (minus size)."""
+    out: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    for m in ms:
+        out[(group_key(m, ("size_bytes",)), m.unit)].append(m)
+    return dict(out)
+
+
+def node_bars(
+    label: str, unit: str, ms: Sequence[Measurement], verdicts: Sequence[Verdict]
+) -> Plot | None:
+    """One bar per node: the median per node (pairs: the worst value a node is part of)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for m in ms:
+        for n in m.nodes:
+            per[n].append(m.value)
+    if not per:
+        return None
+    pairs = any(len(m.nodes) == 2 for m in ms)
+    names = sorted(per)
+    values = [min(per[n]) if pairs else statistics.median(per[n]) for n in names]
+    mine = [v for v in verdicts if v.unit == unit or convert(1.0, v.unit, unit) is not None]
+    bad = failing_nodes(mine)
+    bad_nodes = [n for n in names if n in bad or any(n in b.split("<->") for b in bad)]
+    how = "worst link per node" if pairs else "median per node"
+    return Plot(
+        f"{label} per node",
+        plots.bars(names, values, unit=unit, bounds=lower_bounds(mine, unit), bad=bad_nodes,
+                   ylabel=f"{label} ({unit})"),
+        f"{how}; failing nodes hatched and red; dashed lines are the spec bounds",
+    )
+
+
+def pair_heatmap(
+    run: Run, label: str, unit: str, ms: Sequence[Measurement], verdicts: Sequence[Verdict]
+) -> Plot | None:
+    pair_ms = [m for m in ms if len(m.nodes) == 2]
+    if not pair_ms:
+        return None
+    nodes = sorted({n for m in pair_ms for n in m.nodes})
+    agg = ""
+    key: dict[str, str] = {n: n for n in nodes}
+    if len(nodes) > 256:
+        key = context.groups(run, nodes)
+        agg = " (aggregated by group: worst link between groups)"
+    labels = sorted(set(key.values()))
+    idx = {lab: i for i, lab in enumerate(labels)}
+    cell: dict[tuple[int, int], float] = {}
+    for m in pair_ms:
+        a, b = idx[key[m.nodes[0]]], idx[key[m.nodes[1]]]
+        cell[(a, b)] = min(cell.get((a, b), math.inf), m.value)
+    matrix = [[cell.get((r, c), math.nan) for c in range(len(labels))] for r in range(len(labels))]
+    marks = []
+    for v in verdicts:
+        if v.outcome.failing and len(v.subject) == 2 and all(s in key for s in v.subject):
+            marks.append((idx[key[v.subject[0]]], idx[key[v.subject[1]]]))
+    svg = plots.heatmap(labels, matrix, unit=unit, marks=sorted(set(marks)),
+                        axis_label="group" if agg else "node")
+    return Plot(
+        f"{label}: pairwise matrix{agg}",
+        svg,
+        f"{len(pair_ms)} pair measurements over {len(nodes)} nodes; red = low, grey = not "
+        "measured, × = failing check",
+    )
+
+
+def measurement_table(ms: Sequence[Measurement], caption: str = "Measurements") -> Table:
+    rows = tuple(
+        (
+            ", ".join(m.nodes) if len(m.nodes) <= 4 else f"{len(m.nodes)} nodes",
+            m.metric,
+            ", ".join(f"{k}={v}" for k, v in m.dims.items()),
+            context.fmt_number(m.value),
+            m.unit,
+            m.step,
+        )
+        for m in ms[:MAX_ROWS]
+    )
+    note = f"showing {MAX_ROWS} of {len(ms)} measurements" if len(ms) > MAX_ROWS else ""
+    return Table(caption, ("nodes", "metric", "dims", "value", "unit", "step"), rows, note)
+
+
+def _generic(si: SectionInput) -> SectionOutput:
+    plots_out = []
+    for (label, unit), ms in sorted(by_series(si.measurements).items())[:4]:
+        if len({n for m in ms for n in m.nodes}) > 1:
+            p = node_bars(label, unit, ms, si.verdicts)
+            if p:
+                plots_out.append(p)
+    return SectionOutput(plots=tuple(plots_out), tables=(measurement_table(si.measurements),))
+
+
+GENERIC = Section("(generic)", "Other measurements", _generic)

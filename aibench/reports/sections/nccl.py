@@ -1,0 +1,87 @@
+"""NCCL-tests section: busbw vs message size per placement, with the spec's bounds.
+
+Reads ``busbw`` (and, if no busbw exists, ``algbw``) measurements with the ``size_bytes``
+and ``op`` dims. One line per placement (a node, or the whole set); beyond 12 placements of
+one op the single-node placements are drawn as a min-max band plus the failing ones.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from aibench.model import Measurement
+from aibench.reports import context, plots
+from aibench.reports.sections import (
+    Plot,
+    Section,
+    SectionInput,
+    SectionOutput,
+    Table,
+    failing_nodes,
+    lower_bounds,
+    measurement_table,
+    pair_heatmap,
+)
+
+MAX_LINES = 12
+
+
+def _placement(m: Measurement) -> str:
+    if len(m.nodes) <= 2:
+        return "+".join(m.nodes) or "(run)"
+    return f"all {len(m.nodes)} nodes"
+
+
+def render(si: SectionInput) -> SectionOutput:
+    metric = "busbw" if any(m.metric == "busbw" for m in si.measurements) else "algbw"
+    ms = [m for m in si.measurements if m.metric == metric and "size_bytes" in m.dims]
+    out_plots: list[Plot] = []
+    rows: list[tuple[str, ...]] = []
+    bad = failing_nodes(si.verdicts)
+    ops = sorted({str(m.dims.get("op", "")) for m in ms})
+    for op in ops:
+        op_ms = [m for m in ms if str(m.dims.get("op", "")) == op]
+        unit = op_ms[0].unit
+        curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for m in op_ms:
+            if m.unit == unit:
+                curves[_placement(m)][float(m.dims["size_bytes"])].append(m.value)
+        series = {
+            p: (sorted(c), [statistics.median(c[x]) for x in sorted(c)]) for p, c in curves.items()
+        }
+        band = None
+        failing = [p for p in series if p in bad]
+        if len(series) > MAX_LINES:
+            singles = [p for p in series if "+" not in p and not p.startswith("all ")]
+            xs = sorted({x for p in singles for x in series[p][0]})
+            lo, hi = [], []
+            for x in xs:
+                vals = [y for p in singles for xx, y in zip(*series[p], strict=True) if xx == x]
+                lo.append(min(vals))
+                hi.append(max(vals))
+            band = (xs, lo, hi)
+            series = {p: s for p, s in series.items() if p not in singles or p in bad}
+        svg = plots.sweep(series, bounds=lower_bounds(list(si.verdicts), unit),
+                          band=band, band_label=f"{len(curves) - len(series) + len(failing)} "
+                          "single-node placements (min–max)", highlight=failing,
+                          ylabel=f"{metric} ({unit})", title=op or metric)
+        out_plots.append(Plot(f"{op or metric}: {metric} vs message size", svg,
+                              "dashed lines: the spec's bounds; red: failing placement"))
+        for p, c in sorted(curves.items()):
+            top = max(c)
+            rows.append((op, p, context.fmt_number(top), context.fmt_number(max(c[top])), unit,
+                         "failing" if p in bad else ""))
+    heat = pair_heatmap(si.run, metric, ms[0].unit, [m for m in ms if m.dims.get("size_bytes")
+                        == max(x.dims["size_bytes"] for x in ms)], si.verdicts) if ms else None
+    if heat:
+        out_plots.append(heat)
+    tables = [Table("Largest message size per placement",
+                    ("op", "placement", "size (bytes)", metric, "unit", "note"), tuple(rows))]
+    rest = [m for m in si.measurements if m not in ms]
+    if rest:
+        tables.append(measurement_table(rest, "Other NCCL measurements"))
+    return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
+
+
+SECTION = Section("nccl-tests", "NCCL tests (collective bandwidth)", render)

@@ -1,0 +1,60 @@
+"""Network sections (iperf3, iperf2, perftest): pairwise matrix and per-node bars.
+
+For each series (metric + dims, e.g. ``bw [direction=send, streams=8]``) with data-rate
+units: the N x N pair matrix (worst value per pair; aggregated by group label beyond 256
+nodes), bars of the worst link each node is part of, and the 20 worst links as a table.
+"""
+
+from __future__ import annotations
+
+from aibench import units
+from aibench.reports import context
+from aibench.reports.sections import (
+    Plot,
+    Section,
+    SectionInput,
+    SectionOutput,
+    Table,
+    by_series,
+    measurement_table,
+    node_bars,
+    pair_heatmap,
+)
+
+WORST = 20
+
+
+def _is_rate(unit: str) -> bool:
+    return units.is_known(unit) and units.dimension(unit) == "data_rate"
+
+
+def render(si: SectionInput) -> SectionOutput:
+    out_plots: list[Plot] = []
+    tables: list[Table] = []
+    for (label, unit), ms in sorted(by_series(si.measurements).items()):
+        if not _is_rate(unit):
+            continue
+        heat = pair_heatmap(si.run, label, unit, ms, si.verdicts)
+        if heat:
+            out_plots.append(heat)
+        if len({n for m in ms for n in m.nodes}) > 1:
+            bars = node_bars(label, unit, ms, si.verdicts)
+            if bars:
+                out_plots.append(bars)
+        worst = sorted((m for m in ms if len(m.nodes) == 2), key=lambda m: m.value)[:WORST]
+        if worst:
+            tables.append(Table(f"{label}: the {len(worst)} slowest links",
+                                ("link", "value", "unit", "step"),
+                                tuple((" ↔ ".join(m.nodes), context.fmt_number(m.value), unit,
+                                       m.step) for m in worst)))
+    other = [m for m in si.measurements if not _is_rate(m.unit)]
+    if other:
+        tables.append(measurement_table(other, "Other measurements"))
+    return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
+
+
+SECTION = [
+    Section("iperf3", "iperf3 (TCP/UDP bandwidth)", render),
+    Section("iperf2", "iperf2 (TCP/UDP bandwidth)", render),
+    Section("perftest", "perftest (RDMA bandwidth and latency)", render),
+]
