@@ -1,0 +1,222 @@
+"""The orchestrator with real processes: faults get a status and a reason, the run goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from aibench.config import Strict
+from aibench.errors import ToolFailure
+from aibench.executors.base import ReadyCheck
+from aibench.executors.local import LocalExecutor
+from aibench.inventory import Inventory, Node
+from aibench.model import Measurement, StepStatus
+from aibench.orchestrator import JOURNAL, Execution, build_plan, execute
+from aibench.runners import RUNNERS
+from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.suite import Settings, Step, StepModel, Suite
+
+
+class ScriptOptions(Strict):
+    script: str
+    server: str | None = None
+    timeout: float = 20.0
+
+
+class ScriptRunner:
+    """Test-only runner: runs a Python snippet; prints 'metric value' lines."""
+
+    name: ClassVar[str] = "test-script"
+    tool: ClassVar[str] = "test-script"
+    default_placement: ClassVar[str] = "each"
+    Options: ClassVar[type[Strict]] = ScriptOptions
+
+    def invocations(self, step: str, o: Any, group: Sequence[Node], slot: Slot) -> list[Invocation]:
+        servers: tuple[ProcessSpec, ...] = ()
+        if o.server:
+            servers = (
+                ProcessSpec(
+                    group[-1].name,
+                    (sys.executable, "-c", o.server),
+                    role="server",
+                    ready=ReadyCheck(pattern="READY", timeout=1.0),
+                ),
+            )
+        names = tuple(n.name for n in group)
+        return [
+            Invocation(
+                step=step,
+                tool=self.tool,
+                nodes=names,
+                label=label_for(names),
+                repeat=slot.repeat,
+                round=slot.round,
+                parser="-",
+                servers=servers,
+                client=ProcessSpec(
+                    group[0].name, (sys.executable, "-c", o.script), timeout=o.timeout
+                ),
+            )
+        ]
+
+    def version_argv(self) -> tuple[str, ...]:
+        return (sys.executable, "--version")
+
+    def parse_version(self, text: str) -> str:
+        return text.split()[-1]
+
+    def collect(self, inv: Invocation, out: Output) -> list[Measurement]:
+        recs = []
+        for n, line in enumerate(out.stdout.splitlines(), 1):
+            if line.startswith("FAIL"):
+                raise ToolFailure(self.tool, line, line=n, partial=recs)
+            k, v = line.split()
+            recs.append(Measurement(self.tool, k, float(v), "count"))
+        return recs
+
+
+@pytest.fixture
+def script_runner() -> Iterator[ScriptRunner]:
+    r = ScriptRunner()
+    RUNNERS.load()
+    RUNNERS._items[r.name] = r
+    try:
+        yield r
+    finally:
+        del RUNNERS._items[r.name]
+
+
+def suite_of(*steps: tuple[str, dict[str, Any]], repeats: int = 1) -> Suite:
+    out = []
+    for name, opts in steps:
+        m = StepModel(name=name, tool="test-script", repeats=repeats, options=opts)
+        out.append(Step(model=m, options=ScriptOptions(**opts)))
+    return Suite(
+        name="t",
+        description="",
+        source="-",
+        sha256="",
+        spec=None,
+        settings=Settings(),
+        steps=tuple(out),
+        raw={},
+    )
+
+
+def local_nodes(n: int) -> Inventory:
+    return Inventory(
+        name="t", nodes=tuple(Node(name=f"n{i}", address="127.0.0.1") for i in range(1, n + 1))
+    )
+
+
+def run_plan(tmp_path: Path, suite: Suite, inv: Inventory) -> Execution:
+    loc = LocalExecutor(kill_grace=0.5)
+    ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
+    asyncio.run(execute(ex))
+    return ex
+
+
+def test_each_fault_gets_its_status_and_the_run_goes_on(
+    tmp_path: Path, script_runner: ScriptRunner
+) -> None:
+    suite = suite_of(
+        ("good", {"script": "print('x 1')"}),
+        (
+            "hangs",
+            {"script": "import time; print('x 2', flush=True); time.sleep(60)", "timeout": 1.0},
+        ),
+        ("crashes", {"script": "import sys; print('boom', file=sys.stderr); sys.exit(7)"}),
+        ("reports-failure", {"script": "print('x 3'); print('FAIL: link down')"}),
+        ("no-server", {"script": "print('x 4')", "server": "import time; time.sleep(30)"}),
+        ("after", {"script": "print('y 5')"}),
+    )
+    ex = run_plan(tmp_path, suite, local_nodes(1))
+    by_step = {r.step: r for r in ex.results()}
+    assert by_step["good"].status is StepStatus.OK
+    assert by_step["hangs"].status is StepStatus.TIMEOUT
+    assert "timed out after 1 s" in by_step["hangs"].reason
+    assert by_step["crashes"].status is StepStatus.FAILED
+    assert by_step["reports-failure"].status is StepStatus.FAILED
+    assert "FAIL: link down" in by_step["reports-failure"].reason
+    assert [m.value for m in by_step["reports-failure"].measurements] == [3.0], "partial kept"
+    assert by_step["no-server"].status is StepStatus.FAILED
+    assert "not ready" in by_step["no-server"].reason
+    assert by_step["after"].status is StepStatus.OK, "the run went on after the faults"
+    # every result is in the journal as it finished
+    lines = (tmp_path / JOURNAL).read_text().splitlines()
+    assert {json.loads(ln)["step"] for ln in lines} == set(by_step)
+
+
+def test_measurements_get_provenance(tmp_path: Path, script_runner: ScriptRunner) -> None:
+    ex = run_plan(tmp_path, suite_of(("s", {"script": "print('x 1')"}), repeats=2), local_nodes(3))
+    ms = [m for r in ex.results() for m in r.measurements]
+    assert sorted((m.nodes, m.repeat) for m in ms) == sorted(
+        ((f"n{i}",), r) for i in (1, 2, 3) for r in (0, 1)
+    )
+    assert all(m.step == "s" for m in ms)
+    assert all(r.tool_version for r in ex.results())
+
+
+def test_pairs_run_in_rounds_without_sharing_a_node(
+    tmp_path: Path, script_runner: ScriptRunner
+) -> None:
+    suite = suite_of(("p", {"script": "print('x 1')"}))
+    step = suite.steps[0]
+    from dataclasses import replace
+
+    suite = replace(
+        suite, steps=(replace(step, model=step.model.model_copy(update={"placement": "pairs"})),)
+    )
+    plan = build_plan(suite, local_nodes(4))
+    assert len(plan.rounds) == 3
+    for rnd in plan.rounds:
+        nodes = [n for inv in rnd.invocations for n in inv.nodes]
+        assert len(nodes) == len(set(nodes))
+    pairs = {frozenset(inv.nodes) for inv in plan.invocations}
+    assert len(pairs) == 6
+
+
+def test_resume_runs_only_what_is_missing(tmp_path: Path, script_runner: ScriptRunner) -> None:
+    suite = suite_of(("a", {"script": "print('x 1')"}), ("b", {"script": "print('x 2')"}))
+    inv = local_nodes(1)
+    first = run_plan(tmp_path, suite, inv)
+    journal = (tmp_path / JOURNAL).read_text().splitlines()
+    # pretend the run was interrupted after step a, its last line cut in half
+    (tmp_path / JOURNAL).write_text(journal[0] + "\n" + journal[1][:20])
+    loc = LocalExecutor()
+    ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
+    ex.load_journal()
+    assert set(ex.done) == {"a/n1/r0"}
+    asyncio.run(execute(ex))
+    assert [r.status for r in ex.results()] == [StepStatus.OK, StepStatus.OK]
+    assert ex.results()[0].started == first.results()[0].started, "step a was not run again"
+
+
+def test_unreachable_node_is_named(tmp_path: Path, script_runner: ScriptRunner) -> None:
+    class Picky(LocalExecutor):
+        async def check(self, node: Node) -> str | None:
+            return "connection refused" if node.name == "n2" else None
+
+    ex = Execution(
+        run_dir=tmp_path,
+        plan=build_plan(suite_of(("s", {"script": "print('x 1')"})), local_nodes(2)),
+        executor_for=lambda n: Picky(),
+    )
+    asyncio.run(execute(ex))
+    st = {r.nodes: r for r in ex.results()}
+    assert st[("n1",)].status is StepStatus.OK
+    assert st[("n2",)].status is StepStatus.UNREACHABLE
+    assert "n2: unreachable: connection refused" in st[("n2",)].reason
+
+
+def test_secrets_in_env_are_not_recorded(tmp_path: Path, script_runner: ScriptRunner) -> None:
+    from aibench.orchestrator import _record_of
+
+    rec = _record_of(ProcessSpec("n1", ("x",), env={"HF_TOKEN": "hunter2", "NCCL_DEBUG": "INFO"}))
+    assert rec.env == {"HF_TOKEN": "***", "NCCL_DEBUG": "INFO"}
