@@ -7,7 +7,7 @@ A suite file (YAML)::
     description: Handover acceptance on every node and every pair.
     spec: default                # spec profile used when --spec is not given
     settings:
-      workdir: /tmp/aibench      # scratch directory on every node
+      workdir: /var/tmp/aibench      # scratch directory on every node
       base_port: 15201           # first TCP port for servers (iperf3, perftest)
     steps:
       - name: fio-seq-read       # unique; used by spec checks (select.step)
@@ -40,7 +40,7 @@ _NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 
 class Settings(Strict):
     workdir: str = Field(
-        "/tmp/aibench", pattern=r"^/[A-Za-z0-9_./-]*$", description="scratch directory on nodes"
+        "/var/tmp/aibench", pattern=r"^/[A-Za-z0-9_./-]*$", description="scratch directory on nodes"
     )
     base_port: Annotated[int, Field(ge=1024, le=64000)] = 15201
 

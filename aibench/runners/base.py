@@ -72,7 +72,7 @@ class Slot:
     index: int = 0  # position in the round: concurrent invocations get distinct ports
     repeat: int = 0
     base_port: int = 15201
-    workdir: str = "/tmp/aibench"  # scratch directory on the node (fio files ...)
+    workdir: str = "/var/tmp/aibench"  # scratch directory on the node (fio files ...)
     raw_dir: str = ""  # the step's raw directory in the run (local path)
 
 
