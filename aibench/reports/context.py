@@ -62,6 +62,19 @@ def fmt_number(x: float | None) -> str:
     return f"{x:.3g}"
 
 
+def fmt_bytes(x: float | str) -> str:
+    """1073741824 -> '1 GiB'; 65536 -> '64 KiB'; a non-power keeps its digits."""
+    try:
+        n = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            q = n / size
+            return f"{q:.0f} {unit}" if q == int(q) else f"{q:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
 def observed(v: Verdict) -> str:
     if v.observed is not None:
         text = f"{fmt_number(v.observed)} {v.unit}".strip()

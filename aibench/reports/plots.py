@@ -98,14 +98,26 @@ def sweep(
                 color=BAD if bad else None, label=label + (" (failing)" if bad else ""))
     _bound_lines(ax, bounds)
     ax.set_xscale("log", base=2)
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.xaxis.set_major_locator(LogLocator(base=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: _size(x)))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
     handles, _ = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(fontsize=7, loc="upper left", ncol=2 if len(handles) > 8 else 1, frameon=False)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  ncol=2 if len(handles) > 14 else 1, frameon=False)
     return svg_text(fig)
+
+
+def _size(x: float) -> str:
+    for unit, size in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if x >= size:
+            return f"{x / size:g}{unit}"
+    return f"{x:g}"
 
 
 def heatmap(
@@ -130,8 +142,7 @@ def heatmap(
     fig, ax = plt.subplots(figsize=(side + 1.2, side))
     data = np.array(matrix, dtype=float)
     masked = np.ma.masked_invalid(data)
-    cmap = plt.get_cmap("RdYlGn").copy()
-    cmap.set_bad("#eeeeee")
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#eeeeee")
     im = ax.imshow(masked, cmap=cmap, interpolation="nearest", aspect="equal",
                    rasterized=n > 48)
     ax.grid(False)
@@ -166,7 +177,7 @@ def bars(
     """One bar per node (or run) with the bound lines; failing bars red and hatched."""
     plt = _plt()
     n = len(labels)
-    fig, ax = plt.subplots(figsize=(min(14.0, max(5.0, 1.5 + n * 0.22)), 3.4))
+    fig, ax = plt.subplots(figsize=(min(14.0, max(4.0, 1.5 + n * 0.22)), 3.4))
     badset = set(bad)
     colors = [BAD if lab in badset else OK for lab in labels]
     hatches = ["//" if lab in badset else "" for lab in labels]
@@ -178,7 +189,10 @@ def bars(
             rect.set_hatch(h)
             rect.set_edgecolor("black")
     _bound_lines(ax, bounds)
-    if n <= 40:
+    if n <= 6 and max(len(lab) for lab in labels) <= 40:
+        ax.set_xticks(range(n))
+        ax.set_xticklabels(labels, fontsize=7)
+    elif n <= 40:
         ax.set_xticks(range(n))
         ax.set_xticklabels(labels, rotation=90, fontsize=6 if n > 16 else 7)
     else:

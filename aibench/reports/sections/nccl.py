@@ -70,7 +70,7 @@ def render(si: SectionInput) -> SectionOutput:
                               "dashed lines: the spec's bounds; red: failing placement"))
         for p, c in sorted(curves.items()):
             top = max(c)
-            rows.append((op, p, context.fmt_number(top), context.fmt_number(max(c[top])), unit,
+            rows.append((op, p, context.fmt_bytes(top), context.fmt_number(max(c[top])), unit,
                          "failing" if p in bad else ""))
     heat = pair_heatmap(si.run, metric, ms[0].unit, [m for m in ms if m.dims.get("size_bytes")
                         == max(x.dims["size_bytes"] for x in ms)], si.verdicts) if ms else None

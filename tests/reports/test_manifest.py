@@ -1,0 +1,148 @@
+"""manifest.sha256, `aibench verify` and `aibench report`, OpenSSH signatures (real ssh-keygen)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aibench import manifest
+from aibench.cli import main
+from aibench.reports import write_all
+from tests.reports.gen import make_run, write_run
+
+needs_ssh_keygen = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen")
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    gen = make_run(4)
+    d = tmp_path / "run"
+    write_run(gen, d)
+    write_all(gen.run, d)
+    return d
+
+
+def _keys(tmp_path: Path, name: str, principal: str) -> tuple[Path, Path]:
+    key = tmp_path / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", principal, "-f", str(key)],
+                   check=True, stdin=subprocess.DEVNULL)
+    signers = tmp_path / f"{name}.allowed"
+    pub = (tmp_path / f"{name}.pub").read_text().split()
+    signers.write_text(f"{principal} namespaces=\"aibench-manifest\" {pub[0]} {pub[1]}\n")
+    return key, signers
+
+
+def test_manifest_is_sha256sum_format_sorted_and_complete(run_dir):
+    text = (run_dir / manifest.MANIFEST).read_text()
+    rels = [line.split("  ", 1)[1] for line in text.splitlines()]
+    assert rels == sorted(rels)
+    assert {"run.json", "report.html", "junit.xml", "summary.md", "metrics.prom"} <= set(rels)
+    assert manifest.MANIFEST not in rels
+    assert any(r.startswith("logs/") for r in rels)
+    if shutil.which("sha256sum"):
+        proc = subprocess.run(["sha256sum", "--check", "--quiet", manifest.MANIFEST], cwd=run_dir,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_verify_names_changed_missing_and_added_files(run_dir, capsys):
+    assert main(["verify", str(run_dir)]) == 0
+    assert "OK:" in capsys.readouterr().out
+    log = sorted((run_dir / "logs").iterdir())[0]
+    data = bytearray(log.read_bytes())
+    data[3] ^= 0x01  # one bit of one byte
+    log.write_bytes(bytes(data))
+    rj = run_dir / "run.json"
+    text = rj.read_text()
+    i = text.index('"duration_s": ') + len('"duration_s": ')
+    digit = text[i]
+    assert digit.isdigit()
+    rj.write_text(text[:i] + str((int(digit) + 1) % 10) + text[i + 1 :])
+    json.loads(rj.read_text())  # still valid JSON: only the content changed
+    (run_dir / "summary.md").unlink()
+    (run_dir / "logs" / "planted.txt").write_text("x")
+    assert main(["verify", str(run_dir)]) == 1
+    out = capsys.readouterr().out
+    assert f"changed: logs/{log.name}" in out
+    assert "changed: run.json" in out
+    assert "missing: summary.md" in out
+    assert "added: logs/planted.txt" in out
+    check = manifest.verify(run_dir)
+    assert check.changed == sorted([f"logs/{log.name}", "run.json"])
+
+
+def test_verify_bad_arguments_exit_2(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "nope")]) == 2
+    assert main(["verify", str(tmp_path)]) == 2  # no manifest
+    assert "no manifest" in capsys.readouterr().err
+    (tmp_path / manifest.MANIFEST).write_text("not a manifest line\n")
+    assert main(["verify", str(tmp_path)]) == 2
+
+
+@needs_ssh_keygen
+def test_signature_good_then_tampered_then_wrong_key(run_dir, tmp_path, capsys):
+    key, signers = _keys(tmp_path, "vendor", "vendor@example.com")
+    other, other_signers = _keys(tmp_path, "mallory", "vendor@example.com")
+    assert main(["verify", str(run_dir), "--sign", str(key)]) == 0
+    assert (run_dir / manifest.SIGNATURE).is_file()
+    assert main(["verify", str(run_dir), "--signers", str(signers),
+                 "--identity", "vendor@example.com"]) == 0
+    assert "good signature by vendor@example.com" in capsys.readouterr().out
+    # a key that is not in allowed_signers is refused
+    assert main(["verify", str(run_dir), "--signers", str(other_signers)]) == 1
+    assert "BAD SIGNATURE" in capsys.readouterr().out
+    # re-writing the manifest after a change (to hide it) breaks the signature
+    sig = (run_dir / manifest.SIGNATURE).read_bytes()
+    (run_dir / "run.json").write_text((run_dir / "run.json").read_text().replace("PASS", "FAIL", 1))
+    manifest.write(run_dir)
+    (run_dir / manifest.SIGNATURE).write_bytes(sig)
+    assert main(["verify", str(run_dir), "--signers", str(signers)]) == 1
+    out = capsys.readouterr().out
+    assert "OK:" in out and "BAD SIGNATURE" in out
+    with pytest.raises(manifest.SignatureError):
+        manifest.verify_signature(run_dir, signers)
+    _ = other
+
+
+@needs_ssh_keygen
+def test_no_signature_is_refused_and_tampered_dir_is_not_signed(run_dir, tmp_path, capsys):
+    key, signers = _keys(tmp_path, "vendor", "v@example.com")
+    assert main(["verify", str(run_dir), "--signers", str(signers)]) == 1
+    (run_dir / "junit.xml").write_text("<testsuites/>")
+    assert main(["verify", str(run_dir), "--sign", str(key)]) == 1
+    assert "not signing" in capsys.readouterr().out
+    assert not (run_dir / manifest.SIGNATURE).exists()
+
+
+@needs_ssh_keygen
+def test_report_command_rerenders_and_signs(run_dir, tmp_path, capsys):
+    key, signers = _keys(tmp_path, "vendor", "v@example.com")
+    (run_dir / "report.html").unlink()
+    (run_dir / "summary.md").write_text("stale")
+    assert main(["report", str(run_dir), "--sign", str(key)]) == 1  # the generated run fails
+    assert (run_dir / "report.html").is_file()
+    assert (run_dir / "summary.md").read_text().startswith("## ✖ aibench acceptance")
+    assert main(["verify", str(run_dir), "--signers", str(signers)]) == 0
+
+
+def test_report_command_bad_arguments(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    assert main(["report", str(tmp_path)]) == 2
+    assert "run.json" in capsys.readouterr().err
+
+
+def test_report_with_spec_needs_the_engine_or_judges(run_dir, tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("checks: []\n")
+    try:
+        from aibench.thresholds import judge  # noqa: F401
+    except ImportError:
+        assert main(["report", str(run_dir), "--spec", str(spec)]) == 2
+        assert "thresholds engine" in capsys.readouterr().err
+    else:
+        assert main(["report", str(run_dir), "--spec", str(spec)]) in (0, 1)
+        assert main(["verify", str(run_dir)]) == 0

@@ -1,0 +1,137 @@
+"""JUnit XML (validated against a JUnit schema), Markdown summary and Prometheus metrics."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import xmlschema
+
+from aibench.model import Outcome, Run, Verdict
+from aibench.reports import junit, markdown, prometheus
+
+HERE = Path(__file__).parent
+
+
+def test_junit_validates_against_schema(rendered):
+    schema = xmlschema.XMLSchema(HERE / "junit.xsd")
+    schema.validate(rendered.files["junit.xml"])
+
+
+def test_junit_counts_match_verdicts(rendered):
+    run = rendered.gen.run
+    root = ET.parse(rendered.files["junit.xml"]).getroot()
+    c = Counter(v.outcome for v in run.verdicts)
+    assert int(root.get("tests")) == len(run.verdicts)
+    assert int(root.get("failures")) == c[Outcome.FAIL] + c[Outcome.MISSING]
+    assert int(root.get("errors")) == c[Outcome.ERROR]
+    assert int(root.get("skipped")) == c[Outcome.WAIVED]
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == len(run.verdicts)
+    assert len(root.findall("./testsuite/testcase/failure")) == int(root.get("failures"))
+    assert len(root.findall("./testsuite/testcase/error")) == int(root.get("errors"))
+    assert len(root.findall("./testsuite/testcase/skipped")) == int(root.get("skipped"))
+    for suite in root.findall("testsuite"):
+        assert int(suite.get("tests")) == len(suite.findall("testcase"))
+        assert int(suite.get("failures")) == len(suite.findall("testcase/failure"))
+
+
+def test_junit_failure_message_names_expected_and_observed(rendered):
+    root = ET.parse(rendered.files["junit.xml"]).getroot()
+    bad = rendered.gen.bad_node
+    case = next(
+        tc for tc in root.iter("testcase")
+        if tc.get("name") == f"fio-seq-read-bw [{bad}]"
+    )
+    assert case.get("classname") == "aibench.fio"
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message") == "expected >= 5000 MB/s, observed 3100.0 MB/s"
+    assert bad in failure.text
+
+
+def test_junit_survives_control_characters_and_markup():
+    v = Verdict("c\x01<&>\"", Outcome.FAIL, ("n1",), expected="<5", observed=1.0, unit="s",
+                reason="bad\x00 ]]> text")
+    text = junit.render(Run(id="r", suite="s", spec="p", verdicts=(v,)))
+    root = ET.fromstring(text.encode())
+    tc = root.find("./testsuite/testcase")
+    assert tc.get("name") == 'c<&>" [n1]'
+    assert "]]> text" in tc.find("failure").text
+    xmlschema.XMLSchema(HERE / "junit.xsd").validate(text)
+
+
+def test_markdown_headline_counts_and_failing_table(rendered):
+    md = rendered.files["summary.md"].read_text()
+    run = rendered.gen.run
+    assert md.splitlines()[0] == "## ✖ aibench acceptance: **FAIL**"
+    assert "FAIL **5**" in md and "PASS **" in md
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "FAIL" in line
+            or line.startswith("| ") and ("ERROR" in line or "MISSING" in line)]
+    assert len(rows) == sum(v.outcome.failing for v in run.verdicts)
+    assert "`junit.xml`" in md and "`report.html`" in md
+    assert "GENERATED DATA" in md
+
+
+def test_markdown_cells_cannot_break_the_table():
+    v = Verdict("a|b", Outcome.FAIL, ("n<1>",), reason="x\ny | <script>")
+    md = markdown.render(Run(id="r", suite="s", spec="p", verdicts=(v,)))
+    row = next(line for line in md.splitlines() if line.startswith("| ✖"))
+    assert row.count(" | ") == 6  # seven cells, none split by the pipes in the data
+    assert "<script>" not in md and "a\\|b" in md
+
+
+_LINE = re.compile(
+    r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)'
+    r'(?:\{(?P<labels>(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+    r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*)?)\})?'
+    r' (?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|Inf|NaN))$'
+)
+
+
+def _parse_prom(text: str) -> list[tuple[str, str]]:
+    samples, typed = [], set()
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            continue
+        if line.startswith("# TYPE "):
+            name, kind = line.split()[2:4]
+            assert kind in ("gauge", "counter", "untyped")
+            assert name not in typed, f"TYPE twice for {name}"
+            typed.add(name)
+            continue
+        m = _LINE.match(line)
+        assert m, f"not exposition format: {line!r}"
+        assert m["name"] in typed, f"sample before its TYPE: {line!r}"
+        samples.append((m["name"], m["labels"] or ""))
+    assert len(samples) == len(set(samples)), "duplicate series"
+    return samples
+
+
+def test_prometheus_format_and_content(rendered):
+    text = rendered.files["metrics.prom"].read_text()
+    assert text.endswith("\n")
+    samples = _parse_prom(text)
+    names = {s[0] for s in samples}
+    assert {"aibench_run_timestamp_seconds", "aibench_check_outcome", "aibench_measurement",
+            "aibench_checks", "aibench_run_outcome"} <= names
+    run = rendered.gen.run
+    assert sum(1 for s in samples if s[0] == "aibench_measurement") == len(run.measurements)
+    a, b = rendered.gen.bad_link
+    assert f'aibench_measurement{{tool="iperf3",metric="bw",unit="Gbit/s",pair="{a},{b}",' \
+        'direction="send",streams="8"} 31.5' in text
+    assert 'aibench_run_timestamp_seconds{suite="acceptance",run="20261202-101500-acceptance"} ' \
+        "1796211730.0" in text
+
+
+def test_prometheus_escapes_label_values(hostile):
+    text = hostile.files["metrics.prom"].read_text()
+    _parse_prom(text)
+    assert '\\"' in text  # the payload's double quotes are escaped
+    v = Verdict('we"ird\\chk\nx', Outcome.PASS)
+    out = prometheus.render(Run(id="r", suite="s", spec="p", verdicts=(v,)))
+    assert 'check="we\\"ird\\\\chk\\nx"' in out
+    _parse_prom(out)
+    assert prometheus.label_name("9 bad-name") == "_9_bad_name"
