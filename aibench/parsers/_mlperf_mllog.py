@@ -1,0 +1,207 @@
+"""Reading MLPerf log lines, shared by the MLPerf training and inference-detail parsers.
+
+Two line forms are read:
+
+* ``:::MLLOG {json}`` (MLPerf Training v0.7 and later, LoadGen detail logs since about
+  v1.0): a JSON object with ``key``, ``value``, ``time_ms``, ``event_type``,
+  ``namespace`` and ``metadata``;
+* ``:::MLL <seconds> <key>: {json}`` (MLPerf Training v0.6): the timestamp is in seconds
+  and the JSON object carries ``value`` and ``metadata``.
+
+Anything before the marker on a line (``0: ``, ``[1,0]<stdout>:``, a timestamp from a
+job scheduler) is ignored, and so are the lines without a marker (shell noise, framework
+output). A JSON object that does not end on its line is continued on the following lines
+(a value with a raw newline in it, a launcher that wrapped a long line); raw control
+characters inside strings are accepted.
+
+Why not ``mlperf_logging.compliance_checker.mlp_parser``: it reads files by name, numbers
+only the marked lines (so a problem cannot be pointed at a line of the file), raises
+``KeyError`` on an object without ``time_ms`` or ``key``, and reads neither continued
+lines nor, in one pass, both forms. Its rules are the same: strip everything before the
+marker, decode the JSON that follows.
+
+A line that cannot be read is not fatal here: it is returned as a :class:`Problem`
+beside the events (STYLE principle 4 for line logs), and each parser decides what that
+means for its output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+MLLOG_MARK = ":::MLLOG"
+_MLLOG = re.compile(r":::MLLOG[ \t]*(\{.*)$")
+_MLL06 = re.compile(r":::MLL[ \t]+([0-9]+(?:\.[0-9]*)?)[ \t]+([A-Za-z0-9_.]+)[ \t]*:[ \t]*(.*)$")
+_MAX_CONTINUATION = 64  # lines a JSON object may be continued on
+_DECODER = json.JSONDecoder(strict=False)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One decoded log line."""
+
+    line: int  # 1-based line number in the text
+    key: str
+    value: Any
+    time_ms: Decimal | None  # None when the line carries no usable time
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    event_type: str = ""
+    form: str = "MLLOG"  # or "MLL" (v0.6)
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int
+    reason: str
+
+
+def _time(raw: Any, scale: int) -> Decimal | None:
+    """An exact Decimal time in ms from a JSON number or a numeric string."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    try:
+        # repr() of a float is the shortest text that reads back to it: exact enough
+        # for subtraction without binary floating point error.
+        d = Decimal(raw if isinstance(raw, str) else repr(raw))
+    except (InvalidOperation, ValueError):
+        return None
+    if not d.is_finite():
+        return None
+    return d * scale
+
+
+def _decode(lines: list[str], i: int, start: str) -> tuple[Any, int] | None:
+    """Decode the JSON object that starts with ``start`` on line ``i``.
+
+    Returns (object, index of the last line used), or None if it cannot be decoded.
+    """
+    buf = start
+    for j in range(i, min(len(lines), i + _MAX_CONTINUATION)):
+        if j > i:
+            nxt = lines[j]
+            if MLLOG_MARK in nxt or ":::MLL " in nxt:
+                return None  # the next record began: this one was cut
+            buf += "\n" + nxt
+        try:
+            obj, _end = _DECODER.raw_decode(buf)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(buf) - 1 or "Unterminated" in exc.msg:
+                continue  # may go on on the next line
+            return None
+        return obj, j
+    return None
+
+
+def read(text: str) -> tuple[list[Event], list[Problem], int]:
+    """All events in ``text``, the problems met, and the number of marked lines."""
+    lines = text.splitlines()
+    events: list[Event] = []
+    problems: list[Problem] = []
+    marked = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if ":::MLL" not in line:
+            i += 1
+            continue
+        m = _MLLOG.search(line)
+        if m is not None:
+            marked += 1
+            got = _decode(lines, i, m.group(1))
+            if got is None:
+                problems.append(Problem(i + 1, "invalid or cut :::MLLOG JSON"))
+                i += 1
+                continue
+            obj, last = got
+            ev = _mllog_event(obj, i + 1)
+            if isinstance(ev, Problem):
+                problems.append(ev)
+            else:
+                events.append(ev)
+            i = last + 1
+            continue
+        m6 = _MLL06.search(line)
+        if m6 is not None:
+            marked += 1
+            got = _decode(lines, i, m6.group(3))
+            if got is None:
+                problems.append(Problem(i + 1, "invalid or cut :::MLL JSON"))
+                i += 1
+                continue
+            obj, last = got
+            if not isinstance(obj, dict):
+                problems.append(Problem(i + 1, ":::MLL payload is not a JSON object"))
+            else:
+                meta = obj.get("metadata")
+                events.append(
+                    Event(
+                        line=i + 1,
+                        key=m6.group(2),
+                        value=obj.get("value"),
+                        time_ms=_time(m6.group(1), 1000),
+                        metadata=meta if isinstance(meta, dict) else {},
+                        form="MLL",
+                    )
+                )
+            i = last + 1
+            continue
+        i += 1
+    return events, problems, marked
+
+
+def _mllog_event(obj: Any, line: int) -> Event | Problem:
+    if not isinstance(obj, dict):
+        return Problem(line, ":::MLLOG payload is not a JSON object")
+    key = obj.get("key")
+    if not isinstance(key, str) or not key:
+        return Problem(line, ":::MLLOG object has no key")
+    meta = obj.get("metadata")
+    et = obj.get("event_type")
+    return Event(
+        line=line,
+        key=key,
+        value=obj.get("value"),
+        time_ms=_time(obj.get("time_ms"), 1),
+        metadata=meta if isinstance(meta, dict) else {},
+        event_type=et if isinstance(et, str) else "",
+    )
+
+
+def number(value: Any) -> float | None:
+    """A finite number from a JSON value (int, float or numeric string), else None.
+
+    Booleans are not numbers here ("True" and true stay what they are).
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        f = float(value)
+    elif isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    if f != f or f in (float("inf"), float("-inf")):
+        return None
+    return f
+
+
+def scalar_dims(
+    meta: Mapping[str, Any], names: tuple[str, ...]
+) -> dict[str, str | int | float | bool]:
+    """The metadata entries named in ``names`` whose values are scalars."""
+    out: dict[str, str | int | float | bool] = {}
+    for n in names:
+        v = meta.get(n)
+        if isinstance(v, str | int | float | bool):
+            if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+                continue
+            out[n] = v
+    return out
