@@ -1,0 +1,207 @@
+"""MLPerf Training parser: hand-checked numbers, failure modes and odd values on real logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aibench import units
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import Fact, Measurement
+from aibench.parsers import detect
+from aibench.parsers.mlperf_training import parse
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "mlperf-training"
+TRUNCATED = (
+    FIX / "v5.0_IBM-CoreWeave-NVIDIA_carina_ngpu1024_nemo_llama31_405b_result_0_TRUNCATED.txt"
+)
+RESNET_OK = FIX / "v4.0_NVIDIA_eos_n8_mxnet_resnet_result_0_success.txt"
+RESNET_ABORTED = FIX / "v4.0_NVIDIA_eos_n8_mxnet_resnet_result_4_aborted.txt"
+VALID6 = FIX / "mllog6_llama31_8b_valid.log"
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def facts(recs: list[Measurement | Fact]) -> dict[str, object]:
+    return {r.name: r.value for r in recs if isinstance(r, Fact)}
+
+
+def metric(recs: list[Measurement | Fact], name: str) -> list[Measurement]:
+    return [r for r in recs if isinstance(r, Measurement) and r.metric == name]
+
+
+def mllog_time(path: Path, key: str) -> int:
+    """time_ms of the first `key` event, read with json directly (not with the parser)."""
+    for line in text(path).splitlines():
+        if line.startswith(":::MLLOG "):
+            obj = json.loads(line[len(":::MLLOG ") :])
+            if obj["key"] == key:
+                return int(obj["time_ms"])
+    raise AssertionError(f"no {key} in {path.name}")
+
+
+def test_time_to_train_resnet_v40_equals_run_stop_minus_run_start() -> None:
+    # run_start 1714090291947, run_stop 1714090442273 (lines 257 and 345 of result_0.txt)
+    assert mllog_time(RESNET_OK, "run_stop") - mllog_time(RESNET_OK, "run_start") == 150326
+    [ttt] = metric(parse(text(RESNET_OK)), "time_to_train")
+    assert ttt.value == 1714090442273 - 1714090291947 == 150326
+    assert ttt.unit == "ms"
+    assert ttt.dims == {"status": "success"}
+
+
+def test_v06_seconds_timestamps_give_exact_milliseconds() -> None:
+    recs = parse(text(FIX / "v0.6_Google_tpu-v3-32_transformer_result_0_MLL_format.txt"))
+    # 1558651003.100 - 1558650414.961 s, without binary floating point error
+    assert metric(recs, "time_to_train")[0].value == 588139.0
+    assert facts(recs)["benchmark"] == "transformer"
+    assert facts(recs)["submitter"] == "google"
+
+
+@pytest.mark.parametrize("path", [RESNET_ABORTED, FIX / "mllog6_llama31_8b_aborted.log"])
+def test_aborted_status_is_read_as_aborted(path: Path) -> None:
+    recs = parse(text(path))
+    assert facts(recs)["status"] == "aborted"
+    assert metric(recs, "time_to_train")[0].dims["status"] == "aborted"
+
+
+def test_success_facts_of_resnet() -> None:
+    f = facts(parse(text(RESNET_OK)))
+    assert f == {
+        "benchmark": "resnet",
+        "submitter": "NVIDIA",
+        "platform": "8xNVIDIA DGX H100",
+        "division": "closed",
+        "status": "success",
+    }
+
+
+def test_eval_accuracy_one_record_per_event_with_dims() -> None:
+    recs = parse(text(RESNET_OK))
+    evals = metric(recs, "eval_accuracy")
+    raw = text(RESNET_OK).count('"key": "eval_accuracy"')
+    assert len(evals) == raw == 9
+    assert evals[0].value == 0.32174
+    assert evals[0].dims == {"epoch_num": 3}
+    assert all(e.unit == "ratio" for e in evals)
+
+
+def test_stable_diffusion_fid_and_clip_are_told_apart() -> None:
+    recs = parse(text(FIX / "v4.0_NVIDIA_eos_n8_nemo_stable_diffusion_result_0.txt"))
+    by_metric = {e.dims["metric"] for e in metric(recs, "eval_accuracy")}
+    assert by_metric == {"FID", "CLIP"}
+    first_fid = next(e for e in metric(recs, "eval_accuracy") if e.dims["metric"] == "FID")
+    assert first_fid.value == 101.65608201066408
+    assert first_fid.dims["samples_count"] == 2048000
+
+
+def test_no_run_stop_is_a_tool_failure_with_partial() -> None:
+    with pytest.raises(ToolFailure) as ei:
+        parse(text(FIX / "mllog6_llama31_8b_no_run_stop.log"))
+    assert "no run_stop" in ei.value.reason
+    partial = ei.value.partial
+    assert any(
+        isinstance(r, Fact) and r.name == "benchmark" and r.value == "llama31_8b" for r in partial
+    )
+    assert (
+        len([r for r in partial if isinstance(r, Measurement) and r.metric == "eval_accuracy"]) == 3
+    )
+    assert not any(isinstance(r, Measurement) and r.metric == "time_to_train" for r in partial)
+
+
+def test_log_cut_in_initialization_has_no_run_start() -> None:
+    with pytest.raises(ToolFailure) as ei:
+        parse(text(TRUNCATED))
+    assert "no run_start" in ei.value.reason
+
+
+def test_missing_status_is_an_absent_fact() -> None:
+    recs = parse(text(FIX / "mllog6_llama31_8b_no_status.log"))
+    [st] = [r for r in recs if isinstance(r, Fact) and r.name == "status"]
+    assert st.absent
+    assert "no status" in st.reason
+    assert metric(recs, "time_to_train")[0].dims == {}
+
+
+@pytest.mark.parametrize("junk", ["", "hello\nworld\n", "INFO - SUCCESS\n"])
+def test_not_an_mlperf_log_is_a_parse_error(junk: str) -> None:
+    with pytest.raises(ParseError):
+        parse(junk)
+
+
+@pytest.mark.parametrize("value", ["null", "true", '"True"', "NaN", '"abc"', "{}"])
+def test_odd_eval_values_do_not_crash_and_are_never_zero(value: str) -> None:
+    src = text(VALID6).replace('"value": 3.5,', f'"value": {value},')
+    assert src != text(VALID6)
+    recs = parse(src)
+    evals = [e.value for e in metric(recs, "eval_accuracy")]
+    assert evals == [3.9, 3.25]  # the odd one is not turned into a number
+    assert metric(recs, "log_problems")[0].value == 1
+    problem = facts(recs)["log_problem"]
+    assert isinstance(problem, str)
+    assert problem.startswith("line 44: eval_accuracy")
+
+
+def test_numeric_string_value_is_read() -> None:
+    src = text(VALID6).replace('"value": 3.5,', '"value": "3.5",')
+    assert [e.value for e in metric(parse(src), "eval_accuracy")] == [3.9, 3.5, 3.25]
+
+
+def test_cut_line_is_reported_and_the_rest_is_read() -> None:
+    lines = text(VALID6).splitlines()
+    i = next(n for n, ln in enumerate(lines) if '"eval_accuracy"' in ln)
+    lines[i] = lines[i][: len(lines[i]) // 2]  # a rank died mid-write
+    recs = parse("\n".join(lines) + "\n")
+    assert len(metric(recs, "eval_accuracy")) == 2
+    assert metric(recs, "log_problems")[0].value == 1
+    assert facts(recs)["log_problem"] == f"line {i + 1}: invalid or cut :::MLLOG JSON"
+    assert metric(recs, "time_to_train")[0].value == 38.0
+
+
+def test_object_continued_on_the_next_line_reads_like_one_line() -> None:
+    lines = text(VALID6).splitlines()
+    i = next(n for n, ln in enumerate(lines) if '"eval_accuracy"' in ln)
+    cut = lines[i].index('"metadata"')
+    wrapped = [*lines[:i], lines[i][:cut], lines[i][cut:], *lines[i + 1 :]]
+    assert parse("\n".join(wrapped)) == parse(text(VALID6))
+
+
+def test_prefixes_and_noise_do_not_matter() -> None:
+    plain = text(VALID6)
+    noisy = "\n".join(
+        f"[1,0]<stdout>:{ln}" if n % 2 else f"0: {ln}\nepoch {n}: loss=nan lr=1e-4"
+        for n, ln in enumerate(plain.splitlines())
+    )
+    assert parse(noisy) == parse(plain)
+
+
+def test_run_stop_before_run_start_is_a_parse_error() -> None:
+    stop = mllog_time(VALID6, "run_stop")
+    old = f'"time_ms": {stop}, "event_type": "INTERVAL_END", "key": "run_stop"'
+    assert old in text(VALID6)
+    src = text(VALID6).replace(old, old.replace(str(stop), "1"))
+    with pytest.raises(ParseError) as ei:
+        parse(src)
+    assert ei.value.line == 51
+    assert "earlier" in ei.value.reason
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in FIX.iterdir() if p.suffix in (".txt", ".log")), ids=lambda p: p.name
+)
+def test_every_fixture_uses_known_units_and_is_detected(path: Path) -> None:
+    src = text(path)
+    assert "mlperf-training" in detect(src)
+    try:
+        recs = parse(src)
+    except ToolFailure as exc:
+        recs = [r for r in exc.partial if isinstance(r, Measurement | Fact)]
+    for r in recs:
+        if isinstance(r, Measurement):
+            assert units.is_known(r.unit)
+            assert r.tool == "mlperf-training"
+        else:
+            assert r.source == "mlperf-training"
