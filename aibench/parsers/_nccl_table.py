@@ -1,0 +1,254 @@
+"""The results table of one nccl-tests run: header mapping, rows, the footer check.
+
+Private helper of :mod:`aibench.parsers.nccl_tests` (its docstring is the contract).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import FrozenDims, Measurement, Scalar
+
+TOOL = "nccl-tests"
+
+PLACEMENTS = ("out_of_place", "in_place")
+
+# column name -> (metric, unit); the metric columns repeat once per placement
+_METRICS = {
+    "time": ("time", "us"),
+    "cputime": ("time", "us"),
+    "algbw": ("algbw", "GB/s"),
+    "busbw": ("busbw", "GB/s"),
+    "#wrong": ("wrong", "count"),
+}
+_JSON_METRICS = (
+    ("time", "time", "us"),
+    ("cpu_time", "time", "us"),
+    ("alg_bw", "algbw", "GB/s"),
+    ("bus_bw", "busbw", "GB/s"),
+    ("nwrong", "wrong", "count"),
+)
+
+# nccl-tests before 2.13 (DeltaMaxValue): largest deviation accepted per element type,
+# multiplied by (nranks - 1). Integer types: any deviation is an error.
+_DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+
+
+def number(text: str) -> float | None:
+    """The finite number in ``text``; None for N/A, nan, inf. ParseError-free by design."""
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def half_ulp(text: str) -> float:
+    """Half a unit of the last printed digit of a row value (``%.2f`` ... ``%.1e``)."""
+    mantissa, _, exp = text.strip().lower().partition("e")
+    decimals = len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
+    return 0.5 * 10.0 ** ((int(exp) if exp else 0) - decimals)
+
+
+def half_ulp_g(value: float) -> float:
+    """Half a unit of the last digit of ``value`` printed with ``%g`` (6 significant)."""
+    if value == 0:
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(abs(value))) - 5)
+
+
+def check_average(values: list[tuple[float, float]], avg: float, avg_ulp: float, line: int) -> None:
+    """Raise ParseError when ``avg`` is not the mean of ``values`` within rounding.
+
+    ``values`` are (printed value, half unit of its last digit); nccl-tests averages the
+    unrounded numbers, so the tolerance is the mean rounding of the rows plus the
+    rounding of the footer itself.
+    """
+    if not values:
+        return
+    mean = sum(v for v, _ in values) / len(values)
+    tol = sum(u for _, u in values) / len(values) + avg_ulp + 1e-9 * max(1.0, abs(avg))
+    if abs(mean - avg) > tol:
+        raise ParseError(
+            TOOL,
+            f"'Avg bus bandwidth' {avg:g} is not the mean busbw {mean:.6g} of the "
+            f"{len(values)} parsed values (tolerance {tol:.2g}): rows are missing or misread",
+            line,
+        )
+
+
+@dataclass
+class Section:
+    """One run of one binary: from its ``# nThread`` line to its footer."""
+
+    op: str | None
+    start: int
+    ranks: int = 0
+    columns: list[str] | None = None
+    header_line: int = 0
+    records: list[Measurement] = field(default_factory=list)
+    busbw: list[tuple[float, float]] = field(default_factory=list)
+    _place: list[int] = field(default_factory=list)  # per column: -1 row key, 0/1 placement
+
+    def set_header(self, names: list[str], line: int) -> None:
+        place, group = [], -1
+        for name in names:
+            if name in ("time", "cputime"):
+                group += 1
+            place.append(group)
+        if group not in (0, 1) or "size" not in names:
+            raise ParseError(TOOL, f"unexpected results header: {' '.join(names)}", line)
+        self.columns, self.header_line, self._place = names, line, place
+
+    def _dims(self, key: dict[str, Scalar], placement: str) -> FrozenDims:
+        dims = dict(key)
+        if self.op:
+            dims["op"] = self.op
+        dims["placement"] = placement
+        return FrozenDims(dims)
+
+    def add_row(self, line: str, no: int) -> None:
+        assert self.columns is not None
+        cols, place = self.columns, self._place
+        tokens = line.split()
+        if "timestamp" in cols and len(tokens) == len(cols) + 1:
+            i = cols.index("timestamp")
+            tokens[i : i + 2] = [tokens[i] + " " + tokens[i + 1]]
+        n_oop = place.count(0)
+        if len(tokens) == len(cols) - n_oop and 1 in place:
+            # trace replay: no out-of-place body, only in-place columns
+            cols = [c for c, p in zip(cols, place, strict=True) if p != 0]
+            place = [p for p in place if p != 0]
+        if len(tokens) != len(cols):
+            raise ParseError(
+                TOOL,
+                f"row has {len(tokens)} fields, the header has {len(cols)}: {line.strip()}",
+                no,
+            )
+        key: dict[str, Scalar] = {}
+        for name, tok in zip(cols, tokens, strict=True):
+            if name in ("size", "count", "root"):
+                try:
+                    key[{"size": "size_bytes"}.get(name, name)] = int(tok)
+                except ValueError:
+                    raise ParseError(
+                        TOOL, f"column {name!r}: {tok!r} is not an integer", no
+                    ) from None
+            elif name == "type":
+                key["dtype"] = tok
+            elif name in ("redop", "op"):
+                key["redop"] = tok
+        for name, tok, p in zip(cols, tokens, place, strict=True):
+            if p < 0:
+                continue
+            placement = PLACEMENTS[p]
+            if name == "error":
+                self._check_error(tok, key, placement, line, no)
+                continue
+            if name not in _METRICS:
+                continue  # per-iteration columns, timestamp
+            metric, unit = _METRICS[name]
+            if tok == "N/A":
+                continue
+            value = number(tok)
+            if value is None:
+                if tok.lower().lstrip("-") in ("nan", "inf"):
+                    continue
+                raise ParseError(
+                    TOOL, f"column {name!r} ({placement}): {tok!r} is not a number", no
+                )
+            if metric == "wrong" and value > 0:
+                raise ToolFailure(
+                    TOOL,
+                    f"{placement} #wrong {tok} at size {key.get('size_bytes')} B "
+                    f"(data check failed): {line.strip()}",
+                    no,
+                    partial=list(self.records),
+                )
+            if metric == "busbw":
+                self.busbw.append((value, half_ulp(tok)))
+            self.records.append(
+                Measurement(
+                    tool=TOOL,
+                    metric=metric,
+                    value=value,
+                    unit=unit,
+                    dims=self._dims(key, placement),
+                )
+            )
+
+    def _check_error(
+        self, tok: str, key: dict[str, Scalar], placement: str, line: str, no: int
+    ) -> None:
+        if tok == "N/A":
+            return
+        value = number(tok)
+        if value is None:
+            raise ParseError(TOOL, f"column 'error' ({placement}): {tok!r} is not a number", no)
+        limit = _DELTA_MAX.get(str(key.get("dtype")), 0.0) * max(self.ranks - 1, 1)
+        if value > limit:
+            raise ToolFailure(
+                TOOL,
+                f"{placement} error {tok} above the tolerance {limit:g} "
+                f"at size {key.get('size_bytes')} B: "
+                f"{line.strip()}",
+                no,
+                partial=list(self.records),
+            )
+
+    def add_json_row(self, row: dict[str, Any], index: int, line: int) -> None:
+        key: dict[str, Scalar] = {}
+        for src, dst in (("size", "size_bytes"), ("count", "count"), ("root", "root")):
+            v = row.get(src)
+            try:
+                key[dst] = int(str(v).strip())
+            except ValueError:
+                raise ParseError(
+                    TOOL, f"results[{index}].{src}: {v!r} is not an integer", line
+                ) from None
+        for src, dst in (("type", "dtype"), ("redop", "redop")):
+            if isinstance(row.get(src), str):
+                key[dst] = row[src]
+        for placement in PLACEMENTS:
+            body = row.get(placement)
+            if body is None:
+                continue  # out_of_place is null in trace replay
+            if not isinstance(body, dict):
+                raise ParseError(TOOL, f"results[{index}].{placement} is not an object", line)
+            for src, metric, unit in _JSON_METRICS:
+                if src not in body or body[src] is None:
+                    continue
+                raw = body[src]
+                if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+                    raise ParseError(
+                        TOOL, f"results[{index}].{placement}.{src}: {raw!r} is not a number", line
+                    )
+                value = number(str(raw))
+                if value is None:
+                    if str(raw).lower().lstrip("-") in ("nan", "inf"):
+                        continue
+                    raise ParseError(
+                        TOOL, f"results[{index}].{placement}.{src}: {raw!r} is not a number", line
+                    )
+                if metric == "wrong" and value > 0:
+                    raise ToolFailure(
+                        TOOL,
+                        f"{placement} nwrong {raw} at size {key['size_bytes']} B "
+                        "(data check failed)",
+                        line,
+                        partial=list(self.records),
+                    )
+                if metric == "busbw":
+                    self.busbw.append((value, 5e-7 if isinstance(raw, str) else 0.0))
+                self.records.append(
+                    Measurement(
+                        tool=TOOL,
+                        metric=metric,
+                        value=value,
+                        unit=unit,
+                        dims=self._dims(key, placement),
+                    )
+                )

@@ -1,0 +1,243 @@
+"""nccl-tests: the text log of ``*_perf`` binaries and the JSON file of ``-J``.
+
+Command read: the stdout of any nccl-tests benchmark binary (``all_reduce_perf``,
+``all_gather_perf``, ``reduce_scatter_perf``, ``alltoall_perf``, ``sendrecv_perf``,
+``broadcast_perf``, ``reduce_perf``, ``gather_perf``, ``scatter_perf``,
+``hypercube_perf``), run directly, under ``mpirun`` or ``srun``; several runs may be
+concatenated in one log. Or the document written by ``-J FILE.json``
+(``--output_file``, JSON file version 3, nccl-tests 2.17.7 and later).
+
+Versions tested (golden fixtures): the pre-2.13 format (float ``error`` column, no
+``root``, no ``agg iters``/``graph`` in the parameter line), the 2.13-2.16 format
+(integer ``#wrong``, ``root``, ``N/A`` for in-place checks that are not made), and the
+2.17 format (``# nccl-tests version`` and ``# Collective test starting/concluded``
+lines). Columns are located by the names in the header line and each row is split on
+whitespace, so widened columns, the optional ``timestamp`` column (two fields) and the
+per-iteration columns (``i_min`` ...) of newer versions do not shift anything. Lines
+are first stripped of an ``mpirun --tag-output`` prefix (``[1,0]<stdout>:``) or an
+``srun --label`` prefix (``0: ``). NCCL ``INFO``/``WARN`` lines and other tool chatter
+between rows are ignored.
+
+Emitted, per row and placement (``out_of_place`` then ``in_place``):
+
+* ``time`` (us), ``algbw`` (GB/s, decimal: bytes / 1e9 / s), ``busbw`` (GB/s), and
+  ``wrong`` (count) where the ``#wrong`` column exists and holds a number. ``N/A``
+  (and ``nan`` in JSON) is not a number: that metric is left out for that row, never
+  written as 0. The pre-2.13 ``error`` column (largest absolute deviation) is checked,
+  not emitted.
+* dims: ``op`` (``all_reduce`` ...), ``size_bytes``, ``count``, ``dtype``, ``redop``,
+  ``root`` (where the column exists) and ``placement``. ``op`` comes from the
+  ``# Collective test starting: X_perf`` line (2.17+) or, in JSON, from the binary name
+  in ``args[0]``. Logs older than 2.17 do not name the collective anywhere, so their
+  records carry no ``op`` dim: the caller that ran the binary knows it and must add it.
+
+And per collective run: ``avg_busbw`` (GB/s), the ``# Avg bus bandwidth`` footer, with
+the ``op`` dim when known. nccl-tests computes it as the plain mean of busbw over every
+row and both placements (``bw[0] += busBw; bw_count[0]++`` per measurement, then
+``bw[0] /= bw_count[0]``); the parser recomputes that mean from the printed rows and
+raises ParseError when the two differ by more than the rounding of the printed digits.
+
+busbw is algbw times a factor that depends on the collective and the rank count n
+(nccl-tests ``*GetBw``): all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall,
+gather, scatter (n-1)/n; broadcast, reduce, sendrecv 1; hypercube 1, with algbw counting
+(n-1) x the message. So with one rank busbw is 0 for the (n-1)/n collectives, which is a
+real measured 0 and kept.
+
+Failures (ToolFailure, with the tool's line as the reason and the rows read before it in
+``partial``): ``Test NCCL failure`` / ``Test CUDA failure`` / ``Test failure`` lines, a
+``#wrong`` above 0 (JSON ``nwrong``), a pre-2.13 ``error`` above the tool's tolerance
+(1e-2 half/bfloat16, 1e-5 float, 1e-12 double, 0 for integers, times n-1),
+``Out of bounds values : N FAILED`` and ``Avg bus bandwidth : X FAILED`` (the
+``NCCL_TESTS_MIN_BW`` check).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import FrozenDims, Measurement
+from aibench.parsers import Parser
+from aibench.parsers._nccl_table import TOOL, Section, check_average, half_ulp_g, number
+from aibench.parsers._util import json_document
+
+OPS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "alltoallv",
+    "sendrecv",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "hypercube",
+)
+
+_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<(?:stdout|stderr)>:|\s*\d+: )")
+_FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure")
+_STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_RANK = re.compile(r"^#\s+Rank\s+\d+\s")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\S*)")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
+
+
+def _op_name(program: str) -> str | None:
+    base = program.replace("\\", "/").rsplit("/", 1)[-1]
+    m = re.match(r"([a-z_]+?)_perf", base)
+    if m and m.group(1) in OPS:
+        return m.group(1)
+    return None
+
+
+def parse(text: str) -> list[Measurement]:
+    if text.lstrip().startswith("{"):
+        return _parse_json(text)
+    return _parse_text(text)
+
+
+def _parse_text(text: str) -> list[Measurement]:
+    out: list[Measurement] = []
+    section: Section | None = None
+    pending_op: str | None = None
+    seen_table = False
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = _PREFIX.sub("", raw, count=1).rstrip()
+        if not line.strip():
+            continue
+        if _FAILURE.search(line):
+            raise ToolFailure(
+                TOOL, line.strip(), line=no, partial=[*out, *(section.records if section else [])]
+            )
+        if line.startswith("#"):
+            m = _STARTING.match(line)
+            if m:
+                pending_op = _op_name(m.group(1))
+                continue
+            if line.lstrip("# ").startswith("nThread"):
+                if section is not None and section.records:
+                    raise ParseError(
+                        TOOL, "a new run starts before the previous one printed its footer", no
+                    )
+                section = Section(op=pending_op, start=no)
+                pending_op = None
+                continue
+            if section is None:
+                continue
+            if _RANK.match(line):
+                section.ranks += 1
+                continue
+            names = line.lstrip("#").split()
+            if "size" in names and "busbw" in names:
+                section.set_header(names, no)
+                seen_table = True
+                continue
+            m = _OOB.match(line)
+            if m:
+                if int(m.group(1)) > 0 or m.group(2) == "FAILED":
+                    raise ToolFailure(
+                        TOOL, line.lstrip("# ").strip(), line=no, partial=[*out, *section.records]
+                    )
+                continue
+            m = _AVG.match(line)
+            if m:
+                out.extend(section.records)
+                avg = _footer(section, m.group(1), no)
+                if avg is not None:
+                    out.append(avg)
+                if m.group(2) == "FAILED":
+                    raise ToolFailure(TOOL, line.lstrip("# ").strip(), line=no, partial=[*out])
+                section = None
+            continue
+        if section is None or section.columns is None:
+            continue
+        first = line.split(None, 1)[0]
+        if not first.isdigit():
+            continue  # NCCL INFO/WARN lines, launcher chatter
+        try:
+            section.add_row(line, no)
+        except ToolFailure as exc:
+            exc.partial[:0] = out
+            raise
+    if section is not None and section.columns is not None:
+        raise ParseError(
+            TOOL,
+            "the log ends inside a results table (no 'Avg bus bandwidth' footer): the run was cut",
+            section.start,
+        )
+    if not seen_table:
+        raise ParseError(
+            TOOL, "no nccl-tests results table (no header line with 'size' and 'busbw')"
+        )
+    return out
+
+
+def _footer(section: Section, value: str, no: int) -> Measurement | None:
+    avg = number(value)
+    if avg is None:
+        return None  # "nan": no rows were timed
+    check_average(section.busbw, avg, half_ulp_g(avg), no)
+    dims = {"op": section.op} if section.op else {}
+    return Measurement(tool=TOOL, metric="avg_busbw", value=avg, unit="GB/s", dims=FrozenDims(dims))
+
+
+def _parse_json(text: str) -> list[Measurement]:
+    doc, first = json_document(TOOL, text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise ParseError(TOOL, "JSON document has no 'results' list", first)
+    args = doc.get("args")
+    op = _op_name(str(args[0])) if isinstance(args, list) and args else None
+    section = Section(op=op, start=first)
+    out: list[Measurement] = []
+    for i, row in enumerate(doc["results"]):
+        if not isinstance(row, dict):
+            raise ParseError(TOOL, f"results[{i}] is not an object", first)
+        section.add_json_row(row, i, first)
+    out.extend(section.records)
+    oob = doc.get("out_of_bounds")
+    if isinstance(oob, dict) and (_int(oob.get("count")) or oob.get("okay") == "false"):
+        raise ToolFailure(
+            TOOL, f"Out of bounds values : {oob.get('count')} FAILED", first, partial=[*out]
+        )
+    avg_doc = doc.get("average_bus_bandwidth")
+    if isinstance(avg_doc, dict) and "bandwidth" in avg_doc:
+        bw = avg_doc["bandwidth"]
+        avg = number(str(bw)) if isinstance(bw, str | int | float) else None
+        if avg is not None:
+            check_average(section.busbw, avg, 5e-7, first)
+            dims = {"op": op} if op else {}
+            out.append(
+                Measurement(
+                    tool=TOOL, metric="avg_busbw", value=avg, unit="GB/s", dims=FrozenDims(dims)
+                )
+            )
+        if avg_doc.get("okay") == "false":
+            raise ToolFailure(TOOL, f"Avg bus bandwidth : {bw} FAILED", first, partial=[*out])
+    return out
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if math.isfinite(value) else 0
+
+
+def detect(text: str) -> bool:
+    head = text[:20000]
+    if "# nThread" in head and ("busbw" in head or "Using devices" in head):
+        return True
+    return head.lstrip().startswith("{") and '"nccl_version"' in head and '"results"' in head
+
+
+PARSER = Parser(
+    name=TOOL,
+    parse=parse,
+    detect=detect,
+    description=(
+        "nccl-tests *_perf text logs (pre-2.13 to 2.19) and -J JSON: "
+        "time, algbw, busbw, #wrong per row, avg busbw per run"
+    ),
+)

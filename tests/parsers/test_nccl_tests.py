@@ -1,0 +1,282 @@
+"""nccl-tests parser: footer cross-check on every real log, failures, format variants."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from aibench import parsers
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import Measurement
+from aibench.parsers.nccl_tests import parse
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"
+REAL_LOGS = sorted(
+    p
+    for p in FIX.glob("*.txt")
+    if not p.name.startswith("constructed_") and "failure" not in p.name
+)
+SMOKE = FIX / "v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
+K80 = FIX / "pre-v2.13fmt_1node_4gpu_K80_allreduce_error_col_ncclinfo_interleaved.txt"
+
+
+def _read(p: Path) -> str:
+    return p.read_text(encoding="utf-8")
+
+
+def test_real_logs_are_all_covered() -> None:
+    assert len(REAL_LOGS) == 6
+
+
+@pytest.mark.parametrize("path", REAL_LOGS, ids=[p.name for p in REAL_LOGS])
+def test_footer_is_the_mean_busbw_of_all_rows_and_both_placements(path: Path) -> None:
+    recs = parse(_read(path))
+    busbw: dict[object, list[float]] = defaultdict(list)
+    placements: dict[object, set[object]] = defaultdict(set)
+    for m in recs:
+        if m.metric == "busbw":
+            busbw[m.dims.get("op")].append(m.value)
+            placements[m.dims.get("op")].add(m.dims["placement"])
+    avgs = [m for m in recs if m.metric == "avg_busbw"]
+    assert avgs
+    assert len(avgs) == len(busbw)
+    for avg in avgs:
+        op = avg.dims.get("op")
+        values = busbw[op]
+        assert placements[op] == {"out_of_place", "in_place"}
+        # printed rows carry 2 decimals: the mean of rounded values is within 0.005
+        assert abs(sum(values) / len(values) - avg.value) <= 0.005 + 1e-9, (path.name, op)
+
+
+def test_footer_mismatch_is_a_parse_error_naming_the_footer_line() -> None:
+    lines = _read(SMOKE).splitlines()
+    row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("536870912"))
+    del lines[row]  # a lost row: the footer no longer matches
+    footer = next(i for i, line in enumerate(lines) if "Avg bus bandwidth" in line) + 1
+    with pytest.raises(ParseError) as exc:
+        parse("\n".join(lines))
+    assert exc.value.line == footer
+    assert "not the mean busbw" in exc.value.reason
+
+
+def test_na_is_never_a_zero() -> None:
+    recs = parse(_read(FIX / "v2.17.6_2node_2gpu_alltoall_sendrecv_pairwise.txt"))
+    wrong = [m for m in recs if m.metric == "wrong"]
+    assert wrong
+    assert all(m.dims["placement"] == "out_of_place" for m in wrong)
+    assert len([m for m in recs if m.metric == "time"]) == 40
+
+
+def test_ops_come_from_the_collective_starting_lines() -> None:
+    recs = parse(_read(FIX / "v2.17.8_1node_8gpu_H100_5collectives.txt"))
+    ops = {m.dims["op"] for m in recs}
+    assert ops == {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"}
+    first = recs[0]
+    assert (first.metric, first.unit, first.value) == ("time", "us", 182.87)
+    assert dict(first.dims) == {
+        "op": "all_reduce",
+        "size_bytes": 33554432,
+        "count": 4194304,
+        "dtype": "double",
+        "redop": "sum",
+        "root": -1,
+        "placement": "out_of_place",
+    }
+
+
+def test_old_logs_without_op_carry_no_op_dim() -> None:
+    recs = parse(_read(K80))
+    assert all("op" not in m.dims for m in recs)
+    assert all("root" not in m.dims for m in recs if m.metric != "avg_busbw")
+    assert not [m for m in recs if m.metric == "wrong"]  # float error column: checked only
+
+
+def test_tag_output_and_srun_label_prefixes_are_stripped() -> None:
+    plain = parse(_read(SMOKE))
+    tagged = parse(
+        _read(FIX / "constructed_tag-output_prefix_v2.17.8_2node_allreduce_sendrecv_smoke.txt")
+    )
+    labelled = parse("".join("0: " + line + "\n" for line in _read(SMOKE).splitlines()))
+    assert tagged == plain == labelled
+
+
+def test_test_nccl_failure_keeps_the_tool_message() -> None:
+    text = _read(FIX / "2025-02_v2.13-2.16fmt_1node_2gpu_RTX5090_allreduce_Test_NCCL_failure.txt")
+    with pytest.raises(ToolFailure) as exc:
+        parse(text)
+    assert exc.value.line == 10
+    assert "Test NCCL failure common.cu:392 'unhandled cuda error" in exc.value.reason
+    assert exc.value.partial == []
+
+
+def test_wrong_above_zero_is_a_tool_failure_with_what_was_read() -> None:
+    with pytest.raises(ToolFailure) as exc:
+        parse(_read(FIX / "constructed_wrong_gt0_v2.17.8_2node_allreduce.txt"))
+    assert exc.value.line == 14
+    assert "#wrong 12" in exc.value.reason
+    partial = exc.value.partial
+    assert len(partial) == 23
+    assert all(isinstance(m, Measurement) for m in partial)
+    assert not [
+        m for m in partial if isinstance(m, Measurement) and m.metric == "wrong" and m.value
+    ]
+
+
+def test_old_error_column_above_tolerance_is_a_tool_failure() -> None:
+    text = _read(K80).replace("79379    1.69    2.54  2e-07", "79379    1.69    2.54  4e-04")
+    with pytest.raises(ToolFailure) as exc:
+        parse(text)
+    assert "in_place error 4e-04 above the tolerance 3e-05" in exc.value.reason
+    assert len(exc.value.partial) == 3 * 6  # the failing cell is the last of its row
+
+
+def test_out_of_bounds_and_min_bw_failed_footers_are_tool_failures() -> None:
+    text = _read(SMOKE)
+    oob = text.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 2 FAILED", 1)
+    with pytest.raises(ToolFailure, match="Out of bounds values : 2 FAILED"):
+        parse(oob)
+    slow = text.replace(
+        "# Avg bus bandwidth    : 43.6076 ", "# Avg bus bandwidth    : 43.6076 FAILED"
+    )
+    with pytest.raises(ToolFailure) as exc:
+        parse(slow)
+    assert "43.6076 FAILED" in exc.value.reason
+    assert [
+        m.value for m in exc.value.partial if isinstance(m, Measurement) and m.metric == "avg_busbw"
+    ] == [43.6076]
+
+
+def test_unreadable_cells_are_parse_errors_with_the_line() -> None:
+    text = _read(SMOKE)
+    bad = text.replace("  1581.10   42.44", "  1581.10   4x.44", 1)
+    with pytest.raises(ParseError) as exc:
+        parse(bad)
+    assert exc.value.line == 13
+    assert "'4x.44' is not a number" in exc.value.reason
+    short = text.replace("  849.70   39.49   39.49       0", "  849.70   39.49", 1)
+    with pytest.raises(ParseError, match="row has 11 fields, the header has 13"):
+        parse(short)
+
+
+def test_no_table_and_cut_logs_are_parse_errors() -> None:
+    with pytest.raises(ParseError, match="no nccl-tests results table"):
+        parse("mpirun: command not found\n")
+    with pytest.raises(ParseError, match="ends inside a results table"):
+        parse(
+            _read(FIX / "constructed_truncated_v2.17.8_1node_8gpu_cut_inside_all_gather_table.txt")
+        )
+
+
+def _printf(fmt: str, *args: object) -> str:
+    return fmt % args
+
+
+def _newest_format_log() -> str:
+    """A log in the layout of nccl-tests 2.19 with -T (timestamps) and per-iteration columns.
+
+    Built with the printf formats of writeResultHeader / writeBenchmarkLine* in
+    src/util.cu (NVIDIA/nccl-tests 2.19.6); the numbers are those of the smoke log's
+    first all_reduce row, per-iteration statistics invented.
+    """
+    head = "# %10s  %12s  %8s  %6s  %6s" + "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s" * 2 + " %*s"
+    names = ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong")
+    names += ("i_min", "i_max", "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong")
+    names += ("i_min", "i_max", "i_p99", "i_cv%")
+    header = _printf(head.replace("%*s", "%19s"), *names, "timestamp")
+    pre = _printf("%12li  %12li  %8s  %6s  %6s", 33554432, 4194304, "double", "sum", "    -1")
+    per_iter = "  %7s  %7s  %7s  %7s"
+    oop = _printf("  %7s  %6s  %6s  %6g", "837.47", " 40.07", " 40.07", 0)
+    oop += _printf(per_iter, "830.10", "851.22", "851.22", "   0.95")
+    ip = _printf("  %7s  %6s  %6s    N/A", "849.70", " 39.49", " 39.49")
+    ip += _printf(per_iter, "842.00", "860.31", "860.31", "   0.80")
+    row = pre + oop + ip + _printf("%21s", "2026-01-28 01:06:03")
+    return "\n".join(
+        [
+            "# nccl-tests version 2.19.6 nccl-headers=22902 nccl-library=22902",
+            "# Collective test starting: all_reduce_perf",
+            "# nThread 1 nGpus 1 minBytes 33554432 maxBytes 33554432 step: 2(factor) "
+            "warmup iters: 2 iters: 5 agg iters: 1 validation: 1 graph: 0 unalign: 0",
+            "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows ",
+            "#",
+            "# Using devices",
+            "#  Rank  0 Group  0 Pid 2201134 on cnode3-002 device  0 [0000:1b:00] "
+            "NVIDIA H100 80GB HBM3",
+            "#",
+            header,
+            row,
+            "# Out of bounds values : 0 OK",
+            "# Avg bus bandwidth    : 39.78 ",
+            "#",
+            "# Collective test concluded: all_reduce_perf",
+            "#",
+            "",
+        ]
+    )
+
+
+def test_newest_layout_with_timestamp_and_per_iteration_columns() -> None:
+    recs = parse(_newest_format_log())
+    got = {(m.dims.get("placement"), m.metric): m.value for m in recs}
+    assert got == {
+        ("out_of_place", "time"): 837.47,
+        ("out_of_place", "algbw"): 40.07,
+        ("out_of_place", "busbw"): 40.07,
+        ("out_of_place", "wrong"): 0.0,
+        ("in_place", "time"): 849.70,
+        ("in_place", "algbw"): 39.49,
+        ("in_place", "busbw"): 39.49,
+        (None, "avg_busbw"): 39.78,
+    }
+
+
+def _json(path: Path) -> dict[str, object]:
+    doc: dict[str, object] = json.loads(_read(path))
+    return doc
+
+
+JSON_AR = FIX / "constructed_json_v3_2node_all_reduce_from_smoke_log.json"
+
+
+def test_json_gives_the_same_rows_as_the_text_log() -> None:
+    text_recs = [
+        m
+        for m in parse(_read(SMOKE))
+        if m.dims.get("op") == "all_reduce" and m.metric != "avg_busbw"
+    ]
+    json_recs = [m for m in parse(_read(JSON_AR)) if m.metric != "avg_busbw"]
+    assert json_recs == text_recs
+
+
+def test_json_nan_is_skipped_and_nwrong_fails() -> None:
+    doc = _json(JSON_AR)
+    rows = doc["results"]
+    assert isinstance(rows, list)
+    rows[0]["in_place"]["alg_bw"] = "nan"
+    recs = parse(json.dumps(doc))
+    assert len([m for m in recs if m.metric == "algbw"]) == 9
+    rows[2]["out_of_place"]["nwrong"] = 5.0
+    with pytest.raises(ToolFailure, match=r"out_of_place nwrong 5\.0 at size 134217728 B") as exc:
+        parse(json.dumps(doc))
+    assert len(exc.value.partial) == 7 + 8 + 3  # row 0 lost one algbw to "nan"
+
+
+def test_json_cut_or_inconsistent_is_a_parse_error() -> None:
+    text = _read(JSON_AR)
+    with pytest.raises(ParseError, match="invalid or truncated JSON"):
+        parse(text[: len(text) // 2])
+    doc = _json(JSON_AR)
+    doc["average_bus_bandwidth"] = {"bandwidth": 44.0, "okay": "unchecked"}
+    with pytest.raises(ParseError, match="not the mean busbw"):
+        parse(json.dumps(doc))
+
+
+def test_detect_and_registry() -> None:
+    assert parsers.get("nccl-tests").name == "nccl-tests"
+    for p in FIX.iterdir():
+        if p.name.endswith(".expected.json") or p.name == "SOURCES.md":
+            continue
+        assert "nccl-tests" in parsers.detect(_read(p)), p.name
+        assert "perftest" not in parsers.detect(_read(p)), p.name
