@@ -12,7 +12,8 @@ Anything before the marker on a line (``0: ``, ``[1,0]<stdout>:``, a timestamp f
 job scheduler) is ignored, and so are the lines without a marker (shell noise, framework
 output). A JSON object that does not end on its line is continued on the following lines
 (a value with a raw newline in it, a launcher that wrapped a long line); raw control
-characters inside strings are accepted.
+characters inside strings are accepted. Two records glued onto one line (processes that
+share an output stream) are read as two.
 
 Why not ``mlperf_logging.compliance_checker.mlp_parser``: it reads files by name, numbers
 only the marked lines (so a problem cannot be pointed at a line of the file), raises
@@ -97,9 +98,31 @@ def _decode(lines: list[str], i: int, start: str) -> tuple[Any, int] | None:
     return None
 
 
+def _segments(text: str) -> tuple[list[str], list[int]]:
+    """The lines of ``text``, with a line holding several records split at each marker.
+
+    Returns the pieces and, for each, its 1-based line number in ``text`` (processes that
+    share one output stream sometimes glue two records onto one line).
+    """
+    pieces: list[str] = []
+    numbers: list[int] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.count(MLLOG_MARK) > 1:
+            head, *rest = line.split(MLLOG_MARK)
+            pieces.append(head + MLLOG_MARK + rest[0])
+            numbers.append(n)
+            for part in rest[1:]:
+                pieces.append(MLLOG_MARK + part)
+                numbers.append(n)
+        else:
+            pieces.append(line)
+            numbers.append(n)
+    return pieces, numbers
+
+
 def read(text: str) -> tuple[list[Event], list[Problem], int]:
     """All events in ``text``, the problems met, and the number of marked lines."""
-    lines = text.splitlines()
+    lines, numbers = _segments(text)
     events: list[Event] = []
     problems: list[Problem] = []
     marked = 0
@@ -110,15 +133,20 @@ def read(text: str) -> tuple[list[Event], list[Problem], int]:
             i += 1
             continue
         m = _MLLOG.search(line)
+        if m is None and MLLOG_MARK in line:
+            marked += 1
+            problems.append(Problem(numbers[i], ":::MLLOG without a JSON object"))
+            i += 1
+            continue
         if m is not None:
             marked += 1
             got = _decode(lines, i, m.group(1))
             if got is None:
-                problems.append(Problem(i + 1, "invalid or cut :::MLLOG JSON"))
+                problems.append(Problem(numbers[i], "invalid or cut :::MLLOG JSON"))
                 i += 1
                 continue
             obj, last = got
-            ev = _mllog_event(obj, i + 1)
+            ev = _mllog_event(obj, numbers[i])
             if isinstance(ev, Problem):
                 problems.append(ev)
             else:
@@ -130,17 +158,17 @@ def read(text: str) -> tuple[list[Event], list[Problem], int]:
             marked += 1
             got = _decode(lines, i, m6.group(3))
             if got is None:
-                problems.append(Problem(i + 1, "invalid or cut :::MLL JSON"))
+                problems.append(Problem(numbers[i], "invalid or cut :::MLL JSON"))
                 i += 1
                 continue
             obj, last = got
             if not isinstance(obj, dict):
-                problems.append(Problem(i + 1, ":::MLL payload is not a JSON object"))
+                problems.append(Problem(numbers[i], ":::MLL payload is not a JSON object"))
             else:
                 meta = obj.get("metadata")
                 events.append(
                     Event(
-                        line=i + 1,
+                        line=numbers[i],
                         key=m6.group(2),
                         value=obj.get("value"),
                         time_ms=_time(m6.group(1), 1000),

@@ -205,3 +205,25 @@ def test_every_fixture_uses_known_units_and_is_detected(path: Path) -> None:
             assert r.tool == "mlperf-training"
         else:
             assert r.source == "mlperf-training"
+
+
+def test_two_records_glued_on_one_line_are_both_read() -> None:
+    lines = text(VALID6).splitlines()
+    i = next(n for n, ln in enumerate(lines) if '"eval_accuracy"' in ln)
+    glued = [*lines[:i], lines[i] + lines[i + 1], *lines[i + 2 :]]
+    assert parse("\n".join(glued)) == parse(text(VALID6))
+
+
+def test_glued_after_a_cut_record_keeps_the_second() -> None:
+    lines = text(VALID6).splitlines()
+    i = next(n for n, ln in enumerate(lines) if '"eval_accuracy"' in ln)
+    glued = [*lines[: i - 1], lines[i - 1][:30] + lines[i], *lines[i + 1 :]]
+    recs = parse("\n".join(glued))
+    assert [e.value for e in metric(recs, "eval_accuracy")] == [3.9, 3.5, 3.25]
+    assert facts(recs)["log_problem"] == f"line {i}: invalid or cut :::MLLOG JSON"
+
+
+def test_marker_without_json_is_a_problem() -> None:
+    recs = parse(text(VALID6) + ":::MLLOG (log buffer overflow)\n")
+    assert metric(recs, "log_problems")[0].value == 1
+    assert "without a JSON object" in str(facts(recs)["log_problem"])
