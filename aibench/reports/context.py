@@ -155,8 +155,13 @@ class EnvKey:
     odd: dict[str, list[str]]  # value text -> nodes having it (only values != modal)
 
     @property
+    def unique(self) -> bool:
+        """Every node has its own value (hostname, serial number): identity, not drift."""
+        return len(self.values) > 2 and all(n == 1 for n in self.values.values())
+
+    @property
     def differs(self) -> bool:
-        return len(self.values) > 1
+        return len(self.values) > 1 and not self.unique
 
 
 def _text(value: Any) -> str:

@@ -48,6 +48,7 @@ def _plt() -> Any:
 _PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 _XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+_TEXT = re.compile(r">([^<]+)<")
 _IDS = re.compile(r'(\bid="|xlink:href="#|href="#|url\(#)([^")]+)')
 
 
@@ -62,6 +63,10 @@ def svg_text(fig: Any) -> str:
     text = _XMLNS.sub("", text)
     prefix = f"p{next(_counter)}-"
     text = _IDS.sub(lambda m: m.group(1) + prefix + m.group(2), text)
+    # text content may hold quotes (matplotlib escapes only &, <, > there); escape them too
+    # so that no planted string looks like an attribute to anyone reading the source
+    text = _TEXT.sub(lambda m: ">" + m.group(1).replace('"', "&quot;").replace("'", "&#39;")
+                     + "<", text)
     text = text.replace("<svg ", '<svg role="img" ', 1)
     return text.strip()
 

@@ -41,11 +41,14 @@ def _node(i: int) -> str:
     return f"gpu{i + 1:04d}"
 
 
-def make_run(n: int = 8, *, seed: int = 7, hostile: bool = False) -> Generated:
+def make_run(n: int = 8, *, seed: int = 7, hostile: bool = False, beacon: str = "") -> Generated:
+    """``beacon``: a URL planted (with the payloads) as an image source; a test serves it on
+    loopback and asserts that the rendered report never requested it."""
     rnd = random.Random(seed)
+    payload = PAYLOAD + (f'<img src="{beacon}">' if beacon else "")
     nodes = [_node(i) for i in range(n)]
     if hostile:
-        nodes[0] = "gpu" + PAYLOAD
+        nodes[0] = "gpu" + payload
     bad_node = nodes[min(2, n - 1)]
     pairs = [(nodes[i], nodes[(i + 1) % n]) for i in range(n)] if n > 1 else []
     bad_link = pairs[min(1, len(pairs) - 1)] if pairs else (bad_node, bad_node)
@@ -106,11 +109,11 @@ def make_run(n: int = 8, *, seed: int = 7, hostile: bool = False) -> Generated:
         log = (f"seqread: (groupid=0, jobs=1): err= 0: pid=4242\n  read: IOPS=6485, "
                f"BW={bw:.0f}MB/s\nRun status group 0 (all jobs):\n   READ: bw={bw:.0f}MB/s\n")
         if hostile and node == nodes[0]:
-            log += PAYLOAD + "\n"
+            log += payload + "\n"
         s = step("fio-seqread", "fio", (node,), ms, log)
         ok = bw >= 5000
         verdicts.append(Verdict("fio-seq-read-bw", Outcome.PASS if ok else Outcome.FAIL, (node,),
-                                "NVMe sequential read bandwidth" + (PAYLOAD if hostile else ""),
+                                "NVMe sequential read bandwidth" + (payload if hostile else ""),
                                 ">= 5000 MB/s", bw, "", "MB/s", bounds=(5000.0, None),
                                 aggregate="median", samples=1, benchmark="fio",
                                 culprits=() if ok else (node,), evidence=(s.step_id,),
@@ -194,13 +197,13 @@ def make_run(n: int = 8, *, seed: int = 7, hostile: bool = False) -> Generated:
                             "<= 200 us", None, "", "us", benchmark="fio",
                             reason="no measurement matched the selector"))
 
-    inventory = {"name": "acme-h100-pod" + (PAYLOAD if hostile else ""), "source": "cluster.yaml",
+    inventory = {"name": "acme-h100-pod" + (payload if hostile else ""), "source": "cluster.yaml",
                  "vendor": "Example Integrator", "customer": "Example Research Lab",
                  "nodes": [{"name": nd, "address": "", "executor": "ssh",
                             "labels": {"rack": f"r{i // 32:02d}"}, "facts": {}}
                            for i, nd in enumerate(nodes)]}
     run = Run(id="20261202-101500-acceptance", suite="acceptance",
-              spec="h100-ndr" + (PAYLOAD if hostile else ""), spec_sha256="ab" * 32,
+              spec="h100-ndr" + (payload if hostile else ""), spec_sha256="ab" * 32,
               started=t0, finished="2026-12-02T11:42:10Z", aibench_version="0.1.0",
               inventory=inventory, environment=environment, steps=tuple(steps),
               verdicts=tuple(verdicts), generated=True,
