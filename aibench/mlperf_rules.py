@@ -20,6 +20,7 @@ pretraining).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -170,7 +171,7 @@ def olympic_score(
     kept = tuple(ordered[drop : n - drop])
     return OlympicScore(
         True,
-        sum(kept) / len(kept),
+        math.fsum(kept) / len(kept),
         kept=kept,
         dropped_fastest=fastest,
         dropped_slowest=slowest,

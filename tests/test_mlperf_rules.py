@@ -176,4 +176,5 @@ def test_olympic_score_is_order_free_and_inside_the_range(
     assert got.valid
     assert again.score == got.score
     assert got.score is not None
-    assert min(times) <= got.score <= max(times)
+    slack = 1e-12 * max(times)  # the mean of equal floats may be off in the last bit
+    assert min(times) - slack <= got.score <= max(times) + slack
