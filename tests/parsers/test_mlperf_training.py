@@ -227,3 +227,13 @@ def test_marker_without_json_is_a_problem() -> None:
     recs = parse(text(VALID6) + ":::MLLOG (log buffer overflow)\n")
     assert metric(recs, "log_problems")[0].value == 1
     assert "without a JSON object" in str(facts(recs)["log_problem"])
+
+
+def test_quality_target_is_reported_when_logged() -> None:
+    lines = text(VALID6).splitlines()
+    i = next(n for n, ln in enumerate(lines) if '"global_batch_size"' in ln)
+    extra = lines[i].replace('"global_batch_size", "value": 32', '"quality_target", "value": 3.3')
+    assert extra != lines[i]
+    recs = parse("\n".join([*lines[: i + 1], extra, *lines[i + 1 :]]))
+    assert facts(recs)["quality_target"] == 3.3
+    assert "quality_target" not in facts(parse(text(VALID6)))
