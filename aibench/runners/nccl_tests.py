@@ -1,0 +1,397 @@
+"""NCCL-tests runner: one collective benchmark binary (``all_reduce_perf`` ...) per step.
+
+Builds ``BIN_DIR/<collective>_perf -b MIN -e MAX -f FACTOR|-i STEP -n ITERS -w WARMUP
+-c CHECK -g GPUS [-d TYPE] [-o OP] [-z 0|1] [-a 0..3] [-J FILE]`` and runs it:
+
+* directly, for one node with one process (``-g`` GPUs in that process);
+* through a launcher of :mod:`aibench.launchers` otherwise: ``mpirun`` (Open MPI; the
+  hosts' addresses with their slots, ``-x`` for every variable of ``env``, binding,
+  ``--mca`` interface settings, ``plm_rsh_agent`` with the inventory's ``ssh.config_file``)
+  or ``srun --mpi=pmix`` (Slurm node names, ``--ntasks-per-node``, ``--gpus-per-task``,
+  ``--gpu-bind``). On one node mpirun is given ``--host localhost:K``: it runs on that
+  node itself.
+
+Ranks per node default to the node's GPU count (``gpus.count`` in the inventory) divided
+by ``gpus_per_process``: one process per GPU unless told otherwise. The environment
+(``NCCL_DEBUG``, ``NCCL_ALGO``, ``NCCL_IB_HCA``, ``NCCL_SOCKET_IFNAME`` ... from options,
+plus ``env``) is passed explicitly and recorded with the argv.
+
+The binary is found in the option ``bin_dir``, else the node fact ``nccl_tests_dir``,
+else on the PATH. The version is read from the output's ``# nccl-tests version X`` header
+(nccl-tests 2.17 and later), which is the only reliable source: the binaries have no
+``--version``. ``-J FILE`` (JSON output, nccl-tests 2.17.7 and later) is used only when
+the option ``json_output`` says so; the file is then read instead of stdout when it can be
+read from here (a local node or a shared file system), else stdout is parsed.
+
+Output is parsed by the ``nccl-tests`` parser in ``collect``, which adds the ``op`` dim
+that logs before 2.17 do not carry and a ``version`` Fact. Placements: ``each`` (intra-
+node, the default), ``all``, ``pairs`` (to find the bad node), ``groups``.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from aibench import parsers
+from aibench.config import Strict
+from aibench.errors import ParseError, ToolFailure
+from aibench.inventory import Node
+from aibench.launchers import HostSlots, Job, get
+from aibench.model import Fact, FrozenDims, Measurement
+from aibench.parsers import Record
+from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+
+TOOL = "nccl-tests"
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "sendrecv",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "hypercube",
+)
+_SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
+_PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
+_FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
+_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
+
+Collective = Literal[
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "sendrecv",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "hypercube",
+]
+
+
+def _check_value(v: str | None, what: str) -> str | None:
+    if v is not None and not _VALUE.match(v):
+        raise ValueError(f"{what} {v!r} may hold letters, digits and . , : = / + ^ @ % - only")
+    return v
+
+
+class NcclTestsOptions(Strict):
+    """Options of an nccl-tests step (suite ``options:``)."""
+
+    collective: Collective = Field("all_reduce", description="which binary: <collective>_perf")
+    min_bytes: str = Field("8", description="smallest message size (-b), e.g. 8, 1M")
+    max_bytes: str = Field("8G", description="largest message size (-e)")
+    step_factor: Annotated[int, Field(ge=2)] | None = Field(
+        2, description="multiply the size by this each step (-f)"
+    )
+    step_bytes: str | None = Field(None, description="add this to the size each step (-i)")
+    iters: Annotated[int, Field(ge=1)] = Field(20, description="timed iterations (-n)")
+    warmup_iters: Annotated[int, Field(ge=0)] = Field(5, description="warm-up iterations (-w)")
+    check: Annotated[int, Field(ge=0)] = Field(
+        1, description="check results (-c): 0 off, N every N"
+    )
+    gpus_per_process: Annotated[int, Field(ge=1, le=64)] = Field(
+        1, description="GPUs driven by each process (-g)"
+    )
+    ranks_per_node: Annotated[int, Field(ge=1, le=1024)] | None = Field(
+        None, description="processes per node; default: the node's GPU count / gpus_per_process"
+    )
+    datatype: str | None = Field(None, description="-d: float, half, bfloat16, int8 ... or all")
+    op: str | None = Field(None, description="-o: sum, prod, min, max, avg or all")
+    blocking: bool | None = Field(None, description="-z: blocking collectives")
+    average: Annotated[int, Field(ge=0, le=3)] | None = Field(
+        None, description="-a: how results are aggregated over ranks (0 rank0, 1 avg, 2 min, 3 max)"
+    )
+    json_output: bool = Field(
+        False, description="also write JSON (-J FILE; nccl-tests 2.17.7 and later)"
+    )
+    launcher: Literal["auto", "none", "mpirun", "srun"] = Field(
+        "auto", description="auto: direct for one process on one node, else mpirun"
+    )
+    bin_dir: str | None = Field(None, description="directory of the binaries; default facts, PATH")
+    nccl_debug: str | None = Field(None, description="NCCL_DEBUG (WARN, INFO ...)")
+    nccl_algo: str | None = Field(None, description="NCCL_ALGO (Ring, Tree ...)")
+    nccl_proto: str | None = Field(None, description="NCCL_PROTO (LL, LL128, Simple)")
+    nccl_ib_hca: str | None = Field(None, description="NCCL_IB_HCA, e.g. =mlx5_0:1,mlx5_1:1")
+    nccl_socket_ifname: str | None = Field(None, description="NCCL_SOCKET_IFNAME, e.g. eth0")
+    env: dict[str, str] = Field(default_factory=dict, description="more variables for every rank")
+    bind_to: str | None = Field(None, description="mpirun --bind-to (none, core, socket, numa)")
+    map_by: str | None = Field(None, description="mpirun --map-by; default ppr:<ranks>:node")
+    interfaces: str | None = Field(
+        None, description="mpirun oob/btl TCP interfaces: a subnet (10.0.0.0/24) or names"
+    )
+    btl: str | None = Field(None, description="mpirun --mca btl, e.g. self,tcp")
+    mca: dict[str, str] = Field(default_factory=dict, description="more mpirun --mca settings")
+    allow_run_as_root: bool = Field(False, description="set OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1")
+    cpu_bind: str | None = Field(None, description="srun --cpu-bind")
+    gpus_per_task: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="srun --gpus-per-task"
+    )
+    gpu_bind: str | None = Field(None, description="srun --gpu-bind (closest, none ...)")
+    launcher_args: list[str] = Field(default_factory=list, description="more launcher options")
+    extra: list[str] = Field(default_factory=list, description="more nccl-tests options")
+    timeout: Annotated[float, Field(gt=0)] = Field(1800.0, description="seconds per run")
+
+    @field_validator("min_bytes", "max_bytes", "step_bytes")
+    @classmethod
+    def _size(cls, v: str | None) -> str | None:
+        if v is not None and not _SIZE.match(v):
+            raise ValueError(f"not an nccl-tests size: {v!r} (examples: 8, 128K, 1M, 8G)")
+        return v
+
+    @field_validator(
+        "datatype", "op", "nccl_debug", "nccl_algo", "nccl_proto", "nccl_ib_hca",
+        "nccl_socket_ifname", "bind_to", "map_by", "interfaces", "btl", "cpu_bind", "gpu_bind",
+    )
+    @classmethod
+    def _value(cls, v: str | None) -> str | None:
+        return _check_value(v, "value")
+
+    @field_validator("env", "mca")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise ValueError(f"invalid name {key!r}")
+            if "\n" in value or "\0" in value:
+                raise ValueError(f"the value of {key} holds a line break")
+        return v
+
+    @field_validator("bin_dir")
+    @classmethod
+    def _bin_dir(cls, v: str | None) -> str | None:
+        if v is not None and not _PATH.match(v):
+            raise ValueError(f"bin_dir must be an absolute path without spaces: {v!r}")
+        return v
+
+    @field_validator("extra", "launcher_args")
+    @classmethod
+    def _flags(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if not _FLAG.match(a):
+                raise ValueError(f"option {a!r} must look like -x, --name, --name=value or a word")
+        return v
+
+    @model_validator(mode="after")
+    def _steps(self) -> NcclTestsOptions:
+        if self.step_bytes is not None and self.step_factor not in (None, 2):
+            raise ValueError("give step_factor (-f) or step_bytes (-i), not both")
+        return self
+
+
+def binary(o: NcclTestsOptions, node: Node) -> str:
+    """The binary's path: option bin_dir, else the node fact nccl_tests_dir, else PATH."""
+    name = f"{o.collective}_perf"
+    directory = o.bin_dir or node.facts.get("nccl_tests_dir")
+    return f"{str(directory).rstrip('/')}/{name}" if directory else name
+
+
+def ranks_per_node(o: NcclTestsOptions, node: Node) -> int:
+    if o.ranks_per_node is not None:
+        return o.ranks_per_node
+    gpus = node.facts.get("gpus") or {}
+    count = int(gpus.get("count", 0)) if isinstance(gpus, dict) else 0
+    return max(1, count // o.gpus_per_process) if count else 1
+
+
+def environment(o: NcclTestsOptions) -> dict[str, str]:
+    env: dict[str, str] = {}
+    named = {
+        "NCCL_DEBUG": o.nccl_debug,
+        "NCCL_ALGO": o.nccl_algo,
+        "NCCL_PROTO": o.nccl_proto,
+        "NCCL_IB_HCA": o.nccl_ib_hca,
+        "NCCL_SOCKET_IFNAME": o.nccl_socket_ifname,
+    }
+    env.update({k: v for k, v in named.items() if v is not None})
+    env.update(o.env)
+    return env
+
+
+class NcclTestsRunner:
+    name: ClassVar[str] = "nccl-tests"
+    tool: ClassVar[str] = TOOL
+    default_placement: ClassVar[str] = "each"
+    Options: ClassVar[type[Strict]] = NcclTestsOptions
+
+    def program(self, o: NcclTestsOptions, node: Node, json_file: str | None) -> tuple[str, ...]:
+        args = [binary(o, node), "-b", o.min_bytes, "-e", o.max_bytes]
+        if o.step_bytes is not None:
+            args += ["-i", o.step_bytes]
+        else:
+            args += ["-f", str(o.step_factor or 2)]
+        args += ["-n", str(o.iters), "-w", str(o.warmup_iters), "-c", str(o.check)]
+        args += ["-g", str(o.gpus_per_process)]
+        if o.datatype:
+            args += ["-d", o.datatype]
+        if o.op:
+            args += ["-o", o.op]
+        if o.blocking is not None:
+            args += ["-z", str(int(o.blocking))]
+        if o.average is not None:
+            args += ["-a", str(o.average)]
+        if json_file:
+            args += ["-J", json_file]
+        args += o.extra
+        return tuple(args)
+
+    def launcher_for(self, o: NcclTestsOptions, group: Sequence[Node], rpn: int) -> str:
+        if o.launcher != "auto":
+            return o.launcher
+        return "none" if len(group) == 1 and rpn == 1 else "mpirun"
+
+    def invocations(
+        self, step: str, options: NcclTestsOptions, group: Sequence[Node], slot: Slot
+    ) -> list[Invocation]:
+        o = options
+        head = group[0]
+        names = tuple(n.name for n in group)
+        label = label_for(names)
+        rpn = ranks_per_node(o, head)
+        json_file = None
+        if o.json_output:
+            json_file = f"{slot.workdir}/nccl-tests/{step}.{label}.r{slot.repeat}.json"
+        program = self.program(o, head, json_file)
+        env = environment(o)
+        which = self.launcher_for(o, group, rpn)
+        if which == "none":
+            if len(group) > 1:
+                raise ValueError("nccl-tests across several nodes needs a launcher (mpirun, srun)")
+            argv, launch_env = program, env
+        else:
+            if which == "srun":
+                hosts = tuple(HostSlots(n.name, rpn) for n in group)
+            elif len(group) == 1:
+                hosts = (HostSlots("localhost", rpn),)
+            else:
+                hosts = tuple(HostSlots(n.host, rpn) for n in group)
+            job = Job(
+                program=program,
+                hosts=hosts,
+                env=env,
+                bind_to=o.bind_to,
+                map_by=o.map_by,
+                cpu_bind=o.cpu_bind,
+                gpus_per_task=o.gpus_per_task,
+                gpu_bind=o.gpu_bind,
+                interfaces=o.interfaces,
+                btl=o.btl,
+                mca=dict(o.mca),
+                ssh_config=head.ssh.config_file if len(group) > 1 else None,
+                as_root=o.allow_run_as_root,
+                partition=head.slurm.partition,
+                account=head.slurm.account,
+                extra_args=tuple(o.launcher_args),
+            )
+            launch = get(which).wrap(job)
+            argv, launch_env = launch.argv, dict(launch.env)
+        setup: tuple[ProcessSpec, ...] = ()
+        if json_file:
+            parent = json_file.rsplit("/", 1)[0]
+            setup = (ProcessSpec(head.name, ("mkdir", "-p", parent), role="setup", timeout=30),)
+        return [
+            Invocation(
+                step=step,
+                tool=self.tool,
+                nodes=names,
+                label=label,
+                repeat=slot.repeat,
+                round=slot.round,
+                parser="nccl-tests",
+                network=len(group) > 1,
+                setup=setup,
+                client=ProcessSpec(
+                    head.name,
+                    argv,
+                    env=launch_env,
+                    role="launcher" if which != "none" else "client",
+                    timeout=o.timeout,
+                ),
+                artifacts=(json_file,) if json_file else (),
+            )
+        ]
+
+    def version_argv(self) -> tuple[str, ...] | None:
+        return None  # no --version; the output's header names it (see collect)
+
+    def parse_version(self, text: str) -> str:
+        m = _VERSION.search(text)
+        return m.group(1) if m else ""
+
+    def collect(self, inv: Invocation, out: Output) -> list[Record]:
+        """Parse the JSON file (when written and readable here) or stdout; add op/version."""
+        op = _collective_of(inv)
+        text, parser_input = out.stdout, "stdout"
+        for artifact in inv.artifacts:
+            p = Path(artifact)
+            if p.is_absolute() and p.is_file():
+                try:
+                    jsonlib.loads(p.read_text(encoding="utf-8"))
+                except ValueError:
+                    continue
+                text, parser_input = p.read_text(encoding="utf-8"), str(p)
+                break
+        try:
+            records = _with_op(parsers.parse("nccl-tests", text), op)
+        except ToolFailure as exc:
+            exc.partial = list(_with_op([r for r in exc.partial if _is_record(r)], op))
+            raise
+        except ParseError:
+            if out.exit_code != 0:  # it crashed or never started: say so, not "unreadable"
+                raise ToolFailure(TOOL, _failure(out)) from None
+            raise
+        if out.exit_code != 0:
+            raise ToolFailure(TOOL, _failure(out), partial=list(records))
+        version = self.parse_version(out.stdout)
+        records.append(
+            Fact(TOOL, "version", version or None, reason="" if version else "no version header")
+        )
+        if parser_input != "stdout":
+            records.append(Fact(TOOL, "output_file", parser_input))
+        return records
+
+
+def _is_record(r: object) -> bool:
+    return isinstance(r, Measurement | Fact)
+
+
+def _collective_of(inv: Invocation) -> str:
+    for a in inv.client.argv:
+        base = a.rsplit("/", 1)[-1]
+        if base.endswith("_perf") and base[: -len("_perf")] in COLLECTIVES:
+            return base[: -len("_perf")]
+    return ""
+
+
+def _with_op(records: Sequence[object], op: str) -> list[Record]:
+    out: list[Record] = []
+    for r in records:
+        if isinstance(r, Measurement) and op and "op" not in r.dims:
+            r = replace(r, dims=FrozenDims({**r.dims, "op": op}))
+        if isinstance(r, Measurement | Fact):
+            out.append(r)
+    return out
+
+
+def _failure(out: Output) -> str:
+    lines = [ln.strip() for ln in (out.stderr + "\n" + out.stdout).splitlines() if ln.strip()]
+    tail = " | ".join(lines[-3:]) or "no output"
+    if out.exit_code is None:
+        return f"{out.reason or 'killed'}: {tail}"
+    return f"exit code {out.exit_code}: {tail}"
+
+
+RUNNER = NcclTestsRunner()

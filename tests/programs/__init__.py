@@ -1,0 +1,1 @@
+"""Test-only programs started by the runner tests; never part of the package."""

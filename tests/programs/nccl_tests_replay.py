@@ -1,0 +1,100 @@
+"""A REPLAY of a real captured nccl-tests output, for tests only (no GPU on the test bed).
+
+Started in place of an nccl-tests binary (a small wrapper script named like the binary,
+e.g. ``all_reduce_perf``, execs this file with ``--fixture FILE --binary NAME``, then the
+argv the runner built). It:
+
+* checks the nccl-tests options it is given the way the real binary reads them (unknown
+  options and missing values are an error, exit 2), so the runner's argv is exercised;
+* on rank 0 (``OMPI_COMM_WORLD_RANK``, ``PMIX_RANK`` or ``SLURM_PROCID``; 0 when run
+  alone) prints the block of the captured log whose ``# Collective test starting:`` line
+  names the binary (the whole log when it names none), and writes the JSON fixture to
+  the ``-J`` path when one is given;
+* on every rank writes one line to stderr: ``replay rank R/N host H NCCL_DEBUG=...`` so
+  tests can see which ranks ran where and which environment reached them.
+
+It measures nothing: the numbers are the captured ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+
+# nccl-tests 2.17 short options that take a value, and the flags we accept.
+_VALUED = set("tgbefinwmpcodrzyTGaCRJSMNDx")
+
+
+def rank_and_size() -> tuple[int, int]:
+    for r, n in (
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("PMIX_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("SLURM_PROCID", "SLURM_NTASKS"),
+    ):
+        if r in os.environ:
+            return int(os.environ[r]), int(os.environ.get(n, "1"))
+    return 0, 1
+
+
+def read_args(argv: list[str]) -> dict[str, str]:
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if len(a) != 2 or a[0] != "-" or a[1] not in _VALUED:
+            print(f"replay: unknown option {a!r}", file=sys.stderr)
+            sys.exit(2)
+        if i + 1 >= len(argv):
+            print(f"replay: option {a} needs a value", file=sys.stderr)
+            sys.exit(2)
+        opts[a[1]] = argv[i + 1]
+        i += 2
+    return opts
+
+
+def block(text: str, binary: str) -> str:
+    marker = f"# Collective test starting: {binary}"
+    if marker not in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    keep = False
+    for i, line in enumerate(lines):
+        starts_here = i + 1 < len(lines) and lines[i + 1].startswith("# Collective test starting:")
+        if line.startswith("# nccl-tests version") and starts_here:
+            keep = lines[i + 1].startswith(marker)
+        if keep:
+            out.append(line)
+        if line.startswith("# Collective test concluded:") and keep:
+            keep = False
+    return "".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fixture", required=True)
+    ap.add_argument("--json-fixture")
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--exit-code", type=int, default=0)
+    ns, rest = ap.parse_known_args()
+    opts = read_args(rest)
+    rank, size = rank_and_size()
+    print(
+        f"replay rank {rank}/{size} host {socket.gethostname()} "
+        f"NCCL_DEBUG={os.environ.get('NCCL_DEBUG', '')} args={' '.join(rest)}",
+        file=sys.stderr,
+        flush=True,
+    )
+    if rank == 0:
+        sys.stdout.write(block(Path(ns.fixture).read_text(encoding="utf-8"), ns.binary))
+        sys.stdout.flush()
+        if "J" in opts and ns.json_fixture:
+            Path(opts["J"]).write_text(Path(ns.json_fixture).read_text(encoding="utf-8"))
+    return ns.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

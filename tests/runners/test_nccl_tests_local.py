@@ -1,0 +1,97 @@
+"""nccl-tests runner with real processes on this machine.
+
+No GPU here, so the binary is a REPLAY (tests/programs/nccl_tests_replay.py) of a real
+captured nccl-tests 2.17.8 log, installed as ``all_reduce_perf`` in a temporary bin_dir.
+Everything else is real: the runner's argv, a real ``mpirun`` starting two ranks, the
+orchestrator, the parser, the collect hook.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aibench.model import Fact, StepStatus
+from tests.runners.helpers import FIXTURES, PROGRAMS, ROOT_ENV, is_root, node, run, suite_of, wrapper
+
+LOG = FIXTURES / "nccl-tests" / "v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
+JSON = FIXTURES / "nccl-tests" / "constructed_json_v3_2node_all_reduce_from_smoke_log.json"
+REPLAY = PROGRAMS / "nccl_tests_replay.py"
+
+needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs openmpi-bin")
+
+
+def replay_bin(tmp_path: Path, *extra: str) -> Path:
+    bin_dir = tmp_path / "bin"
+    for name in ("all_reduce_perf", "sendrecv_perf"):
+        wrapper(bin_dir, name, REPLAY, "--fixture", str(LOG), "--binary", name, *extra)
+    return bin_dir
+
+
+@needs_mpirun
+def test_mpirun_two_local_ranks_run_the_replay_through_the_runners_argv(tmp_path: Path) -> None:
+    bin_dir = replay_bin(tmp_path)
+    options = {
+        "collective": "sendrecv",
+        "launcher": "mpirun",
+        "ranks_per_node": 2,
+        "launcher_args": ["--oversubscribe"],
+        "allow_run_as_root": is_root(),
+        "bin_dir": str(bin_dir),
+        "nccl_debug": "INFO",
+        "min_bytes": "32M",
+        "max_bytes": "512M",
+    }
+    (res,) = run(tmp_path / "run", suite_of("nccl-tests", options), [node("ws", "127.0.0.1")])
+    assert res.status is StepStatus.OK, res.reason
+    (proc,) = res.processes
+    assert proc.argv[:5] == ("mpirun", "--host", "localhost:2", "-np", "2")
+    assert proc.argv[proc.argv.index("-x") + 1] == "NCCL_DEBUG"
+    assert proc.env["NCCL_DEBUG"] == "INFO"
+    if is_root():
+        assert {k: proc.env[k] for k in ROOT_ENV} == ROOT_ENV
+    # both ranks ran, each saw the forwarded NCCL_DEBUG and the runner's nccl-tests args
+    stderr = (tmp_path / "run" / res.stderr_path).read_text()
+    ranks = sorted(ln.split()[2] for ln in stderr.splitlines() if ln.startswith("replay rank"))
+    assert ranks == ["0/2", "1/2"]
+    assert stderr.count("NCCL_DEBUG=INFO args=-b 32M -e 512M -f 2 -n 20") == 2
+    # rank 0 printed the sendrecv block: its numbers, with the op
+    expected = json.loads(LOG.with_suffix(".expected.json").read_text())
+    want = {
+        (r["dims"]["size_bytes"], r["dims"]["placement"]): r["value"]
+        for r in expected["records"]
+        if r.get("metric") == "busbw" and r["dims"].get("op") == "sendrecv"
+    }
+    got = {(m.dims["size_bytes"], m.dims["placement"]): m.value
+           for m in res.measurements if m.metric == "busbw"}
+    assert got == want and len(got) == 10
+    assert {m.dims["op"] for m in res.measurements} == {"sendrecv"}
+    assert all(m.nodes == ("ws",) and m.step == "s" for m in res.measurements)
+    facts = {f.name: f.value for f in res.facts}
+    assert facts["version"] == "2.17.8"
+
+
+def test_direct_run_reads_the_json_file_when_asked(tmp_path: Path) -> None:
+    bin_dir = replay_bin(tmp_path, "--json-fixture", str(JSON))
+    suite = suite_of("nccl-tests", {"bin_dir": str(bin_dir), "json_output": True})
+    suite = suite.__class__(**{**suite.__dict__, "settings": suite.settings.model_copy(
+        update={"workdir": str(tmp_path / "work")})})
+    (res,) = run(tmp_path / "run", suite, [node("ws", "127.0.0.1")])
+    assert res.status is StepStatus.OK, res.reason
+    facts = {f.name: f.value for f in res.facts if isinstance(f, Fact)}
+    assert facts["output_file"] == str(tmp_path / "work" / "nccl-tests" / "s.ws.r0.json")
+    assert {m.dims["op"] for m in res.measurements} == {"all_reduce"}
+    assert any(m.metric == "busbw" for m in res.measurements)
+
+
+def test_a_crashing_binary_fails_with_its_own_words(tmp_path: Path) -> None:
+    bin_dir = replay_bin(tmp_path, "--exit-code", "3")
+    # the replay rejects an option the real binary does not have, exit 2, before printing
+    options = {"bin_dir": str(bin_dir), "extra": ["--nonsense"]}
+    (res,) = run(tmp_path / "run", suite_of("nccl-tests", options), [node("ws", "127.0.0.1")])
+    assert res.status is StepStatus.FAILED
+    assert "exit code 2" in res.reason and "unknown option '--nonsense'" in res.reason
+    assert res.measurements == ()
