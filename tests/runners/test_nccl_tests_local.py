@@ -15,7 +15,16 @@ from pathlib import Path
 import pytest
 
 from aibench.model import Fact, StepStatus
-from tests.runners.helpers import FIXTURES, PROGRAMS, ROOT_ENV, is_root, node, run, suite_of, wrapper
+from tests.runners.helpers import (
+    FIXTURES,
+    PROGRAMS,
+    ROOT_ENV,
+    is_root,
+    node,
+    run,
+    suite_of,
+    wrapper,
+)
 
 LOG = FIXTURES / "nccl-tests" / "v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
 JSON = FIXTURES / "nccl-tests" / "constructed_json_v3_2node_all_reduce_from_smoke_log.json"
@@ -67,7 +76,8 @@ def test_mpirun_two_local_ranks_run_the_replay_through_the_runners_argv(tmp_path
     }
     got = {(m.dims["size_bytes"], m.dims["placement"]): m.value
            for m in res.measurements if m.metric == "busbw"}
-    assert got == want and len(got) == 10
+    assert got == want
+    assert len(got) == 10
     assert {m.dims["op"] for m in res.measurements} == {"sendrecv"}
     assert all(m.nodes == ("ws",) and m.step == "s" for m in res.measurements)
     facts = {f.name: f.value for f in res.facts}
@@ -93,5 +103,6 @@ def test_a_crashing_binary_fails_with_its_own_words(tmp_path: Path) -> None:
     options = {"bin_dir": str(bin_dir), "extra": ["--nonsense"]}
     (res,) = run(tmp_path / "run", suite_of("nccl-tests", options), [node("ws", "127.0.0.1")])
     assert res.status is StepStatus.FAILED
-    assert "exit code 2" in res.reason and "unknown option '--nonsense'" in res.reason
+    assert "exit code 2" in res.reason
+    assert "unknown option '--nonsense'" in res.reason
     assert res.measurements == ()
