@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aibench import parsers
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement
-from aibench.parsers.nccl_tests import parse
+from aibench.parsers.nccl_tests import PARSER, parse
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"
 REAL_LOGS = sorted(
@@ -273,10 +272,12 @@ def test_json_cut_or_inconsistent_is_a_parse_error() -> None:
         parse(json.dumps(doc))
 
 
-def test_detect_and_registry() -> None:
-    assert parsers.get("nccl-tests").name == "nccl-tests"
+def test_detect() -> None:
+    assert PARSER.name == "nccl-tests"
+    assert PARSER.detect is not None
     for p in FIX.iterdir():
         if p.name.endswith(".expected.json") or p.name == "SOURCES.md":
             continue
-        assert "nccl-tests" in parsers.detect(_read(p)), p.name
-        assert "perftest" not in parsers.detect(_read(p)), p.name
+        assert PARSER.detect(_read(p)), p.name
+    perftest = FIX.parent / "perftest" / "ib_write_lat_client_RoCE_rdma_cm_9col.txt"
+    assert not PARSER.detect(_read(perftest))

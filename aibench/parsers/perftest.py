@@ -1,0 +1,266 @@
+"""perftest: the stdout (and stderr) of ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw
+and ib_write_lat, ib_read_lat, ib_send_lat, ib_atomic_lat, client or server side.
+
+One parser reads every tool: the banner line (``RDMA_Write BW Test``, ``Send Latency
+Test``, ``Atomic FETCH_AND_ADD BW Test`` ...) names the verb and the kind of test.
+
+Versions tested (golden fixtures): perftest 3.x/4.x banners without the ``PCIe relax
+order``/``ibv_wr* API`` lines and 4.5/5.x banners with them; tab- and space-separated
+banners; server sides (``Waiting for client to connect``, rdma_cm); single size and
+``-a``; ``MB/sec`` and ``Gb/sec`` (``--report_gbits``) tables. The latency table is read
+by its header names, so the 5-column format before perftest 2016 (t_min, t_max,
+t_typical) and the 9-column format since (t_avg, t_stdev, 99% and 99.9% percentiles)
+both work; the duration-mode latency table (``-D``: t_avg, tps) gives ``lat_avg``.
+
+Units. perftest divides bytes/s by ``format_factor = (report_fmt == MBS) ? 0x100000 :
+125000000`` (``print_report_bw`` in src/perftest_parameters.c of linux-rdma/perftest):
+its ``MB/sec`` is therefore 2^20 bytes/s, i.e. **MiB/s** (the header itself says
+``MiB/sec`` since perftest commit 1d202bb, 2024), and ``Gb/sec`` is 10^9 bit/s, i.e.
+**Gbit/s**. Every bandwidth row is cross-checked against its own message rate
+(``BW average`` = ``MsgRate`` x size in the header's unit, within rounding); a row that
+disagrees (a unit label that does not fit the numbers) is a ParseError, never a guess.
+This happens for real: the server of an ``ib_write_bw`` run prints the *client's*
+report (``xchg_bw_reports`` then ``print_full_bw_report(&rem_bw_rep)`` in write_bw.c)
+under a header made from its *own* ``--report_gbits`` flag, so a server started without
+the flag prints Gbit/s numbers under ``MB/sec``. Run both sides with the same unit flag.
+Latencies are in us as printed: ``write``/``send`` latency is half the round trip,
+``read``/``atomic`` the full round trip (``rtt_factor`` in ``print_report_lat``);
+``--report-cycles`` output (same header, values in cycles) cannot be told apart.
+
+Emitted per row. BW tests: ``bw_peak``, ``bw_avg`` (MiB/s or Gbit/s), ``msg_rate``
+(Mpps), ``iterations`` (count). ``bw_peak`` is left out when the run printed
+``BW peak won't be measured`` or when the peak column is 0 while the average is not
+(duration mode: the peak was not measured). Latency tests: ``lat_min``, ``lat_max``,
+``lat_typical``, ``lat_avg``, ``lat_stdev``, ``lat_p99``, ``lat_p99_9`` (us, those the
+header has) and ``iterations``. Dims on every record of a run: ``test``
+(write/read/send/atomic), ``size_bytes``, ``side`` (client/server: ``Waiting for client``
+or no ``TX depth`` line means server; omitted for bidirectional runs, where both print
+the same), ``device``, ``link_layer`` (IB/Ethernet), ``transport`` (RC/UC/UD/XRC/DC:
+the banner's ``Connection type``), ``qps``, ``mtu``, ``gid_index`` (when printed) and,
+for BW tests, ``bidirectional``.
+
+Errors: perftest reports failures as lines such as ``Couldn't connect to HOST:PORT``,
+``Unable to ...``, ``Failed to ...``, ``ethernet_read_keys: Couldn't read remote
+address``, ``Completion with error``. Any such line is a ToolFailure whose reason is the
+tool's lines (joined with `` | ``) and whose ``partial`` holds the rows read. Output
+with neither a result table nor such a line is a ParseError.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.parsers import Parser
+
+TOOL = "perftest"
+
+_TITLE = re.compile(
+    r"^\s*(Send|RDMA_Write|RDMA_Read|Atomic)\s+(?:\w+_AND_\w+\s+)?(Bidirectional\s+)?"
+    r"(?:Post List\s+)?(BW|Latency)\b.*Test\s*$"
+)
+_TESTS = {"Send": "send", "RDMA_Write": "write", "RDMA_Read": "read", "Atomic": "atomic"}
+_FACTS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
+    ("device", re.compile(r"Device\s*:\s*(\S+)"), False),
+    ("qps", re.compile(r"Number of qps\s*:\s*(\d+)"), True),
+    ("transport", re.compile(r"Connection type\s*:\s*(\S+)"), False),
+    ("mtu", re.compile(r"Mtu\s*:\s*(\d+)"), True),
+    ("link_layer", re.compile(r"Link type\s*:\s*(\S+)"), False),
+    ("gid_index", re.compile(r"GID index\s*:\s*(\d+)"), True),
+)
+_ERROR = re.compile(
+    r"^(?:[\w.]+: )?(?:Couldn't|Could not|Unable to|Failed|Can't|Cannot|Completion with error"
+    r"|Problems? |Error|ERROR|No IB devices|IB device \S+ not found|Invalid)"
+)
+_BW_UNITS = {"MB/sec": "MiB/s", "MiB/sec": "MiB/s", "Gb/sec": "Gbit/s"}
+_BYTES_PER_UNIT = {"MiB/s": 2**20, "Gbit/s": 125_000_000}
+_LAT_COLUMNS = (
+    ("t_min", "lat_min"),
+    ("t_max", "lat_max"),
+    ("t_typical", "lat_typical"),
+    ("t_avg", "lat_avg"),
+    ("t_stdev", "lat_stdev"),
+    ("99.9% percentile", "lat_p99_9"),
+    ("99% percentile", "lat_p99"),
+)
+
+
+class _Run:
+    def __init__(self, server_banner: bool, no_peak: bool) -> None:
+        self.dims: dict[str, Scalar] = {}
+        self.kind = ""  # "bw" | "lat"
+        self.server_banner = server_banner
+        self.no_peak = no_peak
+        self.banner = False  # the test's banner was read (side can be told)
+        self.tx_depth = False
+        self.bidirectional = False
+        self.columns: list[str] = []  # metric per row field after #bytes
+        self.unit = ""
+
+    def final_dims(self) -> dict[str, Scalar]:
+        dims = dict(self.dims)
+        if self.banner and not self.bidirectional:
+            dims["side"] = "server" if self.server_banner or not self.tx_depth else "client"
+        if self.kind == "bw":
+            dims["bidirectional"] = self.bidirectional
+        return dims
+
+    def header(self, line: str, no: int) -> None:
+        if "BW average" in line or "BW peak" in line:
+            m = re.search(r"BW average\[([^\]]+)\]", line)
+            if not m or m.group(1) not in _BW_UNITS:
+                raise ParseError(TOOL, f"unknown bandwidth unit in header: {line.strip()}", no)
+            self.kind, self.unit = "bw", _BW_UNITS[m.group(1)]
+            cols = ["iterations", "bw_peak", "bw_avg", "msg_rate"]
+            self.columns = ["sl", *cols] if "#sl" in line else cols
+            return
+        cols = ["iterations"]
+        rest = line
+        found: list[tuple[int, str]] = []
+        for name, metric in _LAT_COLUMNS:
+            i = rest.find(name)
+            if i >= 0:
+                found.append((i, metric))
+                rest = rest.replace(name, " " * len(name), 1)
+        if not found:
+            raise ParseError(TOOL, f"unknown result header: {line.strip()}", no)
+        self.kind = "lat"
+        self.columns = cols + [m for _, m in sorted(found)]
+        if "tps" in line:
+            self.columns.append("tps")
+
+
+def parse(text: str) -> list[Measurement]:
+    out: list[Measurement] = []
+    errors: list[tuple[int, str]] = []
+    run: _Run | None = None
+    pending_server = pending_no_peak = False
+    in_table = False
+    saw_table = False
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if _ERROR.match(line):
+            errors.append((no, line))
+            continue
+        if "BW peak won't be measured" in line:
+            pending_no_peak = True
+            if run is not None and not run.columns:
+                run.no_peak = True
+            continue
+        if "Waiting for client to connect" in line:
+            pending_server = True
+            continue
+        m = _TITLE.match(raw)
+        if m:
+            run = _Run(pending_server, pending_no_peak)
+            pending_server = pending_no_peak = False
+            run.dims["test"] = _TESTS[m.group(1)]
+            run.kind = "bw" if m.group(3) == "BW" else "lat"
+            run.bidirectional = bool(m.group(2))
+            run.banner = True
+            in_table = False
+            continue
+        if line.startswith("---"):
+            in_table = False
+            continue
+        if run is None and line.startswith("#bytes"):
+            run = _Run(pending_server, pending_no_peak)
+        if run is None:
+            continue
+        if not run.columns:
+            for name, rx, is_int in _FACTS:
+                fm = rx.search(line)
+                if fm:
+                    run.dims[name] = int(fm.group(1)) if is_int else fm.group(1)
+            if line.startswith("TX depth"):
+                run.tx_depth = True
+        if line.startswith("#bytes"):
+            run.header(line, no)
+            in_table = saw_table = True
+            continue
+        if in_table and line.split()[0].isdigit():
+            out.extend(_row(run, line, no))
+    if errors:
+        reason = " | ".join(msg for _, msg in errors)
+        raise ToolFailure(TOOL, reason, line=errors[0][0], partial=[*out])
+    if not saw_table:
+        raise ParseError(TOOL, "no perftest result table (no '#bytes' header) and no error message")
+    return out
+
+
+def _number(tok: str, name: str, no: int) -> float:
+    try:
+        return float(tok)
+    except ValueError:
+        raise ParseError(TOOL, f"{name}: {tok!r} is not a number", no) from None
+
+
+def _row(run: _Run, line: str, no: int) -> list[Measurement]:
+    tokens = line.split()
+    cols = run.columns
+    if len(tokens) < len(cols) + 1 or (run.kind == "lat" and len(tokens) > len(cols) + 2):
+        raise ParseError(
+            TOOL, f"row has {len(tokens)} fields, the header has {len(cols) + 1}: {line}", no
+        )
+    size = int(tokens[0])
+    dims = run.final_dims()
+    dims["size_bytes"] = size
+    values: dict[str, float] = {}
+    for name, tok in zip(cols, tokens[1:], strict=False):
+        values[name] = _number(tok, name, no)
+    if run.kind == "bw":
+        _check_rate(run, size, values, tokens, no)
+        if run.no_peak or (values["bw_peak"] == 0 and values["bw_avg"] > 0):
+            del values["bw_peak"]
+    values.pop("sl", None)
+    values.pop("tps", None)
+    units = {"iterations": "count", "msg_rate": "Mpps", "bw_peak": run.unit, "bw_avg": run.unit}
+    fd = FrozenDims(dims)
+    return [
+        Measurement(tool=TOOL, metric=k, value=v, unit=units.get(k, "us"), dims=fd)
+        for k, v in values.items()
+    ]
+
+
+def _check_rate(run: _Run, size: int, values: dict[str, float], tokens: list[str], no: int) -> None:
+    """BW average must equal MsgRate x size in the header's unit (both are rounded)."""
+    avg, rate = values["bw_avg"], values["msg_rate"]
+    if avg <= 0 or rate <= 0:
+        return
+    expected = rate * 1e6 * size / _BYTES_PER_UNIT[run.unit]
+    i_avg = 1 + run.columns.index("bw_avg")
+    i_rate = 1 + run.columns.index("msg_rate")
+    rel = _half_ulp(tokens[i_avg]) / avg + _half_ulp(tokens[i_rate]) / rate + 0.01
+    if abs(expected - avg) > rel * avg:
+        other = "Gbit/s" if run.unit == "MiB/s" else "MiB/s"
+        alt = rate * 1e6 * size / _BYTES_PER_UNIT[other]
+        hint = f"; the numbers fit {other}" if abs(alt - avg) <= rel * avg else ""
+        raise ParseError(
+            TOOL,
+            f"BW average {tokens[i_avg]} {run.unit} disagrees with MsgRate {tokens[i_rate]} Mpps "
+            f"x {size} B = {expected:.2f} {run.unit}{hint}: the unit label does not fit the row",
+            no,
+        )
+
+
+def _half_ulp(tok: str) -> float:
+    decimals = len(tok.split(".", 1)[1]) if "." in tok else 0
+    return 0.5 * 10.0**-decimals
+
+
+def detect(text: str) -> bool:
+    head = text[:20000]
+    if "#bytes" in head and ("#iterations" in head):
+        return True
+    return any(_TITLE.match(line) for line in head.splitlines()[:40])
+
+
+PARSER = Parser(
+    name=TOOL,
+    parse=parse,
+    detect=detect,
+    description="perftest ib_*_bw / ib_*_lat (client or server): BW peak/average, MsgRate, latency",
+)
