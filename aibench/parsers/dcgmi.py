@@ -1,0 +1,119 @@
+"""dcgmi diag: the DCGM diagnostic's verdicts from ``dcgmi diag -r LEVEL`` (table output).
+
+Reads the box table that ``dcgmi diag`` prints: section rows (Metadata, Deployment,
+Integration, Hardware, Stress) and one row per test; a cell wrapped over several lines is
+joined again (DCGM cuts words at the cell width, so the pieces are concatenated as they
+are). Tested on DCGM 3.3.8 (``dcgmi diag --run 3 --fail-early``, 8x H100, driver 560.35.03).
+
+Facts, source ``"dcgmi"``: ``version`` (DCGM Version), ``driver_version`` (Driver Version
+Detected), ``gpu_device_ids``; per test (dims ``test``, e.g. ``GPU Memory``, and
+``section``): ``result`` (``pass`` | ``fail`` | ``warn`` | ``skip``, the first word in lower
+case) and ``result_text`` (as printed, e.g. ``Fail - All``); ``warning`` and ``info`` (the
+joined text; dims ``test``, ``section`` and ``n``, the position among that test's messages)
+for the Warning / Info rows that follow a test; ``overall`` (``fail`` when any test failed,
+else ``warn`` when any warned, else ``pass``) and ``failed_tests`` (count).
+
+A DCGM error instead of a table ("Error: unable to establish a connection ...") is a
+:class:`ToolFailure` with DCGM's words.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import Fact, FrozenDims
+from aibench.parsers import Parser
+
+SOURCE = "dcgmi"
+_SECTION = re.compile(r"^[|+]-+\s+(\w[\w ]*?)\s+-+\+")
+_META = {
+    "DCGM Version": "version",
+    "Driver Version Detected": "driver_version",
+    "GPU Device IDs Detected": "gpu_device_ids",
+}
+_RESULTS = ("pass", "fail", "warn", "skip")
+
+
+def _rows(text: str) -> list[tuple[int, str, str, str]]:
+    """(line, section, name, value) with wrapped cells joined."""
+    rows: list[tuple[int, str, str, str]] = []
+    section = ""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.rstrip()
+        m = _SECTION.match(s)
+        if m:
+            section = m.group(1).strip()
+            continue
+        if not s.startswith("|") or not s.endswith("|"):
+            continue
+        cells = s.split("|")
+        if len(cells) != 4:
+            continue
+        name, value = cells[1].strip(), cells[2]
+        if name == "Diagnostic" and value.strip() == "Result":
+            continue
+        piece = value[1:-2] if len(value) > 3 else value.strip()
+        if not name:
+            if not rows:
+                raise ParseError(SOURCE, "a continuation line before any row", line=lineno)
+            ln, sec, nm, val = rows[-1]
+            rows[-1] = (ln, sec, nm, val + piece)
+            continue
+        rows.append((lineno, section, name, piece))
+    return [(ln, sec, nm, " ".join(val.split())) for ln, sec, nm, val in rows]
+
+
+def parse(text: str) -> list[Fact]:
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith("Error:"):
+            raise ToolFailure(SOURCE, line.strip(), line=lineno)
+    rows = _rows(text)
+    if not rows:
+        raise ParseError(SOURCE, "no diagnostic table in the output")
+    out: list[Fact] = []
+    test: tuple[str, str] | None = None
+    messages: dict[tuple[str, str], int] = {}
+    results: list[str] = []
+    for lineno, section, name, value in rows:
+        if name in _META:
+            out.append(Fact(SOURCE, _META[name], value))
+            continue
+        if name in ("Warning", "Info"):
+            if test is None:
+                raise ParseError(SOURCE, f"{name} row before any test", line=lineno)
+            n = messages.get(test, 0) + 1
+            messages[test] = n
+            out.append(
+                Fact(
+                    SOURCE,
+                    name.lower(),
+                    value,
+                    dims=FrozenDims([("test", test[1]), ("section", test[0]), ("n", n)]),
+                )
+            )
+            continue
+        word = value.split(" ", 1)[0].lower() if value else ""
+        if word not in _RESULTS:
+            raise ParseError(SOURCE, f"{name}: unknown result {value!r}", line=lineno)
+        test = (section, name)
+        dims = FrozenDims({"test": name, "section": section})
+        out.append(Fact(SOURCE, "result", word, dims=dims))
+        out.append(Fact(SOURCE, "result_text", value, dims=dims))
+        results.append(word)
+    if not results:
+        raise ParseError(SOURCE, "the table has no test rows")
+    failed = results.count("fail")
+    overall = "fail" if failed else ("warn" if "warn" in results else "pass")
+    out.append(Fact(SOURCE, "overall", overall))
+    out.append(Fact(SOURCE, "failed_tests", failed, "count"))
+    return out
+
+
+def _detect(text: str) -> bool:
+    return "| Diagnostic" in text and "| Result" in text
+
+
+PARSER = Parser(
+    "dcgmi-diag", parse, "DCGM diagnostic results from dcgmi diag", _detect, emits="facts"
+)
