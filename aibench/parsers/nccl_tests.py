@@ -11,9 +11,13 @@ Versions tested (golden fixtures): the pre-2.13 format (float ``error`` column, 
 ``root``, no ``agg iters``/``graph`` in the parameter line), the 2.13-2.16 format
 (integer ``#wrong``, ``root``, ``N/A`` for in-place checks that are not made), and the
 2.17 format (``# nccl-tests version`` and ``# Collective test starting/concluded``
-lines). Columns are located by the names in the header line and each row is split on
-whitespace, so widened columns, the optional ``timestamp`` column (two fields) and the
-per-iteration columns (``i_min`` ...) of newer versions do not shift anything. Lines
+lines). The JSON reader follows the schema written by ``src/util.cu`` (2.19.6); no real
+``-J`` capture was available, so its fixtures are built from real text logs in that
+format (see the fixtures' SOURCES.md). Columns are located by the names in the header
+line and each row is split on whitespace, so widened columns, the optional
+``timestamp`` column (two fields) and the per-iteration columns (``i_min`` ...) of newer
+versions (the latter two tested on rows built with 2.19.6's formats) do not shift
+anything. Lines
 are first stripped of an ``mpirun --tag-output`` prefix (``[1,0]<stdout>:``) or an
 ``srun --label`` prefix (``0: ``). NCCL ``INFO``/``WARN`` lines and other tool chatter
 between rows are ignored.
@@ -48,7 +52,9 @@ Failures (ToolFailure, with the tool's line as the reason and the rows read befo
 ``#wrong`` above 0 (JSON ``nwrong``), a pre-2.13 ``error`` above the tool's tolerance
 (1e-2 half/bfloat16, 1e-5 float, 1e-12 double, 0 for integers, times n-1),
 ``Out of bounds values : N FAILED`` and ``Avg bus bandwidth : X FAILED`` (the
-``NCCL_TESTS_MIN_BW`` check).
+``NCCL_TESTS_MIN_BW`` check), and ``Invalid number of GPUs: ...`` (more GPUs asked
+than found). The ``# error: ...`` line of 2.19 (``ncclGetLastError`` after the run) is
+not read as a failure on its own: the exit status says whether the run failed.
 """
 
 from __future__ import annotations
@@ -78,7 +84,7 @@ OPS = (
 )
 
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<(?:stdout|stderr)>:|\s*\d+: )")
-_FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure")
+_FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure|Invalid number of GPUs: ")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _RANK = re.compile(r"^#\s+Rank\s+\d+\s")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\S*)")

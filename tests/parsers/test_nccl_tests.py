@@ -111,6 +111,13 @@ def test_test_nccl_failure_keeps_the_tool_message() -> None:
     assert exc.value.partial == []
 
 
+def test_too_few_gpus_is_a_tool_failure() -> None:
+    head = _read(SMOKE).split("# Using devices")[0]
+    text = head + "Invalid number of GPUs: 2 requested but only 1 were found.\n"
+    with pytest.raises(ToolFailure, match="Invalid number of GPUs: 2 requested"):
+        parse(text)
+
+
 def test_wrong_above_zero_is_a_tool_failure_with_what_was_read() -> None:
     with pytest.raises(ToolFailure) as exc:
         parse(_read(FIX / "constructed_wrong_gt0_v2.17.8_2node_allreduce.txt"))

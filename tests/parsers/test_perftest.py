@@ -137,6 +137,15 @@ def test_latency_table_before_2016_has_three_columns() -> None:
     assert recs["lat_typical"].value == 0.78
 
 
+def test_concatenated_runs_keep_their_own_facts() -> None:
+    lat = _read("ib_write_lat_client_RoCE_rdma_cm_9col.txt")
+    bw = _read("ib_send_bw_client_IB_LID_NDR_report_gbits_single_size.txt")
+    recs = parse(lat + bw)
+    assert {(m.dims["test"], m.dims["mtu"]) for m in recs} == {("write", 1024), ("send", 4096)}
+    assert [m.metric for m in recs][-4:] == ["iterations", "bw_peak", "bw_avg", "msg_rate"]
+    assert "gid_index" not in recs[-1].dims
+
+
 def test_bidirectional_banner() -> None:
     text = _read("ib_read_bw_client_IB_LID_older_perftest_MBsec_outstand_reads_tabs.txt")
     text = text.replace("RDMA_Read BW Test", "RDMA_Read Bidirectional BW Test")
