@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,9 +55,43 @@ def option_dims(options: Mapping[str, Any], line: int | None = None) -> dict[str
             dims[dim] = _int_option(dim, text, line)
         elif dim == "direct":
             dims[dim] = _bool_option(dim, text, line)
+        elif dim == "bs":
+            dims[dim] = normalize_bs(text)
         else:
             dims[dim] = text
     return dims
+
+
+_SIZE_SUFFIX = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2}
+_SIZE_SUFFIX |= {"mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+_SIZE = re.compile(r"^(\d+)([a-z]*)$")
+
+
+def _bs_one(part: str) -> str:
+    m = _SIZE.match(part)
+    if not m or m[2] not in _SIZE_SUFFIX:
+        return part
+    n = int(m[1]) * _SIZE_SUFFIX[m[2]]
+    for suffix, f in (("g", 1024**3), ("m", 1024**2), ("k", 1024)):
+        if n % f == 0:
+            return f"{n // f}{suffix}"
+    return str(n)
+
+
+def normalize_bs(text: str) -> str:
+    """A block size in fio's short lowercase spelling: 4096, 4K, 4096B -> "4k".
+
+    Ranges (``4k-64k``) and per-direction lists (``4k,8k``) keep their shape; a range
+    whose ends are equal (``4096B-4096B``, as the text output prints it) is one size.
+    """
+    low = text.strip().lower()
+    lists = []
+    for item in low.split(","):
+        ends = [_bs_one(e.strip()) for e in item.split("-")]
+        if len(ends) == 2 and ends[0] == ends[1]:
+            ends = ends[:1]
+        lists.append("-".join(ends))
+    return ",".join(lists)
 
 
 def number(value: Any, what: str, line: int | None) -> float:

@@ -69,8 +69,14 @@ def _percentiles(
 
 
 def _has_io(section: Mapping[str, Any], direction: str, line: int) -> bool:
-    if "total_ios" in section:
-        return number(section["total_ios"], f"{direction}.total_ios", line) > 0
+    """Whether a direction did IO. ``total_ios`` is not enough: an IO that failed at
+    once is counted there with no bytes and no runtime."""
+    if direction == "sync":
+        lat = section.get("lat_ns", section.get("lat"))
+        n = lat.get("N", 0) if isinstance(lat, Mapping) else 0
+        return number(section.get("total_ios", 0), "sync.total_ios", line) > 0 or (
+            number(n, "sync.lat.N", line) > 0
+        )
     return any(
         number(section.get(k, 0), f"{direction}.{k}", line) != 0
         for k in ("io_bytes", "iops", "runtime")

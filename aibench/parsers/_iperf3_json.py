@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -82,7 +83,11 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
     if not isinstance(end, Mapping):
         raise ParseError(TOOL, '"end" is not an object', line=line)
     udp = dims.get("protocol") == "udp" or "sum" in end
+    start = doc.get("start")
+    server = isinstance(start, Mapping) and "accepted_connection" in start
     bidir = bool(dims.get("bidir")) or "sum_sent_bidir_reverse" in end
+    if bidir:
+        dims["bidir"] = True
     out: list[Measurement] = []
     sums: list[tuple[str, str, str]] = [
         ("sum_sent", "sender", "forward"),
@@ -101,6 +106,8 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
         if not isinstance(s, Mapping):
             raise ParseError(TOOL, f"end.{key} is not an object", line=line)
         found = True
+        if server and _num(s, "bytes", f"end.{key}", line) == 0:
+            continue  # the server's JSON holds a zero "sum_sent" when it only received
         d = {**dims, "direction": direction} if bidir else dims
         out.extend(_sum_records(s, side, d, udp, f"end.{key}", line))
     if not found and isinstance(end.get("sum"), Mapping):
@@ -133,14 +140,17 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
             if not isinstance(part, Mapping):
                 raise ParseError(TOOL, f"{what} is not an object", line=line)
             sd: dict[str, Scalar] = {**dims, "stream": int(_num(part, "socket", what, line))}
-            sd["side"] = "sender" if side == "udp" else side
+            if side == "udp":
+                # A UDP stream has one object, seen from its sender or its receiver.
+                sd["side"] = "sender" if part.get("sender", True) is True else "receiver"
+            else:
+                sd["side"] = side
             if bidir:
-                # In a --bidir test each stream says whether this end sent on it.
-                sd["direction"] = (
-                    "forward"
-                    if bool(part.get("sender", True)) == (side != "receiver")
-                    else "reverse"
-                )
+                # In a --bidir test each stream says whether the writer of the
+                # document (the client, for -c) sent on it.
+                sd["direction"] = "forward" if part.get("sender", True) is True else "reverse"
+            if server and _num(part, "bytes", what, line) == 0:
+                continue  # a server's half of the exchange that it did not see
             out.append(
                 _m("stream_throughput", _num(part, "bits_per_second", what, line), "bit/s", sd)
             )
@@ -168,3 +178,41 @@ def parse_document(doc: Any, line: int | None) -> list[Measurement]:
 def parse_json(text: str) -> list[Measurement]:
     doc, first = json_document(TOOL, text)
     return parse_document(doc, first)
+
+
+def parse_stream(text: str) -> list[Measurement]:
+    """``--json-stream`` (iperf3 3.17+): one ``{"event": ..., "data": ...}`` per line.
+
+    ``start`` carries the document's ``start`` object, ``end`` its ``end`` object and
+    ``error`` the message; ``interval`` events are read for validity only. An output
+    without an ``end`` event was cut: a ParseError naming its last line.
+    """
+    doc: dict[str, Any] = {}
+    last = 0
+    records: list[Measurement] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        last = no
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ParseError(TOOL, f"invalid JSON event: {exc.msg}", line=no) from None
+        if not isinstance(ev, Mapping) or not isinstance(ev.get("event"), str):
+            raise ParseError(TOOL, 'a JSON event needs an "event" name', line=no)
+        kind, data = ev["event"], ev.get("data")
+        if kind == "start":
+            doc["start"] = data
+        elif kind == "end":
+            doc["end"] = data
+            records = end_records(doc, no)
+            if not records:
+                raise ParseError(TOOL, 'the "end" event holds no results', line=no)
+        elif kind == "error":
+            raise ToolFailure(TOOL, str(data), line=no, partial=list(records))
+        elif kind == "interval" and not isinstance(data, Mapping):
+            raise ParseError(TOOL, "interval event without data", line=no)
+    if "end" not in doc:
+        raise ParseError(TOOL, 'output ends before the "end" event (cut?)', line=last or None)
+    return records

@@ -30,18 +30,21 @@ from __future__ import annotations
 from aibench.model import Measurement
 from aibench.parsers import Parser
 from aibench.parsers._fio_json import parse_json
+from aibench.parsers._fio_terse import is_terse, parse_terse
+from aibench.parsers._fio_text import parse_text
 
 
 def _is_json(text: str) -> bool:
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("{"):
-            return True
-    return False
+    # fio's JSON starts with "{" on a line of its own; text and terse never do.
+    return text.lstrip().startswith("{") or "\n{" in text
 
 
 def parse(text: str) -> list[Measurement]:
-    return parse_json(text)
+    if _is_json(text):
+        return parse_json(text)
+    if is_terse(text):
+        return parse_terse(text)
+    return parse_text(text)
 
 
 def detect(text: str) -> bool:

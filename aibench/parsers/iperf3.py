@@ -26,17 +26,32 @@ from __future__ import annotations
 
 from aibench.model import Measurement
 from aibench.parsers import Parser
-from aibench.parsers._iperf3_json import parse_json
+from aibench.parsers._iperf3_json import parse_json, parse_stream
+from aibench.parsers._iperf3_text import parse_text
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
 
 
 def parse(text: str) -> list[Measurement]:
-    return parse_json(text)
+    first = _first_line(text)
+    if first.startswith("{") and '"event"' in first:
+        return parse_stream(text)
+    if first.startswith("{"):
+        return parse_json(text)
+    return parse_text(text)
 
 
 def detect(text: str) -> bool:
     head = text[:8192]
     return (
         '"test_start"' in head
+        or '{"event":"start"' in head
+        or "- - - - - - - - - - - - - - - - - - - - - - - - -" in head
         or ('"start"' in head and '"intervals"' in head)
         or "iperf 3." in head
     )

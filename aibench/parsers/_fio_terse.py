@@ -1,0 +1,109 @@
+"""fio ``--output-format=terse`` (``--terse-version=3``, the default; and 4).
+
+One semicolon-separated line per job: terse version, fio version, job name, group id,
+error; then per direction (read, write; version 4 adds trim) 41 fields: io (KiB),
+bw (KiB/s), iops, runtime (ms), slat min/max/mean/stdev (usec), clat min/max/mean/stdev
+(usec), 20 clat percentile fields ``P%=VALUE`` (usec; unused slots are ``0%=0``), lat
+min/max/mean/stdev (usec), bw min/max/aggregate %/mean/stdev. CPU, IO depth and disk
+fields follow and are not read. Terse output carries no job options, so only the dims
+``job`` and ``direction`` are emitted; latencies are in ``us``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import Measurement
+from aibench.parsers._fio_common import TOOL, measurement
+
+_BLOCK = 41
+_LINE = re.compile(r"^[34];fio-")
+
+
+def is_terse(text: str) -> bool:
+    return any(_LINE.match(line) for line in text.splitlines()[:50])
+
+
+def _f(fields: list[str], i: int, no: int) -> float:
+    """Field ``i`` (1-based, as fio's documentation counts)."""
+    try:
+        v = float(fields[i - 1])
+    except (IndexError, ValueError):
+        got = fields[i - 1] if i - 1 < len(fields) else "nothing"
+        raise ParseError(TOOL, f"terse field {i} is not a number: {got!r}", line=no) from None
+    if not math.isfinite(v):
+        raise ParseError(TOOL, f"terse field {i} is not finite", line=no)
+    return v
+
+
+def _direction(fields: list[str], start: int, base: dict[str, str], no: int) -> list[Measurement]:
+    # start: the 1-based index of the direction's first field (io KiB)
+    io, bw, iops, runtime = (_f(fields, start + k, no) for k in range(4))
+    if io == 0 and bw == 0 and iops == 0 and runtime == 0:
+        return []
+    out = [
+        measurement("bw", bw, "KiB/s", base),
+        measurement("iops", iops, "IOPS", base),
+        measurement("io_bytes", io * 1024, "B", base),
+        measurement("runtime", runtime, "ms", base),
+    ]
+    slat = [_f(fields, start + 4 + k, no) for k in range(4)]
+    clat = [_f(fields, start + 8 + k, no) for k in range(4)]
+    lat = [_f(fields, start + 32 + k, no) for k in range(4)]
+    out.append(measurement("lat_mean", lat[2], "us", base))
+    out.append(measurement("lat_stdev", lat[3], "us", base))
+    out.append(measurement("clat_mean", clat[2], "us", base))
+    if any(slat[:3]):
+        out.append(measurement("slat_mean", slat[2], "us", base))
+    for k in range(20):
+        i = start + 12 + k
+        raw = fields[i - 1] if i - 1 < len(fields) else ""
+        p_text, sep, v_text = raw.partition("%=")
+        try:
+            p, v = float(p_text), float(v_text)
+        except ValueError:
+            raise ParseError(
+                TOOL, f"terse field {i} is not a percentile: {raw!r}", line=no
+            ) from None
+        if not sep or not (math.isfinite(p) and math.isfinite(v)):
+            raise ParseError(TOOL, f"terse field {i} is not a percentile: {raw!r}", line=no)
+        if p > 0:
+            out.append(measurement("clat_percentile", v, "us", {**base, "percentile": p}))
+    return out
+
+
+def parse_terse(text: str) -> list[Measurement]:
+    records: list[Measurement] = []
+    errors: list[str] = []
+    failed: list[tuple[int, str]] = []
+    for no, line in enumerate(text.splitlines(), 1):
+        if not _LINE.match(line):
+            if line.startswith("fio: "):
+                errors.append(line.strip())
+            continue
+        fields = line.rstrip("\n").split(";")
+        version = int(fields[0])
+        dirs = ("read", "write") if version == 3 else ("read", "write", "trim")
+        need = 5 + _BLOCK * len(dirs)
+        if len(fields) < need:
+            raise ParseError(
+                TOOL, f"terse v{version} line has {len(fields)} fields, needs {need}", line=no
+            )
+        name = fields[2]
+        err = _f(fields, 5, no)
+        for k, d in enumerate(dirs):
+            records.extend(_direction(fields, 6 + _BLOCK * k, {"job": name, "direction": d}, no))
+        if err != 0:
+            failed.append((no, f"job {name!r} error={int(err)}"))
+    if not records and not failed:
+        raise ParseError(TOOL, "no terse job line (3;fio-...) in the output")
+    if failed:
+        raise ToolFailure(
+            TOOL,
+            "; ".join(errors + [m for _, m in failed]),
+            line=failed[0][0],
+            partial=list(records),
+        )
+    return records

@@ -1,0 +1,220 @@
+"""fio's normal text output (``--output-format=normal``), fio 2.x and 3.x styles.
+
+Read per job report (``NAME: (groupid=G, jobs=N): err= E: pid=...``):
+
+* 3.x direction lines ``read: IOPS=6407, BW=25.0MiB/s (26.2MB/s)(50.1MiB/2001msec)``,
+  2.x ``read : io=2932.0KB, bw=292KB/s, iops=73, runt= 10016msec`` (2.x prints KB for
+  KiB: fio's default ``kb_base=1024``);
+* ``slat``/``clat``/``lat`` lines (``(nsec)``, ``(usec)`` or ``(msec)``; each line picks
+  its own unit), ``clat percentiles``, and the ``fsync/fdatasync/sync_file_range:``
+  section (direction ``sync``);
+* the options header ``NAME: (g=0): rw=..., bs=..., ioengine=..., iodepth=...`` for the
+  dims ``rw``, ``bs``, ``ioengine`` and ``iodepth``.
+
+Latencies are converted to one unit per output: ``ns`` for fio 3.x, ``us`` for 2.x (the
+JSON schema of the same generation). The text prints rounded numbers (three significant
+digits for BW and the io size), so values are less precise than the JSON's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import Measurement, Scalar
+from aibench.parsers._fio_common import TOOL, measurement, normalize_bs
+from aibench.units import factor
+
+_OPTS = re.compile(
+    r"^(?P<name>[^\s].*?): \(g=\d+\): rw=(?P<rw>[^,\s]+), bs=(?P<bs>.+?), "
+    r"ioengine=(?P<ioengine>[^,\s]+), iodepth=(?P<iodepth>\d+)\s*$"
+)
+_JOB = re.compile(
+    r"^(?P<name>[^\s].*?): \(groupid=\d+, jobs=\d+\): err=\s*(?P<err>\d+)"
+    r"(?: \((?P<msg>.*)\))?: pid="
+)
+_NUM = r"\d+(?:\.\d+)?"
+_DIR3 = re.compile(
+    rf"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>{_NUM})(?P<iopsx>[kM]?), "
+    rf"BW=(?P<bw>{_NUM})(?P<bwu>[KMGT]?i?B/s) \([^)]*\)"
+    rf"\((?P<io>{_NUM})(?P<iou>[KMGT]?i?B)/(?P<run>\d+)msec\)"
+)
+_DIR2 = re.compile(
+    rf"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>{_NUM})(?P<iou>[KMGT]?B), "
+    rf"bw=(?P<bw>{_NUM})(?P<bwu>[KMGT]?B/s), iops=(?P<iops>{_NUM})(?P<iopsx>[kM]?), "
+    r"runt=\s*(?P<run>\d+)msec"
+)
+_LAT = re.compile(
+    rf"^\s+(?P<key>slat|clat|lat|sync) \((?P<unit>nsec|usec|msec)\): "
+    rf"min=\s*{_NUM}[kKM]?, max=\s*{_NUM}[kKM]?, avg=\s*(?P<avg>{_NUM}), "
+    rf"stdev=\s*(?P<stdev>{_NUM})"
+)
+_PCT_HEAD = re.compile(r"^\s+(?P<key>clat|lat|sync) percentiles \((?P<unit>nsec|usec|msec)\):")
+_PCT_ITEM = re.compile(rf"(?P<p>{_NUM})th=\[\s*(?P<v>\d+)\]")
+_GROUP = re.compile(r"^Run status group \d+")
+_GROUP_DIR3 = re.compile(
+    rf"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>{_NUM})(?P<bwu>[KMGT]?i?B/s) .*?"
+    rf"io=(?P<io>{_NUM})(?P<iou>[KMGT]?i?B)\b"
+)
+_GROUP_DIR2 = re.compile(
+    rf"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>{_NUM})(?P<iou>[KMGT]?B), "
+    rf"aggrb=(?P<bw>{_NUM})(?P<bwu>[KMGT]?B/s)"
+)
+
+_LAT_UNITS = {"nsec": "ns", "usec": "us", "msec": "ms"}
+_X = {"": 1.0, "k": 1e3, "M": 1e6}
+# Binary sizes: fio 3.x prints KiB/MiB; fio 2.x prints KB/MB meaning the same (kb_base=1024).
+_BIN = {"B": "B", "KiB": "KiB", "MiB": "MiB", "GiB": "GiB", "TiB": "TiB"}
+_BIN |= {"KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB"}
+
+
+def convert(value: float | str, src: str, dst: str) -> float:
+    """Exact conversion of a printed decimal (no binary-float noise such as 8291790.000000001)."""
+    return float(Fraction(str(value)) * factor(src, dst))
+
+
+def _size(value: str, unit: str) -> float:
+    return convert(value, _BIN[unit], "B")
+
+
+def _rate(value: str, unit: str) -> float:
+    return convert(value, _BIN[unit.removesuffix("/s")] + "/s", "KiB/s")
+
+
+@dataclass
+class _Job:
+    name: str
+    line: int
+    err: int
+    msg: str
+    records: list[Measurement] = field(default_factory=list)
+
+
+def _split_bs(raw: str) -> dict[str, str]:
+    """bs per direction from the options header: ``(R) 4096B-4096B, (W) ...`` or 2.x
+    ``4K-4K/4K-4K/4K-4K`` (read/write/trim)."""
+    found = dict(re.findall(r"\(([RWT])\)\s*([^,\s]+)", raw))
+    if not found:
+        parts = raw.split("/")
+        found = dict(zip("RWT", parts, strict=False))
+    return {
+        d: normalize_bs(found[k])
+        for d, k in (("read", "R"), ("write", "W"), ("trim", "T"))
+        if k in found
+    }
+
+
+def group_totals(text: str) -> dict[str, tuple[float, float]]:
+    """The ``Run status group`` lines: direction -> (bw in KiB/s, io in bytes), summed over
+    the groups. Used to cross-check the per-job records."""
+    out: dict[str, tuple[float, float]] = {}
+    in_group = False
+    for line in text.splitlines():
+        if _GROUP.match(line):
+            in_group = True
+            continue
+        if not in_group:
+            continue
+        m = _GROUP_DIR3.match(line) or _GROUP_DIR2.match(line)
+        if m:
+            d = m["dir"].lower()
+            bw, io = out.get(d, (0.0, 0.0))
+            out[d] = (bw + _rate(m["bw"], m["bwu"]), io + _size(m["io"], m["iou"]))
+    return out
+
+
+def parse_text(text: str) -> list[Measurement]:
+    lines = text.splitlines()
+    fio3 = any(ln.startswith("fio-3") or " IOPS=" in ln for ln in lines)
+    lat_unit = "ns" if fio3 else "us"
+    options: dict[str, dict[str, Scalar]] = {}
+    bs_by_job: dict[str, dict[str, str]] = {}
+    jobs: list[_Job] = []
+    errors: list[str] = []
+    job: _Job | None = None
+    direction = ""
+    dims: dict[str, Scalar] = {}
+    pct: tuple[str, str] | None = None
+    for no, line in enumerate(lines, 1):
+        if pct is not None:
+            if line.lstrip().startswith("|"):
+                for item in _PCT_ITEM.finditer(line):
+                    value = convert(item["v"], _LAT_UNITS[pct[1]], lat_unit)
+                    p = float(item["p"])
+                    assert job is not None
+                    job.records.append(
+                        measurement("clat_percentile", value, lat_unit, {**dims, "percentile": p})
+                    )
+                continue
+            pct = None
+        if line.startswith("fio: "):
+            errors.append(line.strip())
+            continue
+        if m := _OPTS.match(line):
+            options[m["name"]] = {
+                "rw": m["rw"],
+                "ioengine": m["ioengine"],
+                "iodepth": int(m["iodepth"]),
+            }
+            bs_by_job[m["name"]] = _split_bs(m["bs"])
+            continue
+        if m := _JOB.match(line):
+            job = _Job(m["name"], no, int(m["err"]), m["msg"] or "")
+            jobs.append(job)
+            direction = ""
+            continue
+        if _GROUP.match(line):
+            job = None
+            continue
+        if job is None:
+            continue
+        if m := (_DIR3.match(line) or _DIR2.match(line)):
+            direction = m["dir"]
+            dims = {"job": job.name, "direction": direction, **options.get(job.name, {})}
+            bs = bs_by_job.get(job.name, {}).get(direction)
+            if bs:
+                dims["bs"] = bs
+            iops = float(m["iops"]) * _X[m["iopsx"]]
+            job.records += [
+                measurement("bw", _rate(m["bw"], m["bwu"]), "KiB/s", dims),
+                measurement("iops", iops, "IOPS", dims),
+                measurement("io_bytes", _size(m["io"], m["iou"]), "B", dims),
+                measurement("runtime", float(m["run"]), "ms", dims),
+            ]
+            continue
+        if line.strip() == "fsync/fdatasync/sync_file_range:":
+            direction = "sync"
+            dims = {"job": job.name, "direction": "sync", **options.get(job.name, {})}
+            bs = bs_by_job.get(job.name, {}).get("write")
+            if bs:
+                dims["bs"] = bs
+            continue
+        if not direction:
+            continue
+        if m := _LAT.match(line):
+            key = "lat" if m["key"] == "sync" else m["key"]
+            unit = _LAT_UNITS[m["unit"]]
+            job.records.append(
+                measurement(f"{key}_mean", convert(m["avg"], unit, lat_unit), lat_unit, dims)
+            )
+            if key == "lat":
+                stdev = convert(m["stdev"], unit, lat_unit)
+                job.records.append(measurement("lat_stdev", stdev, lat_unit, dims))
+            continue
+        if m := _PCT_HEAD.match(line):
+            if m["key"] in ("clat", "sync"):
+                pct = (m["key"], m["unit"])
+            continue
+    if not jobs:
+        raise ParseError(TOOL, "no job report (NAME: (groupid=..., jobs=...): err=...) found")
+    records = [r for j in jobs for r in j.records]
+    failed = [j for j in jobs if j.err != 0]
+    if failed:
+        reason = "; ".join(
+            errors
+            + [f"job {j.name!r} err={j.err}" + (f" ({j.msg})" if j.msg else "") for j in failed]
+        )
+        raise ToolFailure(TOOL, reason, line=failed[0].line, partial=list(records))
+    return records

@@ -1,0 +1,125 @@
+"""iperf3's normal text output (client or server), from its final summary lines.
+
+The summary follows the last ``- - -`` separator: one line per stream and, with ``-P``,
+a ``[SUM]`` line, each ending in ``sender`` or ``receiver``. In a ``--bidir`` test each
+line carries a role (``[TX-C]`` the client sends, ``[RX-C]`` it receives; ``-S`` on the
+server). Rates are printed with three significant digits (``18.6 Gbits/sec``), so text
+numbers are less precise than ``-J``'s.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.units import factor
+
+TOOL = "iperf3"
+
+_RATE_UNITS = {
+    "bits/sec": "bit/s",
+    "Kbits/sec": "kbit/s",
+    "Mbits/sec": "Mbit/s",
+    "Gbits/sec": "Gbit/s",
+    "Tbits/sec": "Tbit/s",
+}
+_NUM = r"\d+(?:\.\d+)?"
+_SUMMARY = re.compile(
+    rf"^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<role>[A-Z]{{2}}-[A-Z])\])?\s+"
+    rf"(?P<t0>{_NUM})-\s*(?P<t1>{_NUM})\s+sec\s+"
+    rf"(?P<xfer>{_NUM})\s+(?P<xunit>[KMGT]?Bytes)\s+"
+    rf"(?P<rate>{_NUM})\s+(?P<runit>[KMGT]?bits/sec)\s*"
+    rf"(?P<rest>.*?)\s*(?P<side>sender|receiver)\s*$"
+)
+_UDP_REST = re.compile(
+    rf"^(?P<jitter>{_NUM})\s+ms\s+(?P<lost>\d+)/\s*(?P<total>\d+)\s+\((?P<pct>[-+0-9.e]+|nan)%\)$"
+)
+_TCP_REST = re.compile(r"^(?P<retr>\d+)?$")
+
+
+def convert(value: str, src: str, dst: str) -> float:
+    return float(Fraction(value) * factor(src, dst))
+
+
+def _m(metric: str, value: float, unit: str, dims: dict[str, Scalar]) -> Measurement:
+    return Measurement(tool=TOOL, metric=metric, value=value, unit=unit, dims=FrozenDims(dims))
+
+
+def parse_text(text: str) -> list[Measurement]:
+    lines = text.splitlines()
+    records: list[Measurement] = []
+    udp = False
+    reverse = False
+    summary_start = 0
+    for no, line in enumerate(lines, 1):
+        if line.startswith("iperf3: error") or line.startswith("iperf3: interrupt"):
+            raise ToolFailure(TOOL, line.split(":", 1)[1].strip(), line=no, partial=list(records))
+        if line.startswith("Reverse mode"):
+            reverse = True
+        if "Jitter" in line and "Lost/Total" in line:
+            udp = True
+        if line.startswith("- - - -"):
+            summary_start = no
+    rows: list[tuple[int, re.Match[str]]] = []
+    for no in range(summary_start + 1, len(lines) + 1):
+        mt = _SUMMARY.match(lines[no - 1])
+        if mt:
+            rows.append((no, mt))
+    if not rows:
+        raise ParseError(TOOL, "no summary lines (ending in sender/receiver) in the output")
+    ids = {mt["id"] for _, mt in rows if mt["id"] != "SUM"}
+    has_sum = any(mt["id"] == "SUM" for _, mt in rows)
+    roles = {mt["role"] for _, mt in rows if mt["role"]}
+    bidir = bool(roles)
+    # streams per direction: in a bidir test half of the ids go each way
+    nstreams = len(ids) // 2 if bidir else len(ids)
+    base: dict[str, Scalar] = {
+        "protocol": "udp" if udp else "tcp",
+        "reverse": reverse,
+        "streams": max(nstreams, 1),
+    }
+    if bidir:
+        base["bidir"] = True
+    per_direction_ids: dict[str, set[str]] = {}
+    for _, mt in rows:
+        if mt["id"] != "SUM":
+            per_direction_ids.setdefault(mt["role"] or "", set()).add(mt["id"])
+    for no, mt in rows:
+        dims = dict(base)
+        side = mt["side"]
+        dims["side"] = side
+        if mt["role"]:
+            dims["direction"] = "forward" if mt["role"].startswith("TX") else "reverse"
+        rate = convert(mt["rate"], _RATE_UNITS[mt["runit"]], "bit/s")
+        rest = mt["rest"].strip()
+        single = len(per_direction_ids.get(mt["role"] or "", set())) == 1
+        is_total = mt["id"] == "SUM" or (single and not has_sum)
+        if mt["id"] != "SUM":
+            records.append(
+                _m("stream_throughput", rate, "bit/s", {**dims, "stream": int(mt["id"])})
+            )
+        if not is_total:
+            continue
+        records.append(_m("throughput", rate, "bit/s", dims))
+        if udp:
+            u = _UDP_REST.match(rest)
+            if not u:
+                raise ParseError(TOOL, f"UDP summary without jitter and loss: {rest!r}", line=no)
+            total = float(u["total"])
+            if side == "receiver":
+                records.append(_m("jitter", float(u["jitter"]), "ms", dims))
+                records.append(_m("lost_packets", float(u["lost"]), "count", dims))
+                records.append(_m("packets", total, "count", dims))
+                pct = 100.0 * float(u["lost"]) / total if total else 0.0
+                records.append(_m("lost_percent", pct, "%", dims))
+            else:
+                records.append(_m("packets", total, "count", dims))
+        else:
+            t = _TCP_REST.match(rest)
+            if not t:
+                raise ParseError(TOOL, f"unexpected columns in a TCP summary: {rest!r}", line=no)
+            if side == "sender" and t["retr"] is not None:
+                records.append(_m("retransmits", float(t["retr"]), "count", dims))
+    return records
