@@ -34,10 +34,12 @@ Emitted per row. BW tests: ``bw_peak``, ``bw_avg`` (MiB/s or Gbit/s), ``msg_rate
 ``lat_typical``, ``lat_avg``, ``lat_stdev``, ``lat_p99``, ``lat_p99_9`` (us, those the
 header has) and ``iterations``. Dims on every record of a run: ``test``
 (write/read/send/atomic), ``size_bytes``, ``side`` (client/server: ``Waiting for client``
-or no ``TX depth`` line means server; omitted for bidirectional runs, where both print
-the same), ``device``, ``link_layer`` (IB/Ethernet), ``transport`` (RC/UC/UD/XRC/DC:
-the banner's ``Connection type``), ``qps``, ``mtu``, ``gid_index`` (when printed) and,
-for BW tests, ``bidirectional``.
+or no ``TX depth`` line means server; a bidirectional client prints nothing that tells
+it from a server, so it gets no ``side``), ``device``, ``link_layer`` (IB/Ethernet),
+``transport`` (RC/UC/UD/XRC/DC: the banner's ``Connection type``), ``qps``, ``mtu``,
+``gid_index`` (when printed) and, for BW tests, ``bidirectional``. Also ignored: the
+``tps average`` column of duration-mode latency, per-port columns (``--report-per-port``)
+and the ``#sl`` column (``--raw_qos``).
 
 Errors: perftest reports failures as lines such as ``Couldn't connect to HOST:PORT``,
 ``Unable to ...``, ``Failed to ...``, ``ethernet_read_keys: Couldn't read remote
@@ -100,8 +102,10 @@ class _Run:
 
     def final_dims(self) -> dict[str, Scalar]:
         dims = dict(self.dims)
-        if self.banner and not self.bidirectional:
-            dims["side"] = "server" if self.server_banner or not self.tx_depth else "client"
+        if self.server_banner:
+            dims["side"] = "server"
+        elif self.banner and not self.bidirectional:
+            dims["side"] = "client" if self.tx_depth else "server"
         if self.kind == "bw":
             dims["bidirectional"] = self.bidirectional
         return dims

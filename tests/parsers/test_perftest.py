@@ -151,7 +151,9 @@ def test_bidirectional_banner() -> None:
     text = text.replace("RDMA_Read BW Test", "RDMA_Read Bidirectional BW Test")
     recs = parse(text)
     assert all(m.dims["bidirectional"] is True for m in recs)
-    assert all("side" not in m.dims for m in recs)  # both sides print the same banner
+    assert all("side" not in m.dims for m in recs)  # a duplex client shows no client sign
+    waiting = "\n* Waiting for client to connect... *\n" + text.replace("TX depth", "RX depth")
+    assert {m.dims["side"] for m in parse(waiting)} == {"server"}
 
 
 def test_errors_are_tool_failures_with_the_tool_message() -> None:
