@@ -1,0 +1,15 @@
+"""Judging: specs, the thresholds engine, derived expectations, outliers, localization.
+
+Public contract used by ``aibench run``, ``aibench check`` and ``aibench report``:
+
+* :func:`load_spec` (name of a built-in profile in ``aibench/thresholds/profiles/`` or a
+  path) -> :class:`Spec`, validated; an error is one ConfigError naming file and key path.
+* :func:`judge` (spec, run, now=None) -> list of :class:`~aibench.model.Verdict`.
+"""
+
+from __future__ import annotations
+
+from aibench.thresholds.engine import judge
+from aibench.thresholds.spec import Check, Spec, SpecModel, load_spec
+
+__all__ = ["Check", "Spec", "SpecModel", "judge", "load_spec"]

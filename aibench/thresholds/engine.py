@@ -1,0 +1,596 @@
+"""The thresholds engine: a Spec and a Run in, one Verdict per check and subject out.
+
+Contract of :func:`judge`:
+
+* A metric check selects measurements (tool, metric, step, dims), converts each value to
+  the check's unit through :mod:`aibench.units` (a unit of another dimension is an ERROR
+  verdict, never a silent number), groups them by subject (``scope``: node, pair, rail or
+  fleet), summarizes the repeats of each series with ``aggregate`` and combines the
+  series of a subject with ``combine``; the value is compared with the fail bounds
+  (FAIL), then with the warn bounds (WARN), else PASS.
+* Measurements of a step that did not finish OK are never used: its subjects get ERROR
+  with the step's own reason. A check that selected nothing is MISSING, never PASS.
+* ``max_cv`` turns a PASS with unstable repeats into WARN; ``outliers`` turns a PASS far
+  below the fleet median into WARN (see :mod:`aibench.thresholds.outliers`).
+* ``require`` adds one coverage verdict that FAILs naming every node, pair or rail of the
+  inventory without a measurement.
+* Fact checks read :class:`~aibench.model.Fact` records (``source``/``name``) or, with
+  source ``environment``, the facts recorded with every run (``Run.environment``).
+* Waivers: an active waiver turns WARN/FAIL/MISSING/ERROR into WAIVED; a waived check that
+  passes stays PASS and says the waiver can go; an expired waiver changes nothing and the
+  reason says it expired.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from aibench import units
+from aibench.model import Fact, Measurement, Outcome, Run, StepResult, Verdict
+from aibench.thresholds import stats
+from aibench.thresholds.outliers import fleet_outliers
+from aibench.thresholds.spec import Check, Spec, _version, dim_matches
+
+Subject = tuple[str, ...]
+
+
+def judge(spec: Spec, run: Run, *, now: datetime | None = None) -> list[Verdict]:
+    """Every check of ``spec`` evaluated on ``run``; waivers are judged against ``now``."""
+    today = (now or datetime.now(UTC)).date()
+    nodes = inventory_nodes(run)
+    out: list[Verdict] = []
+    for check in spec.checks:
+        verdicts = (
+            _judge_fact(check, run, nodes) if check.fact else _judge_metric(check, run, nodes)
+        )
+        out.extend(apply_waiver(check, v, today) for v in verdicts)
+    return out
+
+
+def inventory_nodes(run: Run) -> list[str]:
+    nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
+    return [str(n["name"]) for n in nodes if isinstance(n, Mapping) and "name" in n]
+
+
+# ---------------------------------------------------------------- metric checks
+
+
+@dataclass
+class _Group:
+    """What one subject collected: values per series, evidence, problems."""
+
+    series: dict[tuple[Any, ...], list[float]] = field(default_factory=dict)
+    evidence: set[str] = field(default_factory=set)
+    failed: list[StepResult] = field(default_factory=list)
+    unit_error: str = ""
+
+
+def num(x: float) -> str:
+    """A number as people read it: 5000, 369, 0.82, 1.5e-05."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 0.01:
+        return f"{x:.3g}"
+    return f"{x:.3g}"
+
+
+def expected_text(check: Check) -> str:
+    lo, hi = check.fail_bounds()
+    if lo is None and hi is None:
+        lo, hi = check.warn_bounds()
+    u = check.unit or ""
+    if lo is not None and hi is not None:
+        text = f"{num(lo)}..{num(hi)} {u}"
+    elif lo is not None:
+        text = f">= {num(lo)} {u}"
+    elif hi is not None:
+        text = f"<= {num(hi)} {u}"
+    else:
+        text = ""
+    if check.reference is not None:
+        tol = []
+        if check.lower is not None:
+            tol.append(f"{check.lower * 100:+g}%")
+        if check.upper is not None:
+            tol.append(f"{check.upper * 100:+g}%")
+        text += f" ({num(check.reference)} {u} {'/'.join(tol)})".replace(" )", ")")
+    return text.strip()
+
+
+def _subjects_of(check: Check, nodes: tuple[str, ...], dims: Mapping[str, Any]) -> list[Subject]:
+    if check.scope == "fleet":
+        return [()]
+    if check.scope == "pair":
+        return [tuple(nodes)]
+    if check.scope == "rail":
+        rail = tuple(f"{d}={dims[d]}" for d in check.rail_dims if d in dims)
+        return [(n, *rail) for n in nodes] if nodes else [rail]
+    return [(n,) for n in nodes] if nodes else [()]
+
+
+def _step_selected(check: Check, s: StepResult) -> bool:
+    sel = check.select
+    assert sel is not None
+    if s.tool != sel.tool:
+        return False
+    if sel.step is not None:
+        wanted = [sel.step] if isinstance(sel.step, str) else sel.step
+        if s.step not in wanted:
+            return False
+    return True
+
+
+def _measurement_selected(check: Check, m: Measurement) -> bool:
+    sel = check.select
+    assert sel is not None
+    if m.tool != sel.tool or m.metric != sel.metric:
+        return False
+    if sel.nodes is not None and not set(m.nodes) & set(sel.nodes):
+        return False
+    return all(dim_matches(rule, m.dims.get(k)) for k, rule in sel.dims.items())
+
+
+def _largest(check: Check, ms: list[Measurement]) -> list[Measurement]:
+    dim = check.select.largest if check.select else None
+    if not dim:
+        return ms
+    vals = [m.dims.get(dim) for m in ms]
+    nums = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
+    if not nums:
+        return []
+    top = max(nums)
+    return [m for m in ms if m.dims.get(dim) == top]
+
+
+def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
+    sel = check.select
+    assert sel is not None
+    assert check.unit is not None
+    steps = [s for s in run.steps if _step_selected(check, s)]
+    base = _base(check)
+    if not steps:
+        where = f" named {sel.step}" if sel.step else ""
+        return [
+            Verdict(
+                **base,
+                outcome=Outcome.MISSING,
+                reason=f"no {sel.tool} step{where} in this run",
+            )
+        ]
+    groups: dict[Subject, _Group] = defaultdict(_Group)
+    selected: list[tuple[StepResult, Measurement]] = []
+    for s in steps:
+        if not s.ok:
+            for subj in _subjects_of(check, s.nodes, {}):
+                if check.scope == "rail":
+                    subj = subj[:1]
+                groups[subj].failed.append(s)
+            continue
+        selected.extend((s, m) for m in s.measurements if _measurement_selected(check, m))
+    kept = set(map(id, _largest(check, [m for _, m in selected])))
+    for s, m in selected:
+        if id(m) not in kept:
+            continue
+        try:
+            value = units.convert(m.value, m.unit, check.unit)
+        except units.UnitError as exc:
+            for subj in _subjects_of(check, m.nodes, m.dims):
+                groups[subj].unit_error = f"{m.tool} {m.metric} in {m.unit}: {exc}"
+            continue
+        for subj in _subjects_of(check, m.nodes, m.dims):
+            g = groups[subj]
+            g.series.setdefault((m.nodes, m.step, m.dims), []).append(value)
+            g.evidence.add(s.step_id)
+    # a failed step of a node also covers that node's rails
+    if check.scope == "rail":
+        for subj in [k for k in groups if len(k) == 1 and groups[k].failed]:
+            for other in list(groups):
+                if len(other) > 1 and other[0] == subj[0]:
+                    groups[other].failed.extend(groups[subj].failed)
+            if any(len(o) > 1 and o[0] == subj[0] for o in groups):
+                del groups[subj]
+    if check.scope == "fleet" and any(g.failed for g in groups.values()):
+        failed = [s for g in groups.values() for s in g.failed]
+        groups = defaultdict(_Group, {(): _Group(failed=failed)})
+    verdicts = [_verdict(check, subj, g) for subj, g in sorted(groups.items())]
+    if not verdicts:
+        verdicts = [
+            Verdict(
+                **base,
+                outcome=Outcome.MISSING,
+                reason=f"{len(steps)} {sel.tool} step result(s), none with a measurement "
+                f"matching {sel.metric} {_dims_text(check)}".rstrip(),
+                evidence=tuple(sorted(s.step_id for s in steps)),
+            )
+        ]
+    verdicts = _flag_outliers(check, verdicts)
+    if check.require:
+        verdicts.append(_coverage(check, groups, inventory))
+    return verdicts
+
+
+def _dims_text(check: Check) -> str:
+    sel = check.select
+    if sel is None or not sel.dims:
+        return ""
+    return "with " + ", ".join(f"{k}={v}" for k, v in sel.dims.items())
+
+
+def _base(check: Check) -> dict[str, Any]:
+    sel = check.select
+    return {
+        "check": check.id,
+        "description": check.description,
+        "expected": expected_text(check) if sel else _fact_expected(check),
+        "unit": check.unit or "",
+        "reference": check.reference,
+        "bounds": check.fail_bounds() if sel else (None, None),
+        "benchmark": sel.tool if sel else (check.fact.source if check.fact else ""),
+    }
+
+
+def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
+    base = _base(check)
+    culprit_nodes = tuple(n for n in subj if "=" not in n)
+    if g.failed:
+        first = sorted(g.failed, key=lambda s: s.step_id)
+        why = "; ".join(
+            f"{s.step_id} {s.status.value}" + (f": {s.reason}" if s.reason else "")
+            for s in first[:3]
+        )
+        more = f" (+{len(first) - 3} more)" if len(first) > 3 else ""
+        nodes = sorted({n for s in first for n in s.nodes})
+        return Verdict(
+            **base,
+            outcome=Outcome.ERROR,
+            subject=subj,
+            reason=f"the measuring step did not finish: {why}{more}",
+            culprits=tuple(nodes) if check.scope == "fleet" else culprit_nodes,
+            evidence=tuple(sorted({s.step_id for s in first} | g.evidence)),
+        )
+    if g.unit_error:
+        return Verdict(
+            **base,
+            outcome=Outcome.ERROR,
+            subject=subj,
+            reason=g.unit_error,
+            evidence=tuple(sorted(g.evidence)),
+        )
+    per_series = [stats.aggregate(check.aggregate, v) for v in g.series.values()]
+    value = stats.aggregate(check.combine or check.aggregate, per_series)
+    samples = sum(len(v) for v in g.series.values())
+    repeats = max(len(v) for v in g.series.values())
+    if len(g.series) == 1:
+        agg = f"{check.aggregate} of {repeats} repeat(s)"
+    else:
+        combine = check.combine or check.aggregate
+        agg = f"{check.aggregate} of repeats, {combine} of {len(g.series)} series"
+
+    lo, hi = check.fail_bounds()
+    wlo, whi = check.warn_bounds()
+    reason = ""
+    if lo is not None and value < lo:
+        outcome, reason = Outcome.FAIL, f"{num(value)} {check.unit} is below {num(lo)}"
+    elif hi is not None and value > hi:
+        outcome, reason = Outcome.FAIL, f"{num(value)} {check.unit} is above {num(hi)}"
+    elif wlo is not None and value < wlo:
+        outcome, reason = (
+            Outcome.WARN,
+            f"{num(value)} {check.unit} is below the warn bound {num(wlo)}",
+        )
+    elif whi is not None and value > whi:
+        outcome, reason = (
+            Outcome.WARN,
+            f"{num(value)} {check.unit} is above the warn bound {num(whi)}",
+        )
+    else:
+        outcome = Outcome.PASS
+    if check.max_cv is not None:
+        worst = max(stats.cv(v) for v in g.series.values())
+        if worst > check.max_cv:
+            note = f"unstable: repeats vary by CV {worst * 100:.1f}% (> {check.max_cv * 100:g}%)"
+            reason = f"{reason}; {note}" if reason else note
+            if outcome is Outcome.PASS:
+                outcome = Outcome.WARN
+    return Verdict(
+        **base,
+        outcome=outcome,
+        subject=subj,
+        observed=value,
+        aggregate=agg,
+        samples=samples,
+        culprits=culprit_nodes if outcome is Outcome.FAIL else (),
+        evidence=tuple(sorted(g.evidence)),
+        reason=reason,
+    )
+
+
+def _flag_outliers(check: Check, verdicts: list[Verdict]) -> list[Verdict]:
+    if check.outliers is None or check.scope == "fleet":
+        return verdicts
+    values = {v.subject: v.observed for v in verdicts if v.observed is not None}
+    flags = fleet_outliers(
+        {k: x for k, x in values.items() if x is not None},
+        mads=check.outliers.mads,
+        min_drop=check.outliers.min_drop,
+        min_subjects=check.outliers.min_subjects,
+        higher_is_better=_higher_is_better(check),
+    )
+    out = []
+    for v in verdicts:
+        flag = flags.get(v.subject)
+        if flag and v.outcome is Outcome.PASS:
+            v = _replace(
+                v,
+                outcome=Outcome.WARN,
+                reason=flag.text,
+                culprits=tuple(n for n in v.subject if "=" not in n),
+            )
+        out.append(v)
+    return out
+
+
+def _higher_is_better(check: Check) -> bool:
+    lo, hi = check.fail_bounds()
+    if lo is None and hi is not None:
+        return False
+    return not (check.unit and units.dimension(check.unit) == "time")
+
+
+def _coverage(check: Check, groups: Mapping[Subject, _Group], inventory: list[str]) -> Verdict:
+    base = _base(check)
+    seen = {k for k, g in groups.items() if g.series}
+    want: list[Subject]
+    if check.require == "every_node":
+        have = {n for k in seen for n in k if "=" not in n}
+        want = [(n,) for n in inventory]
+        missing = [w for w in want if w[0] not in have]
+        what = "nodes"
+    elif check.require == "every_pair":
+        have_pairs = {tuple(sorted(k)) for k in seen}
+        if len(inventory) == 1:
+            want = [(inventory[0], inventory[0])]
+        else:
+            want = [tuple(p) for p in itertools.combinations(sorted(inventory), 2)]
+        missing = [w for w in want if tuple(sorted(w)) not in have_pairs]
+        what = "pairs"
+    else:
+        rails = sorted({k[1:] for k in seen if len(k) > 1})
+        want = [(n, *r) for n in inventory for r in rails] if rails else [(n,) for n in inventory]
+        missing = [w for w in want if w not in seen]
+        what = "rails"
+    shown = ["+".join(m) if check.require == "every_pair" else ":".join(m) for m in missing]
+    text = f"{len(want) - len(missing)} of {len(want)} {what} measured"
+    return Verdict(
+        check=f"{check.id}.coverage",
+        outcome=Outcome.FAIL if missing or not want else Outcome.PASS,
+        description=f"coverage of {check.id}: {check.require}",
+        expected=str(check.require).replace("_", " "),
+        observed_text=text,
+        samples=len(want) - len(missing),
+        culprits=tuple(shown),
+        reason=(
+            f"no measurement for: {', '.join(shown[:20])}"
+            + (f" (+{len(shown) - 20} more)" if len(shown) > 20 else "")
+        )
+        if missing
+        else ("" if want else "the inventory lists no nodes"),
+        benchmark=base["benchmark"],
+    )
+
+
+# ---------------------------------------------------------------- fact checks
+
+
+def _fact_expected(check: Check) -> str:
+    op = check.op or ""
+    if op in ("present", "absent"):
+        return op
+    symbol = {
+        "eq": "==",
+        "ne": "!=",
+        "ge": ">=",
+        "le": "<=",
+        "gt": ">",
+        "lt": "<",
+        "version_ge": ">=",
+        "version_le": "<=",
+        "in": "in",
+    }[op]
+    value = check.value
+    shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"{symbol} {shown}"
+
+
+def _environment_facts(run: Run, source_name: str) -> list[Fact]:
+    out = []
+    env = run.environment if isinstance(run.environment, Mapping) else {}
+    for node, facts in env.items():
+        if node.startswith("_") or not isinstance(facts, Mapping):
+            continue
+        cur: Any = facts
+        for part in source_name.split("."):
+            cur = cur.get(part) if isinstance(cur, Mapping) else None
+        if cur is not None and not isinstance(cur, Mapping | list):
+            out.append(Fact(source="environment", name=source_name, value=cur, nodes=(node,)))
+    return out
+
+
+def _fact_compare(check: Check, value: Any) -> tuple[bool, str]:
+    op, arg = check.op, check.value
+    if op == "present":
+        return value is not None, ""
+    if op == "absent":
+        return value is None, ""
+    if op in ("version_ge", "version_le"):
+        have, want = _version(value), _version(arg)
+        if have is None or want is None:
+            return False, f"{value!r} is not a dotted numeric version"
+        n = max(len(have), len(want))
+        have, want = have + (0,) * (n - len(have)), want + (0,) * (n - len(want))
+        return (have >= want) if op == "version_ge" else (have <= want), ""
+    if op == "eq":
+        return _loose_eq(value, arg), ""
+    if op == "ne":
+        return not _loose_eq(value, arg), ""
+    if op == "in":
+        return any(_loose_eq(value, a) for a in (arg if isinstance(arg, list) else [arg])), ""
+    try:
+        a, b = float(value), float(arg)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False, f"{value!r} is not a number"
+    return {"ge": a >= b, "le": a <= b, "gt": a > b, "lt": a < b}[str(op)], ""
+
+
+def _loose_eq(a: Any, b: Any) -> bool:
+    """10 == "10" for facts read from text; "Enabled" == "enabled"; True is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return str(a).lower() == str(b).lower()
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a).strip().lower() == str(b).strip().lower()
+
+
+def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
+    fs = check.fact
+    assert fs is not None
+    base = _base(check)
+    if fs.source == "environment":
+        facts = _environment_facts(run, fs.name)
+        steps: list[StepResult] = []
+    else:
+        facts = [
+            f
+            for f in run.facts
+            if f.source == fs.source
+            and f.name == fs.name
+            and all(dim_matches(r, f.dims.get(k)) for k, r in fs.dims.items())
+        ]
+        steps = [
+            s
+            for s in run.steps
+            if s.tool == fs.source or any(f.source == fs.source for f in s.facts)
+        ]
+    by_node: dict[str, list[Fact]] = defaultdict(list)
+    for f in facts:
+        for n in f.nodes or ("",):
+            by_node[n].append(f)
+    failed_by_node: dict[str, list[StepResult]] = defaultdict(list)
+    for s in steps:
+        if not s.ok:
+            for n in s.nodes:
+                failed_by_node[n].append(s)
+    nodes = sorted(set(inventory) | set(by_node))
+    if not nodes:
+        return [Verdict(**base, outcome=Outcome.MISSING, reason="no node in the run")]
+    out = []
+    for n in nodes:
+        items = by_node.get(n, [])
+        subj = (n,) if n else ()
+        evidence = tuple(sorted(s.step_id for s in steps if n in s.nodes))
+        if not items:
+            if failed_by_node.get(n):
+                s = failed_by_node[n][0]
+                out.append(
+                    Verdict(
+                        **base,
+                        outcome=Outcome.ERROR,
+                        subject=subj,
+                        culprits=subj,
+                        evidence=evidence,
+                        reason=f"{s.step_id} {s.status.value}: {s.reason}".rstrip(": "),
+                    )
+                )
+            else:
+                out.append(
+                    Verdict(
+                        **base,
+                        outcome=Outcome.MISSING,
+                        subject=subj,
+                        evidence=evidence,
+                        reason=f"no {fs.source} fact {fs.name} recorded for {n or 'the run'}",
+                    )
+                )
+            continue
+        bad: list[str] = []
+        shown: list[str] = []
+        for f in items:
+            label = ",".join(f"{k}={v}" for k, v in f.dims.items())
+            text = "absent" if f.absent else str(f.value)
+            shown.append(f"{label}: {text}" if label else text)
+            if f.absent and check.op != "absent":
+                if not check.allow_absent:
+                    bad.append(
+                        f"{label or fs.name} absent" + (f" ({f.reason})" if f.reason else "")
+                    )
+                continue
+            ok, why = _fact_compare(check, f.value)
+            if not ok:
+                bad.append(f"{label + ': ' if label else ''}{text}" + (f" ({why})" if why else ""))
+        uniq = sorted(set(shown))
+        out.append(
+            Verdict(
+                **base,
+                outcome=Outcome.FAIL if bad else Outcome.PASS,
+                subject=subj,
+                observed_text="; ".join(uniq[:8])
+                + (f" (+{len(uniq) - 8} more)" if len(uniq) > 8 else ""),
+                samples=len(items),
+                culprits=subj if bad else (),
+                evidence=evidence,
+                reason=(
+                    f"{fs.name} {'; '.join(bad[:5])}, expected {base['expected']}" if bad else ""
+                ),
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------- waivers
+
+
+def _subject_name(subject: Sequence[str]) -> str:
+    return "+".join(subject)
+
+
+def apply_waiver(check: Check, v: Verdict, today: date) -> Verdict:
+    w = check.waiver
+    if w is None:
+        return v
+    if w.subjects is not None and not _waiver_covers(w.subjects, v.subject):
+        return v
+    active = today <= w.expires
+    who = f"{w.owner}, until {w.expires.isoformat()}"
+    info = {"reason": w.reason, "owner": w.owner, "expires": w.expires.isoformat()}
+    changes: dict[str, Any]
+    if not active:
+        info["state"] = "expired"
+        note = f"waiver expired on {w.expires.isoformat()} ({w.owner}: {w.reason})"
+        changes = {"reason": f"{note}; {v.reason}" if v.reason else note}
+    elif v.outcome is Outcome.PASS:
+        info["state"] = "not needed"
+        changes = {"reason": f"passes although waived ({who}): the waiver can be removed"}
+    else:
+        info["state"] = "active"
+        was = f"{v.outcome.value}" + (f": {v.reason}" if v.reason else "")
+        changes = {"outcome": Outcome.WAIVED, "reason": f"waived ({who}: {w.reason}); was {was}"}
+    return _replace(v, waiver=info, **changes)
+
+
+def _waiver_covers(subjects: Iterable[str], subject: Sequence[str]) -> bool:
+    names = set(subjects)
+    return _subject_name(subject) in names or any(n in names for n in subject)
+
+
+def _replace(v: Verdict, **changes: Any) -> Verdict:
+    import dataclasses
+
+    return dataclasses.replace(v, **changes)
