@@ -448,7 +448,7 @@ _VERSION_PATTERNS: dict[str, str] = {
     "nvidia-container-cli": r"cli-version: (\S+)|version: (\S+)",
     "nvidia-smi": r"NVIDIA-SMI version\s*:\s*(\S+)",
     "dcgmi": r"[Vv]ersion:?\s*(\d\S*)",
-    "ibstat": r"ibstat BUILD VERSION: (\S+)|(\d+\.\d+\.\d+)",
+    "ibstat": r"ibstat BUILD VERSION: (\S+)",
 }
 # Tools whose version command exits non-zero although it printed the version.
 _NONZERO_OK = {"ib_write_bw", "ibstat", "iperf"}

@@ -1,0 +1,140 @@
+"""``aibench preflight``: the node checklist on every node, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aibench.commands import Command
+from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_OK, UserError
+
+DESCRIPTION = """\
+Collect the preflight facts (CPU, memory, NUMA, kernel, sysctl, governor, THP, limits,
+disks and data-directory mounts, GPUs, DCGM, HCAs, Xid events, container runtimes, tool
+versions) on every node of the inventory, print them side by side with the values that
+differ from the other nodes marked, and compare the golden configuration (driver,
+firmware, kernel, NCCL, BIOS, GPU count) across the fleet.
+
+Exit status: 0 when every check passes (or warns), 1 when a consistency check or a spec
+check fails, 3 when no node could be inspected at all.
+"""
+
+EPILOG = """\
+examples:
+  aibench preflight
+  aibench preflight --inventory cluster.yaml --spec seed-reference --output preflight.json
+  aibench preflight --inventory cluster.yaml --nodes gpu[01-04] --keep-raw /tmp/preflight
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--inventory", metavar="FILE", help="inventory YAML (default: this machine)")
+    p.add_argument("--spec", metavar="NAME|FILE", help="also judge the facts against this spec")
+    p.add_argument("--nodes", metavar="HOSTLIST", help="only these nodes, e.g. gpu[01-04]")
+    p.add_argument("--suite", default="preflight", help="suite with the preflight step(s)")
+    p.add_argument("--output", metavar="FILE", help="write the results (run.json format) here")
+    p.add_argument("--keep-raw", metavar="DIR", help="keep the raw command outputs in DIR")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aibench import __version__, store
+    from aibench.commands.run import Executors, Reporter, _filter_nodes
+    from aibench.inventory import load_inventory, local_inventory
+    from aibench.model import Run, StepStatus
+    from aibench.preflight import environment_from_facts
+    from aibench.preflight.collect import collect, facts_of, table
+    from aibench.preflight.consistency import check
+    from aibench.suite import load_suite
+
+    suite = load_suite(args.suite)
+    if not any(s.tool == "preflight" for s in suite.steps):
+        raise UserError(f"suite {suite.name} has no preflight step")
+    inventory = load_inventory(Path(args.inventory)) if args.inventory else local_inventory()
+    if args.nodes:
+        inventory = _filter_nodes(inventory, args.nodes)
+    spec: Any = None
+    if args.spec:
+        from aibench.thresholds import load_spec
+
+        spec = load_spec(args.spec)
+    started = _now()
+    with tempfile.TemporaryDirectory(prefix="aibench-preflight-") as tmp:
+        run_dir = Path(args.keep_raw) if args.keep_raw else Path(tmp)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        from aibench.orchestrator import build_plan
+
+        total = len(build_plan(suite, inventory).invocations)
+        reporter = Reporter(total, quiet=args.quiet)
+        with reporter:
+            results, unreachable = collect(
+                suite, inventory, run_dir, Executors(inventory), reporter
+            )
+    facts = facts_of(results)
+    nodes = [n.name for n in inventory.nodes]
+    verdicts = check(facts)
+    environment: dict[str, Any] = dict(environment_from_facts(facts))
+    for node, reason in unreachable.items():
+        environment.setdefault(node, {})["unreachable"] = reason
+    run_obj = Run(
+        id=f"preflight-{started.replace(':', '').replace('-', '')}",
+        suite=suite.name,
+        suite_sha256=suite.sha256,
+        spec=spec.name if spec is not None else "",
+        spec_sha256=spec.sha256 if spec is not None else "",
+        started=started,
+        finished=_now(),
+        aibench_version=__version__,
+        inventory=inventory.to_dict(),
+        environment=environment,
+        steps=tuple(results),
+        verdicts=tuple(verdicts),
+        notes=tuple(f"{n} unreachable: {r}" for n, r in sorted(unreachable.items())),
+    )
+    if spec is not None:
+        from aibench.thresholds import judge
+
+        run_obj = run_obj.replace(verdicts=tuple(verdicts) + tuple(judge(spec, run_obj)))
+    out = sys.stdout
+    print(table(facts, nodes), file=out)
+    problems = [r for r in results if r.status is not StepStatus.OK]
+    if problems:
+        print("\nsteps that did not finish cleanly:", file=out)
+        for r in problems:
+            print(f"  {r.status.value:<11} {r.step_id}: {r.reason}", file=out)
+    shown = [v for v in run_obj.verdicts if v.outcome.value != "PASS"]
+    if shown:
+        print("\nchecks:", file=out)
+        for v in shown:
+            subject = ",".join(v.subject) or "-"
+            observed = v.observed_text or ("" if v.observed is None else f"{v.observed:g} {v.unit}")
+            print(
+                f"  {v.outcome.value:<7} {v.check} [{subject}] {observed} expected {v.expected}",
+                file=out,
+            )
+    if args.output:
+        store.write_json_atomic(Path(args.output), run_obj.to_dict())
+        print(f"results: {args.output}", file=out)
+    if results and all(r.status is StepStatus.UNREACHABLE for r in results):
+        print("aibench: error: no node could be reached", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run_obj.verdicts) else EXIT_OK
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+COMMAND = Command(
+    name="preflight",
+    help="check every node's hardware and software against the fleet (and a spec)",
+    description=DESCRIPTION,
+    epilog=EPILOG,
+    add_arguments=add_arguments,
+    run=run,
+    order=15,
+)

@@ -1,0 +1,92 @@
+"""Run the preflight suite over an inventory and keep what it found.
+
+:func:`collect` drives the orchestrator (plan, execute, one executor per node) with the
+``preflight`` suite and returns the step results; :func:`table` renders the per-node
+table that ``aibench preflight`` prints, marking the values that differ from the fleet's
+majority.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aibench.inventory import Inventory
+from aibench.model import Fact, FactValue, StepResult
+from aibench.preflight import BOM_KEYS, environment_from_facts
+from aibench.suite import Suite
+
+MARK = "*"
+WIDTH = 36
+
+
+def collect(
+    suite: Suite,
+    inventory: Inventory,
+    run_dir: Path,
+    executor_for: Any,
+    progress: Callable[[str, StepResult | None, int, int], None] | None = None,
+) -> tuple[list[StepResult], dict[str, str]]:
+    """Run ``suite`` (the preflight suite or one like it); results and unreachable nodes."""
+    from aibench.orchestrator import Execution, build_plan, execute
+
+    plan = build_plan(suite, inventory)
+    ex = Execution(run_dir=run_dir, plan=plan, executor_for=executor_for, progress=progress)
+
+    async def main() -> None:
+        try:
+            await execute(ex)
+        finally:
+            close = getattr(executor_for, "close", None)
+            if close is not None:
+                await close()
+
+    asyncio.run(main())
+    return ex.results(), dict(ex.unreachable)
+
+
+def facts_of(results: Sequence[StepResult]) -> list[Fact]:
+    return [f for r in results for f in r.facts]
+
+
+def _show(v: FactValue) -> str:
+    if v is None:
+        return "absent"
+    text = str(v)
+    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+
+
+def _mark(values: list[str]) -> list[str]:
+    """Mark the values that differ from the majority (all of them when there is a tie)."""
+    counted = Counter(v for v in values if v != "-")
+    if len(counted) < 2:
+        return values
+    ranked = counted.most_common()
+    tie = ranked[0][1] == ranked[1][1]
+    top = ranked[0][0]
+    return [v + MARK if v != "-" and (tie or v != top) else v for v in values]
+
+
+def table(facts: Sequence[Fact], nodes: Sequence[str]) -> str:
+    """The per-node table: one row per bill-of-materials fact, odd values marked ``*``."""
+    env = environment_from_facts(facts, BOM_KEYS)
+    rows: list[list[str]] = []
+    for source, name in BOM_KEYS:
+        key = f"{source}.{name}"
+        if not any(key in env.get(n, {}) for n in nodes):
+            continue
+        values = [_show(env.get(n, {}).get(key)) if key in env.get(n, {}) else "-" for n in nodes]
+        cells = _mark(values) if len(nodes) > 1 else values
+        rows.append([key, *cells])
+    header = ["fact", *nodes]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if len(nodes) > 1:
+        lines.append(f"({MARK} differs from the other nodes)")
+    return "\n".join(lines)

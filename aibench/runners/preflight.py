@@ -1,0 +1,238 @@
+"""preflight runner: the node hardware and software checklist, on every node.
+
+Per node it plans a handful of fact commands (argv lists; the only shell is the fixed
+tool-version script of :mod:`aibench.parsers.sysinfo`, which contains no inventory value):
+
+=============  ==========================================================  ================
+label          argv                                                        parser
+=============  ==========================================================  ================
+files          ``grep -H '' /proc/cpuinfo /proc/meminfo ...`` (NODE_FILES)  node-files
+disks          ``lsblk -J -b -d -o NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA``     lsblk-json
+mount-N        ``findmnt -J -b -o ... -T DIR`` per inventory ``data_dirs``  findmnt-json
+tools          ``sh -c TOOLS_SCRIPT`` (versions, container tools, NCCL)    tool-versions
+gpu-q          ``nvidia-smi -q``                                            nvidia-smi-q
+gpu-clocks     ``nvidia-smi --query-gpu=index,clocks_event_reasons.* ...``  nvidia-smi-query-gpu
+gpu-topo       ``nvidia-smi topo -m``                                       nvidia-smi-topo
+hca            ``ibstat``                                                   ibstat
+dcgm           ``dcgmi diag -r LEVEL`` (``dcgm_level`` > 0)                 dcgmi-diag
+kernel-log     ``dmesg``                                                    dmesg-xid
+=============  ==========================================================  ================
+
+``collect`` turns each output into Facts. A command that is not on the node (the local
+executor's "X: command not found", exit 127 over SSH) gives the invocation's key facts with
+value None and the reason "X: not installed": a fact, never a crash and never a pass.
+``dmesg`` refused to an unprivileged user gives ``kernel-log.xid_count`` absent with dmesg's
+words. A non-zero exit of any other command is a ToolFailure (the step fails, with what was
+read before it in the partial facts), except ``grep`` (exit 2 when some files are missing:
+those facts are absent) and ``dcgmi diag`` (non-zero when a test fails: that is a fact).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from typing import Annotated, ClassVar
+
+from pydantic import Field
+
+from aibench import parsers
+from aibench.config import Strict
+from aibench.errors import ToolFailure, UserError
+from aibench.inventory import Node
+from aibench.model import Fact, FrozenDims
+from aibench.parsers import Record
+from aibench.parsers.sysinfo import NODE_FILES, TOOLS_SCRIPT
+from aibench.runners.base import Invocation, Output, ProcessSpec, Slot
+
+CLOCK_FIELDS = "index,pci.bus_id,clocks_event_reasons.active,clocks_event_reasons.supported"
+LSBLK_COLUMNS = "NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA"
+FINDMNT_COLUMNS = "TARGET,SOURCE,FSTYPE,SIZE,AVAIL"
+_DIR = re.compile(r"^/[A-Za-z0-9_./+@=,-]*$")
+
+# label prefix -> the facts that stand for the invocation when its command is absent
+_KEY_FACTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "files": (("kernel", "release"),),
+    "disks": (("disk", "count"),),
+    "mount": (("mount", "target"),),
+    "tools": (("tool-version", "fio"),),
+    "gpu-q": (
+        ("nvidia-smi", "driver_version"),
+        ("nvidia-smi", "cuda_version"),
+        ("nvidia-smi", "gpu_count"),
+    ),
+    "gpu-clocks": (("nvidia-smi", "clocks_event_reasons"),),
+    "gpu-topo": (("nvidia-smi", "topo_link"),),
+    "hca": (("ibstat", "hca_count"),),
+    "dcgm": (("dcgmi", "overall"),),
+    "kernel-log": (("kernel-log", "xid_count"),),
+}
+# Commands whose non-zero exit still leaves a complete, meaningful output.
+_NONZERO_OK = {"files", "dcgm"}
+
+
+class PreflightOptions(Strict):
+    """Options of a preflight step (suite ``options:``)."""
+
+    gpu: bool = Field(True, description="collect GPU facts with nvidia-smi")
+    infiniband: bool = Field(True, description="collect HCA facts with ibstat")
+    dcgm_level: Annotated[int, Field(ge=0, le=4)] = Field(
+        1, description="dcgmi diag -r LEVEL (1 quick, 2 medium, 3 long, 4 extra long); 0: skip"
+    )
+    kernel_log: bool = Field(True, description="count NVIDIA Xid events in dmesg")
+    disks: bool = Field(
+        True, description="list disks (lsblk) and the mounts of data_dirs (findmnt)"
+    )
+    tools: bool = Field(True, description="benchmark tool versions, container runtimes, NCCL")
+    timeout: Annotated[float, Field(gt=0)] = Field(60.0, description="seconds per fact command")
+
+
+_DCGM_TIMEOUT = {1: 300.0, 2: 900.0, 3: 3600.0, 4: 7200.0}
+
+
+def _data_dirs(node: Node) -> list[str]:
+    raw = node.facts.get("data_dirs") or []
+    dirs = [raw] if isinstance(raw, str) else list(raw)
+    for d in dirs:
+        if not isinstance(d, str) or not _DIR.match(d):
+            raise UserError(f"node {node.name}: data_dirs entry {d!r} is not an absolute path")
+    return dirs
+
+
+def kind_of(inv: Invocation) -> str:
+    """The invocation's kind: its label without the node prefix (``gpu-q``, ``mount-0`` ...)."""
+    return inv.label.rsplit(".", 1)[-1]
+
+
+class PreflightRunner:
+    name: ClassVar[str] = "preflight"
+    tool: ClassVar[str] = "preflight"
+    default_placement: ClassVar[str] = "each"
+    Options: ClassVar[type[Strict]] = PreflightOptions
+
+    def commands(
+        self, node: Node, o: PreflightOptions
+    ) -> list[tuple[str, tuple[str, ...], str, float]]:
+        """(kind, argv, parser, timeout) for one node."""
+        t = o.timeout
+        cmds: list[tuple[str, tuple[str, ...], str, float]] = [
+            ("files", ("grep", "-H", "", *NODE_FILES), "node-files", t),
+        ]
+        if o.disks:
+            cmds.append(
+                ("disks", ("lsblk", "-J", "-b", "-d", "-o", LSBLK_COLUMNS), "lsblk-json", t)
+            )
+            for i, d in enumerate(_data_dirs(node)):
+                argv = ("findmnt", "-J", "-b", "-o", FINDMNT_COLUMNS, "-T", d)
+                cmds.append((f"mount-{i}", argv, "findmnt-json", t))
+        if o.tools:
+            cmds.append(("tools", ("sh", "-c", TOOLS_SCRIPT), "tool-versions", t + 120.0))
+        if o.gpu:
+            cmds += [
+                ("gpu-q", ("nvidia-smi", "-q"), "nvidia-smi-q", t),
+                (
+                    "gpu-clocks",
+                    ("nvidia-smi", f"--query-gpu={CLOCK_FIELDS}", "--format=csv"),
+                    "nvidia-smi-query-gpu",
+                    t,
+                ),
+                ("gpu-topo", ("nvidia-smi", "topo", "-m"), "nvidia-smi-topo", t),
+            ]
+            if o.dcgm_level:
+                cmds.append(
+                    (
+                        "dcgm",
+                        ("dcgmi", "diag", "-r", str(o.dcgm_level)),
+                        "dcgmi-diag",
+                        _DCGM_TIMEOUT[o.dcgm_level],
+                    )
+                )
+        if o.infiniband:
+            cmds.append(("hca", ("ibstat",), "ibstat", t))
+        if o.kernel_log:
+            cmds.append(("kernel-log", ("dmesg",), "dmesg-xid", t))
+        return cmds
+
+    def invocations(
+        self, step: str, options: PreflightOptions, group: Sequence[Node], slot: Slot
+    ) -> list[Invocation]:
+        out = []
+        for node in group:
+            for kind, argv, parser, timeout in self.commands(node, options):
+                out.append(
+                    Invocation(
+                        step=step,
+                        tool=self.tool,
+                        nodes=(node.name,),
+                        label=f"{node.name}.{kind}",
+                        repeat=slot.repeat,
+                        round=slot.round,
+                        parser=parser,
+                        client=ProcessSpec(node.name, argv, timeout=timeout),
+                    )
+                )
+        return out
+
+    def collect(self, inv: Invocation, out: Output) -> list[Record]:
+        kind = kind_of(inv)
+        prefix = kind.split("-")[0] if kind.startswith("mount-") else kind
+        argv = inv.client.argv
+        program = argv[0]
+        missing = out.exit_code == 127 or (out.exit_code is None and "not found" in out.reason)
+        if missing:
+            return absent(prefix, f"{program}: not installed", argv)
+        if out.exit_code is None:
+            return absent(prefix, out.reason or f"{program}: did not finish", argv)
+        if kind == "kernel-log" and out.exit_code != 0:
+            why = _tail(out.stderr) or f"exit code {out.exit_code}"
+            return absent(prefix, f"dmesg: {why.removeprefix('dmesg: ')}", argv)
+        if kind.startswith("mount-") and out.exit_code != 0:
+            why = _tail(out.stderr) or f"exit code {out.exit_code}"
+            return absent(prefix, f"findmnt -T {argv[-1]}: {why}", argv)
+        text = out.stdout + ("\n" + out.stderr if kind == "files" else "")
+        try:
+            records = list(parsers.parse(inv.parser, text))
+        except ToolFailure as exc:
+            if out.exit_code != 0 and out.stderr.strip() and exc.reason not in out.stderr:
+                raise ToolFailure(
+                    exc.tool,
+                    f"{exc.reason}; exit code {out.exit_code}: {_tail(out.stderr)}",
+                    exc.line,
+                    exc.partial,
+                ) from None
+            raise
+        if out.exit_code != 0 and prefix not in _NONZERO_OK:
+            why = _tail(out.stderr) or _tail(out.stdout) or "no output"
+            raise ToolFailure(program, f"exit code {out.exit_code}: {why}", partial=list(records))
+        if kind.startswith("mount-"):
+            records = [_with_path(r, argv[-1]) for r in records]
+        return records
+
+    def version_argv(self) -> tuple[str, ...] | None:
+        return None  # versions are facts of the step itself (the "tools" invocation)
+
+    def parse_version(self, text: str) -> str:
+        return ""
+
+
+def absent(prefix: str, reason: str, argv: Sequence[str] = ()) -> list[Record]:
+    """The key facts of one kind of invocation, absent for ``reason``."""
+    dims: dict[str, str] = {"path": argv[-1]} if prefix == "mount" and argv else {}
+    return [
+        Fact(source, name, None, dims=FrozenDims(dims), reason=reason)
+        for source, name in _KEY_FACTS[prefix]
+    ]
+
+
+def _with_path(r: Record, path: str) -> Record:
+    if isinstance(r, Fact):
+        return dataclasses.replace(r, dims=FrozenDims({**r.dims.to_dict(), "path": path}))
+    return r
+
+
+def _tail(text: str, lines: int = 2) -> str:
+    got = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(got[-lines:])
+
+
+RUNNER = PreflightRunner()
