@@ -1,8 +1,32 @@
 """The inventory: which nodes make up the cluster and how to reach them.
 
 With no inventory file the cluster is this machine alone, reached by the local executor.
-The file format (YAML, schema-checked) is documented in the README; ``load_inventory``
-turns it into an :class:`Inventory` of :class:`Node` values.
+``load_inventory(path)`` reads a YAML file, checks it against the schema below (unknown
+keys are errors; every problem is one :class:`~aibench.errors.ConfigError` naming the file
+and the key path, exit 2) and returns an :class:`Inventory` of :class:`Node` values::
+
+    schema_version: 1
+    name: cluster-a
+    defaults:                    # applied to every node; a node's own keys win
+      executor: ssh              # local | ssh | slurm
+      labels: {role: compute}
+      gpus: {model: H100-SXM5-80GB, count: 8}
+      data_dirs: [/scratch]
+    ssh: {user: ops, identity_file: ~/.ssh/id_ed25519, known_hosts: ~/.ssh/known_hosts}
+    slurm: {partition: gpu, account: acceptance, extra_args: [--qos=high]}
+    limits: {max_parallel: 64, max_network_parallel: 16}
+    nodes:
+      - name: gpu[001-004]       # a hostlist expression makes one node per name
+        address_pattern: "10.0.1.{n}"   # {name}, {index} (1-based), {n} (the name's number)
+        labels: {rack: r1}
+      - name: gpu005
+        address: 10.0.1.5
+        hcas:
+          - {name: mlx5_0, netdev: ib0, port: 1, gid_index: 3, rate_gbps: 400}
+
+Every field is documented once, beside its definition, in the models below. Names and
+addresses are checked by :func:`safe_name`, so no inventory value can be read as an
+option or cross a shell unquoted.
 """
 
 from __future__ import annotations
@@ -11,11 +35,38 @@ import re
 import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from aibench.config import Strict, read_yaml, validate
+from aibench.errors import ConfigError
 
 # A node name or address as aibench accepts it: letters, digits, '.', '-', '_', ':' (IPv6)
 # and no leading '-', so that no inventory value can ever be read as an option.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:][A-Za-z0-9_.:\-]*$")
+# A label key/value, a user name: the same, without ':'; a path: no shell metacharacters.
+_SAFE_WORD = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
+_SAFE_PATH = r"^[A-Za-z0-9_./~][A-Za-z0-9_./~+@%=:,\-]*$"
+# srun options aibench sets itself; extra_args must not override them.
+_SRUN_OWN = (
+    "--nodelist",
+    "-w",
+    "--nodes",
+    "-N",
+    "--ntasks-per-node",
+    "--overlap",
+    "--mpi",
+    "--time",
+    "-t",
+    "--jobid",
+    "--ntasks",
+    "-n",
+    "--chdir",
+    "-D",
+    "--export",
+)
 
 
 def safe_name(value: str, what: str = "host name") -> str:
@@ -27,8 +78,13 @@ def safe_name(value: str, what: str = "host name") -> str:
     return value
 
 
+# ------------------------------------------------------------------------ runtime values
+
+
 @dataclass(frozen=True)
 class SSHSettings:
+    """How the ssh executor reaches a node (see :class:`SSHModel` for each field)."""
+
     user: str | None = None
     port: int = 22
     identity_file: str | None = None
@@ -39,6 +95,16 @@ class SSHSettings:
 
 
 @dataclass(frozen=True)
+class SlurmSettings:
+    """How the slurm executor runs steps (see :class:`SlurmModel` for each field)."""
+
+    partition: str | None = None
+    account: str | None = None
+    extra_args: tuple[str, ...] = ()
+    time_limit_min: int | None = None
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     address: str = ""  # what executors connect to; defaults to the name
@@ -46,6 +112,7 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     facts: Mapping[str, Any] = field(default_factory=dict)  # gpus, hcas, data_dirs ...
     ssh: SSHSettings = field(default_factory=SSHSettings)
+    slurm: SlurmSettings = field(default_factory=SlurmSettings)
 
     def __post_init__(self) -> None:
         safe_name(self.name, "node name")
@@ -83,6 +150,10 @@ class Inventory:
                 return n
         raise KeyError(name)
 
+    def labels(self, key: str) -> dict[str, str]:
+        """Node name -> the value of label ``key`` ("" where a node has none)."""
+        return {n.name: n.labels.get(key, "") for n in self.nodes}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -109,3 +180,291 @@ def local_inventory() -> Inventory:
         name = "localhost"
     node = Node(name=name, address="127.0.0.1", executor="local")
     return Inventory(name="local", nodes=(node,), source="(local machine)")
+
+
+# ------------------------------------------------------------------------ file schema
+
+SafeWord = Annotated[str, Field(pattern=_SAFE_WORD, max_length=128)]
+SafePath = Annotated[str, Field(pattern=_SAFE_PATH, max_length=4096)]
+
+
+def _check_host(value: str | None, what: str) -> str | None:
+    if value is not None:
+        safe_name(value, what)
+    return value
+
+
+class GPUModel(Strict):
+    """The accelerators of a node, as the spec expects them."""
+
+    model: str = Field(max_length=128, description="model name, e.g. H100-SXM5-80GB")
+    count: Annotated[int, Field(ge=0, le=1024)] = Field(description="accelerators per node")
+
+
+class HCAModel(Strict):
+    """One RDMA adapter port used by perftest and NCCL."""
+
+    name: SafeWord = Field(description="RDMA device name, e.g. mlx5_0")
+    netdev: SafeWord | None = Field(None, description="its network interface, e.g. ib0")
+    port: Annotated[int, Field(ge=1, le=255)] = Field(1, description="the device's port number")
+    gid_index: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        None, description="RoCE GID index (perftest -x); none for InfiniBand"
+    )
+    rate_gbps: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="the link's nominal rate in Gbit/s (400 for NDR)"
+    )
+
+
+class SSHModel(Strict):
+    """How to reach nodes over SSH; at top level for all nodes, per node to override."""
+
+    user: SafeWord | None = Field(None, description="login user; default: the current user")
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(None, description="sshd port (22)")
+    identity_file: SafePath | None = Field(None, description="private key file")
+    known_hosts: SafePath | None = Field(
+        None,
+        description="known_hosts file; host keys are always checked (default ~/.ssh/known_hosts)",
+    )
+    jump_host: str | None = Field(
+        None, description="a bastion to connect through: host, user@host or user@host:port"
+    )
+    connect_timeout: Annotated[float, Field(gt=0, le=300)] | None = Field(
+        None, description="seconds to connect and authenticate (10)"
+    )
+    config_file: SafePath | None = Field(
+        None, description="an ssh_config for tools that run ssh themselves (mpirun)"
+    )
+
+    @field_validator("jump_host")
+    @classmethod
+    def _jump(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        host = v.rsplit("@", 1)[-1]
+        user = v.rsplit("@", 1)[0] if "@" in v else None
+        if user is not None and not re.match(_SAFE_WORD, user):
+            raise ValueError(f"invalid jump_host user {user!r}")
+        if re.match(r"^.+:\d{1,5}$", host) and host.count(":") == 1:
+            host = host.rsplit(":", 1)[0]
+        safe_name(host, "jump_host")
+        return v
+
+
+class SlurmModel(Strict):
+    """How to run steps through Slurm; at top level for all nodes."""
+
+    partition: SafeWord | None = Field(None, description="srun/salloc --partition")
+    account: SafeWord | None = Field(None, description="srun/salloc --account")
+    time_limit_min: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="--time for an allocation aibench makes itself (minutes)"
+    )
+    extra_args: list[str] = Field(
+        default_factory=list,
+        description="more srun options, each '--name' or '--name=value' "
+        "(not the ones aibench sets: --nodelist, -N, --ntasks-per-node, --overlap, "
+        "--mpi, --time ...)",
+    )
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if not re.match(r"^--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:/@%+=\-]*)?$", a):
+                raise ValueError(f"invalid srun option {a!r}: use --name or --name=value")
+            name = a.split("=", 1)[0]
+            if name in _SRUN_OWN:
+                raise ValueError(f"srun option {name} is set by aibench itself")
+        return v
+
+
+class NodeFields(Strict):
+    """What a node entry and ``defaults`` may say about nodes."""
+
+    executor: Literal["local", "ssh", "slurm"] | None = Field(
+        None, description="how to reach the node: local | ssh | slurm (default ssh)"
+    )
+    labels: dict[SafeWord, SafeWord] | None = Field(
+        None, description="free labels (rack, leaf, role); placements group by them"
+    )
+    gpus: GPUModel | None = Field(None, description="the node's accelerators")
+    hcas: list[HCAModel] | None = Field(None, description="the node's RDMA adapters")
+    data_dirs: list[SafePath] | None = Field(None, description="scratch directories for fio")
+    data_address: str | None = Field(
+        None, description="address for data traffic (iperf3) when not the SSH address"
+    )
+    ssh: SSHModel | None = Field(None, description="per-node SSH overrides")
+
+    @field_validator("data_address")
+    @classmethod
+    def _data_address(cls, v: str | None) -> str | None:
+        return _check_host(v, "data_address")
+
+
+class NodeModel(NodeFields):
+    """One node, or one per name of a hostlist expression."""
+
+    name: str = Field(description="a node name or a hostlist expression: gpu[001-128]")
+    address: str | None = Field(
+        None,
+        description="address to connect to: one address, or a hostlist expression with as "
+        "many names as ``name`` has; default: the name",
+    )
+    address_pattern: str | None = Field(
+        None,
+        description="address made from each name: {name}, {index} (1-based position in this "
+        "entry) and {n} (the name's last number) are replaced",
+    )
+
+    @model_validator(mode="after")
+    def _one_address(self) -> NodeModel:
+        if self.address is not None and self.address_pattern is not None:
+            raise ValueError("give address or address_pattern, not both")
+        if self.address_pattern is not None and re.search(
+            r"\{(?!(?:name|index|n)\})", self.address_pattern
+        ):
+            raise ValueError(
+                f"address_pattern {self.address_pattern!r}: "
+                "only {name}, {index} and {n} may appear"
+            )
+        return self
+
+
+class LimitsModel(Strict):
+    """How much runs at once."""
+
+    max_parallel: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        64, description="invocations running at once, over all nodes"
+    )
+    max_network_parallel: Annotated[int, Field(ge=0, le=100_000)] = Field(
+        0, description="network tests running at once (a fabric-load cap); 0 = no extra cap"
+    )
+
+
+class InventoryModel(Strict):
+    """The inventory file."""
+
+    schema_version: Literal[1] = Field(1, description="the file format version")
+    name: SafeWord = Field("cluster", description="the cluster's name in reports")
+    defaults: NodeFields = Field(default_factory=NodeFields, description="applied to every node")
+    ssh: SSHModel = Field(default_factory=SSHModel, description="SSH settings for every node")
+    slurm: SlurmModel = Field(default_factory=SlurmModel, description="Slurm settings")
+    limits: LimitsModel = Field(default_factory=LimitsModel, description="concurrency caps")
+    nodes: list[NodeModel] = Field(min_length=1, description="the nodes")
+
+
+# ------------------------------------------------------------------------ loading
+
+
+def _merge_ssh(*layers: SSHModel | None) -> SSHSettings:
+    values: dict[str, Any] = {}
+    for layer in layers:
+        if layer is not None:
+            values.update(layer.model_dump(exclude_none=True))
+    return SSHSettings(**values)
+
+
+def _pick(node: NodeModel, defaults: NodeFields, key: str) -> Any:
+    value = getattr(node, key)
+    return value if value is not None else getattr(defaults, key)
+
+
+def _address_for(entry: NodeModel, name: str, index: int, addresses: list[str] | None) -> str:
+    if addresses is not None:
+        return addresses[index - 1]
+    if entry.address_pattern is not None:
+        nums = re.findall(r"\d+", name)
+        n = str(int(nums[-1])) if nums else ""
+        return (
+            entry.address_pattern.replace("{name}", name)
+            .replace("{index}", str(index))
+            .replace("{n}", n)
+        )
+    return entry.address or ""
+
+
+def build_inventory(
+    model: InventoryModel, file: str, raw: Mapping[str, Any] | None = None
+) -> Inventory:
+    """Expand hostlists, apply defaults, check names: the validated model as an Inventory."""
+    from aibench import hostlist
+
+    d = model.defaults
+    slurm = SlurmSettings(
+        partition=model.slurm.partition,
+        account=model.slurm.account,
+        extra_args=tuple(model.slurm.extra_args),
+        time_limit_min=model.slurm.time_limit_min,
+    )
+    nodes: list[Node] = []
+    seen: dict[str, str] = {}
+    for i, entry in enumerate(model.nodes):
+        where = f"nodes[{i}]"
+        try:
+            names = hostlist.expand(entry.name)
+        except ValueError as exc:
+            raise ConfigError(file, f"{where}.name", str(exc)) from None
+        addresses = None
+        if entry.address is not None and hostlist.is_expression(entry.address):
+            try:
+                addresses = hostlist.expand(entry.address)
+            except ValueError as exc:
+                raise ConfigError(file, f"{where}.address", str(exc)) from None
+            if len(addresses) != len(names):
+                raise ConfigError(
+                    file,
+                    f"{where}.address",
+                    f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
+                )
+        labels = {**(d.labels or {}), **(entry.labels or {})}
+        facts: dict[str, Any] = {}
+        for key in ("gpus", "hcas", "data_dirs", "data_address"):
+            value = _pick(entry, d, key)
+            if value is None:
+                continue
+            if key == "gpus":
+                value = value.model_dump()
+            elif key == "hcas":
+                value = [h.model_dump(exclude_none=True) for h in value]
+            elif key == "data_dirs":
+                value = list(value)
+            facts[key] = value
+        ssh = _merge_ssh(model.ssh, d.ssh, entry.ssh)
+        executor = _pick(entry, d, "executor") or "ssh"
+        for j, name in enumerate(names, start=1):
+            if name in seen:
+                raise ConfigError(
+                    file, f"{where}.name", f"node {name!r} is already defined in {seen[name]}"
+                )
+            seen[name] = where
+            address = _address_for(entry, name, j, addresses)
+            try:
+                node = Node(
+                    name=name,
+                    address=address,
+                    executor=executor,
+                    labels=labels,
+                    facts=dict(facts),
+                    ssh=ssh,
+                    slurm=slurm,
+                )
+            except ValueError as exc:
+                key = "address" if address and "address" in str(exc) else "name"
+                if entry.address_pattern is not None and key == "address":
+                    key = "address_pattern"
+                raise ConfigError(file, f"{where}.{key}", str(exc)) from None
+            nodes.append(node)
+    limits = Limits(
+        max_parallel=model.limits.max_parallel,
+        max_network_parallel=model.limits.max_network_parallel,
+    )
+    return Inventory(
+        name=model.name, nodes=tuple(nodes), limits=limits, source=file, raw=dict(raw or {})
+    )
+
+
+def load_inventory(path: Path | str) -> Inventory:
+    """Read and check an inventory file; any problem is a ConfigError (file + key path)."""
+    p = Path(path)
+    data = read_yaml(p)
+    model = validate(InventoryModel, data, str(path))
+    return build_inventory(model, str(path), data)

@@ -3,18 +3,29 @@
 Pure functions with table tests. A *group* is a tuple of node names that one invocation
 covers (a node, a pair, all nodes). A *round* is a list of groups that run at the same
 time; within a round no node appears twice, so concurrent network tests never share an
-endpoint.
+endpoint. A pair is ordered: the first node is the client, the second the server.
 
 * ``each``: every node on its own, one round.
 * ``pairs``: every unordered pair, scheduled with the circle method: N-1 rounds for even
   N, N rounds for odd N (one node sits out each round). One node alone is paired with
   itself (client and server on the loopback).
+* ``ring``: node i with node i+1, the last with the first (N pairs for N >= 3, one for
+  N = 2): two rounds for even N, three for odd N.
+* ``sample``: ``k`` distinct unordered pairs drawn at random with ``seed`` (the same seed
+  and nodes give the same pairs), packed into rounds.
+* ``groups``: nodes grouped by an inventory label (``labels``: node -> value, e.g. rack);
+  first every pair inside each group (the groups' rounds run side by side), then for
+  every two groups their members matched one to one (the i-th of one with the i-th of
+  the other, as many as the smaller group has). Nodes without the label form one group.
 * ``all``: one group of every node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations
+from typing import Any
 
 Group = tuple[str, ...]
 Round = list[Group]
@@ -51,14 +62,94 @@ def pairs(nodes: Sequence[str]) -> list[Round]:
     return rounds
 
 
-PLACEMENTS = {"each": each, "pairs": pairs, "all": all_nodes}
+def pack(groups: Sequence[Group]) -> list[Round]:
+    """Put groups into rounds in order, each in the first round that shares no node with it."""
+    rounds: list[Round] = []
+    used: list[set[str]] = []
+    for g in groups:
+        for rnd, busy in zip(rounds, used, strict=True):
+            if busy.isdisjoint(g):
+                rnd.append(g)
+                busy.update(g)
+                break
+        else:
+            rounds.append([g])
+            used.append(set(g))
+    return rounds
 
 
-def schedule(placement: str, nodes: Sequence[str]) -> list[Round]:
+def ring(nodes: Sequence[str]) -> list[Round]:
+    n = len(nodes)
+    if n <= 2:
+        return pairs(nodes)
+    return pack([(nodes[i], nodes[(i + 1) % n]) for i in range(n)])
+
+
+def sample(nodes: Sequence[str], k: int, seed: int = 0) -> list[Round]:
+    if k < 1:
+        raise ValueError(f"sample: k must be at least 1, got {k}")
+    if len(nodes) < 2:
+        return pairs(nodes)
+    every = list(combinations(nodes, 2))
+    chosen = random.Random(seed).sample(every, min(k, len(every)))
+    return pack(chosen)
+
+
+def groups(nodes: Sequence[str], labels: Mapping[str, str]) -> list[Round]:
+    by: dict[str, list[str]] = {}
+    for n in nodes:
+        by.setdefault(labels.get(n, ""), []).append(n)
+    members = list(by.values())
+    intra: list[Round] = []
+    for g in members:
+        if len(g) < 2:
+            continue
+        for j, rnd in enumerate(pairs(g)):
+            if j == len(intra):
+                intra.append([])
+            intra[j].extend(rnd)
+    inter: list[Group] = []
+    for g, h in combinations(members, 2):
+        inter.extend(zip(g, h, strict=False))
+    return intra + pack(inter)
+
+
+Placement = Callable[..., list[Round]]
+
+PLACEMENTS: dict[str, Placement] = {
+    "each": each,
+    "pairs": pairs,
+    "ring": ring,
+    "sample": sample,
+    "groups": groups,
+    "all": all_nodes,
+}
+
+
+def schedule(
+    placement: str,
+    nodes: Sequence[str],
+    *,
+    k: int | None = None,
+    seed: int = 0,
+    labels: Mapping[str, str] | None = None,
+    **unknown: Any,
+) -> list[Round]:
+    """Rounds of ``placement`` over ``nodes``; ``k``/``seed`` for sample, ``labels`` for groups."""
     try:
         fn = PLACEMENTS[placement]
     except KeyError:
         raise ValueError(
             f"unknown placement {placement!r}; valid: {', '.join(sorted(PLACEMENTS))}"
         ) from None
+    if unknown:
+        raise TypeError(f"schedule: unknown argument(s) {', '.join(sorted(unknown))}")
+    if placement == "sample":
+        if k is None:
+            raise ValueError("placement sample needs k (the number of pairs)")
+        return sample(nodes, k, seed)
+    if placement == "groups":
+        if labels is None:
+            raise ValueError("placement groups needs labels (set group_by to a label name)")
+        return groups(nodes, labels)
     return fn(nodes)

@@ -1,0 +1,56 @@
+"""Choosing the executor of a node: ``for_node(node, inventory)``.
+
+``Node.executor`` names it: ``local`` (this machine, :class:`LocalExecutor`), ``ssh``
+(:class:`SSHExecutor`) or ``slurm`` (:class:`SlurmExecutor`). Every ssh node of one
+inventory gets the same SSHExecutor, so its connection pool serves the whole run; the
+same holds for slurm (one allocation per run). Call ``close()`` on what you got (once per
+distinct executor) at the end of the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aibench.errors import UserError
+from aibench.executors.base import Executor
+from aibench.inventory import Inventory, Node
+
+EXECUTORS = ("local", "ssh", "slurm")
+
+# id(inventory) -> (inventory, {kind: executor}); the inventory is kept so its id stays valid.
+_SHARED: dict[int, tuple[Inventory | None, dict[str, Any]]] = {}
+
+
+def for_node(node: Node, inventory: Inventory | None = None) -> Executor:
+    """The executor that reaches ``node``; shared per inventory and executor kind."""
+    kind = node.executor
+    if kind not in EXECUTORS:
+        raise UserError(
+            f"node {node.name}: unknown executor {kind!r}; valid: {', '.join(EXECUTORS)}"
+        )
+    key = id(inventory)
+    _inv, shared = _SHARED.setdefault(key, (inventory, {}))
+    ex = shared.get(kind)
+    if ex is None:
+        ex = _make(kind, inventory)
+        shared[kind] = ex
+    return ex  # type: ignore[no-any-return]
+
+
+def _make(kind: str, inventory: Inventory | None) -> Any:
+    if kind == "local":
+        from aibench.executors.local import LocalExecutor
+
+        return LocalExecutor()
+    if kind == "ssh":
+        from aibench.executors.ssh import SSHExecutor
+
+        return SSHExecutor()
+    from aibench.executors.slurm import SlurmExecutor
+
+    return SlurmExecutor(inventory)
+
+
+def forget(inventory: Inventory | None) -> None:
+    """Drop the shared executors of ``inventory`` (after they were closed)."""
+    _SHARED.pop(id(inventory), None)

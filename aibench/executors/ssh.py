@@ -1,0 +1,433 @@
+"""SSH executor: runs an argv on a node over SSH (asyncssh), one pooled connection per node.
+
+Contract:
+
+* **Connections** are made on first use, one per node, and reused by every later step
+  (``check``, ``run``, ``start``); ``close`` closes them all. A jump host is supported.
+* **Host keys are always checked** against the node's ``known_hosts`` (default
+  ``~/.ssh/known_hosts``). An unknown host or a changed key is refused with one line
+  naming the node; nothing is ever accepted automatically.
+* **No shell string is built from inventory values.** The remote command line is a fixed
+  wrapper followed by ``shlex.quote`` of every element: the working directory, each
+  ``NAME=value`` (names checked) and every argv element, so an argument with spaces,
+  quotes, ``$(...)`` or ``;`` arrives verbatim. The node's login shell must be a POSIX
+  shell (sh, bash, dash, zsh).
+* **Every remote process is its own process group.** The wrapper is
+  ``exec setsid -w sh -c '<report $$ on stderr>; cd; exec env -- NAME=value... argv'``
+  (util-linux ``setsid``), so the tool leads a new session; its PGID comes back as the
+  first stderr line (not written to the log). A timeout, a cancellation or a server stop
+  sends ``kill -TERM -- -PGID`` over the same connection, then ``kill -KILL`` after
+  ``kill_grace`` seconds, so forked children go too.
+* **Output is streamed**: stdout and stderr are written to the raw log files as the data
+  arrives, so an interrupted run keeps what it measured.
+* **Unreachable**: a refused, timed-out or rejected connection, or a connection lost
+  mid-step, gives ``ProcResult(unreachable=True, reason=...)`` from ``run``,
+  ``NodeUnreachable`` from ``start``, and the reason from ``check``. A lost connection is
+  dropped from the pool; the next call tries once more.
+
+Tested with asyncssh 2.24 against OpenSSH 9.2 (Debian 12).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import asyncssh
+
+from aibench.executors.base import (
+    Command,
+    NodeUnreachable,
+    ProcResult,
+    ReadyCheck,
+)
+from aibench.executors.local import now_iso, wait_ready
+
+if TYPE_CHECKING:
+    from aibench.inventory import Node
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PGID_MARK = b"AIBENCH-PGID "
+# The fixed part of every remote command. $1 is the working directory ("" for none);
+# the rest is env's argument list. No inventory or suite value is ever part of it.
+_INNER = (
+    'printf "AIBENCH-PGID %s\\n" "$$" >&2; d=$1; shift; '
+    'if [ -n "$d" ]; then cd -- "$d" || exit 126; fi; exec env "$@"'
+)
+_NOT_FOUND = re.compile(rb"env: .*No such file or directory")
+
+
+def remote_command(cmd: Command) -> str:
+    """The command line sent to the node: the fixed wrapper plus every value quoted."""
+    for name in cmd.env:
+        if not ENV_NAME.match(name):
+            raise ValueError(f"invalid environment variable name {name!r}")
+    args = [cmd.cwd or "", "--", *(f"{k}={v}" for k, v in cmd.env.items()), *cmd.argv]
+    return (
+        "exec setsid -w sh -c "
+        + shlex.quote(_INNER)
+        + " aibench "
+        + " ".join(shlex.quote(a) for a in args)
+    )
+
+
+class _Streams:
+    """Copies a remote process's stdout and stderr into files as the data arrives."""
+
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], out: IO[bytes], err: IO[bytes]):
+        self.proc = proc
+        self.out = out
+        self.err = err
+        self.pgid: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        self.tail = b""  # the last stderr bytes, to explain a failure
+        self.tasks = [
+            asyncio.ensure_future(self._copy_out()),
+            asyncio.ensure_future(self._copy_err()),
+        ]
+
+    async def _copy_out(self) -> None:
+        while True:
+            data = await self.proc.stdout.read(65536)
+            if not data:
+                return
+            self.out.write(data)
+            self.out.flush()
+
+    async def _copy_err(self) -> None:
+        head = b""
+        try:
+            while not self.pgid.done():
+                data = await self.proc.stderr.read(65536)
+                if not data:
+                    break
+                head += data
+                if b"\n" in head or len(head) > 4096:
+                    line, _, rest = head.partition(b"\n")
+                    if line.startswith(PGID_MARK):
+                        with contextlib.suppress(ValueError):
+                            self.pgid.set_result(int(line[len(PGID_MARK) :]))
+                        head = rest
+                    if not self.pgid.done():
+                        self.pgid.set_result(None)
+            self._write_err(head)
+            while True:
+                data = await self.proc.stderr.read(65536)
+                if not data:
+                    return
+                self._write_err(data)
+        finally:
+            if not self.pgid.done():
+                self.pgid.set_result(None)
+
+    def _write_err(self, data: bytes) -> None:
+        if data:
+            self.err.write(data)
+            self.err.flush()
+            self.tail = (self.tail + data)[-2048:]
+
+    async def drain(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
+            await asyncio.wait_for(asyncio.gather(*self.tasks, return_exceptions=True), timeout)
+        for t in self.tasks:
+            t.cancel()
+
+
+class SSHServer:
+    """A background process started over SSH; ``stop`` kills its remote process group."""
+
+    def __init__(
+        self, ex: SSHExecutor, node: Node, proc: Any, streams: _Streams, files: list[IO[bytes]]
+    ):
+        self._ex = ex
+        self._node = node
+        self._proc = proc
+        self._streams = streams
+        self._files = files
+        self._code: int | None = None
+        self._stopped = False
+        self._closed = asyncio.ensure_future(proc.wait_closed())
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed.done() and self._proc.exit_status is None
+
+    async def stop(self) -> int | None:
+        if self._stopped:
+            return self._code
+        self._stopped = True
+        try:
+            if self.alive:
+                await self._ex._kill(self._node, self._proc, self._streams)
+            self._code = self._proc.exit_status
+            await self._streams.drain(2.0)
+        finally:
+            self._proc.close()
+            self._closed.cancel()
+            for f in self._files:
+                f.close()
+        return self._code
+
+
+class SSHExecutor:
+    """Runs commands on nodes over SSH; one executor serves every ssh node of a run."""
+
+    name = "ssh"
+
+    def __init__(self, kill_grace: float = 3.0) -> None:
+        self.kill_grace = kill_grace
+        self._conns: dict[str, asyncssh.SSHClientConnection] = {}
+        self._jumps: dict[str, asyncssh.SSHClientConnection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # ------------------------------------------------------------------ connections
+
+    def _options(self, node: Node) -> dict[str, Any]:
+        s = node.ssh
+        known = (
+            os.path.expanduser(s.known_hosts)
+            if s.known_hosts
+            else os.path.expanduser("~/.ssh/known_hosts")
+        )
+        opts: dict[str, Any] = {
+            "port": s.port,
+            "known_hosts": known,
+            "connect_timeout": s.connect_timeout,
+            "login_timeout": s.connect_timeout,
+            "config": None,
+            "keepalive_interval": 15,
+            "keepalive_count_max": 3,
+        }
+        if s.user:
+            opts["username"] = s.user
+        if s.identity_file:
+            opts["client_keys"] = [os.path.expanduser(s.identity_file)]
+        return opts
+
+    async def _connect(self, node: Node) -> asyncssh.SSHClientConnection:
+        conn = self._conns.get(node.name)
+        if conn is not None and not conn.is_closed():
+            return conn
+        lock = self._locks.setdefault(node.name, asyncio.Lock())
+        async with lock:
+            conn = self._conns.get(node.name)
+            if conn is not None and not conn.is_closed():
+                return conn
+            conn = await self._open(node)
+            self._conns[node.name] = conn
+            return conn
+
+    async def _open(self, node: Node) -> asyncssh.SSHClientConnection:
+        opts = self._options(node)
+        known = opts["known_hosts"]
+        where = f"{node.name} ({node.host}:{node.ssh.port})"
+        if not Path(known).is_file():
+            raise NodeUnreachable(
+                f"{where}: known_hosts file {known} not found; host keys are always checked"
+            )
+        try:
+            tunnel = await self._jump(node) if node.ssh.jump_host else None
+            if tunnel is not None:
+                opts["tunnel"] = tunnel
+            return await asyncio.wait_for(
+                asyncssh.connect(node.host, **opts), node.ssh.connect_timeout + 1.0
+            )
+        except asyncssh.HostKeyNotVerifiable:
+            raise NodeUnreachable(f"{where}: {self._host_key_problem(node, known)}") from None
+        except asyncssh.PermissionDenied:
+            raise NodeUnreachable(f"{where}: authentication refused (permission denied)") from None
+        except TimeoutError:
+            raise NodeUnreachable(
+                f"{where}: connection timed out after {node.ssh.connect_timeout:g} s"
+            ) from None
+        except ConnectionRefusedError:
+            raise NodeUnreachable(f"{where}: connection refused") from None
+        except OSError as exc:
+            raise NodeUnreachable(f"{where}: {exc.strerror or exc}") from None
+        except asyncssh.Error as exc:
+            raise NodeUnreachable(f"{where}: ssh: {exc.reason}") from None
+
+    @staticmethod
+    def _host_key_problem(node: Node, known: str) -> str:
+        """Why the host key was refused: no entry for the host, or a different key."""
+        names = {node.host, node.name}
+        if node.ssh.port != 22:
+            names |= {f"[{n}]:{node.ssh.port}" for n in list(names)}
+        listed = False
+        with contextlib.suppress(OSError):
+            for line in Path(known).read_text().splitlines():
+                fields = line.split()
+                if fields and not line.startswith("#") and names & set(fields[0].split(",")):
+                    listed = True
+                    break
+        if listed:
+            return (
+                f"host key mismatch: the key offered differs from the one in {known}; "
+                "refusing to connect"
+            )
+        return f"unknown host key: no entry in {known}; refusing to connect (add the key first)"
+
+    async def _jump(self, node: Node) -> asyncssh.SSHClientConnection:
+        spec = node.ssh.jump_host or ""
+        conn = self._jumps.get(spec)
+        if conn is not None and not conn.is_closed():
+            return conn
+        user, _, hostport = spec.rpartition("@")
+        host, _, port = hostport.partition(":")
+        opts = self._options(node)
+        opts["port"] = int(port) if port else 22
+        if user:
+            opts["username"] = user
+        conn = await asyncio.wait_for(
+            asyncssh.connect(host, **opts), node.ssh.connect_timeout + 1.0
+        )
+        self._jumps[spec] = conn
+        return conn
+
+    def _drop(self, node: Node) -> None:
+        conn = self._conns.pop(node.name, None)
+        if conn is not None:
+            conn.abort()
+
+    async def check(self, node: Node) -> str | None:
+        try:
+            await self._connect(node)
+        except NodeUnreachable as exc:
+            return str(exc)
+        return None
+
+    # ------------------------------------------------------------------ processes
+
+    async def _spawn(
+        self, node: Node, cmd: Command, out: IO[bytes], err: IO[bytes]
+    ) -> tuple[Any, _Streams]:
+        line = remote_command(cmd)
+        conn = await self._connect(node)
+        try:
+            proc = await conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL)
+        except (asyncssh.Error, OSError) as exc:
+            self._drop(node)
+            raise NodeUnreachable(f"{node.name}: cannot start a session: {exc}") from None
+        return proc, _Streams(proc, out, err)
+
+    async def _kill(self, node: Node, proc: Any, streams: _Streams) -> None:
+        """TERM the remote process group, KILL it after the grace period."""
+        try:
+            pgid = await asyncio.wait_for(asyncio.shield(streams.pgid), 2.0)
+        except TimeoutError:
+            pgid = None
+        if pgid is None:
+            proc.close()
+            return
+        conn = self._conns.get(node.name)
+        if conn is None or conn.is_closed():
+            return
+        try:
+            await asyncio.wait_for(conn.run(f"kill -TERM -- -{int(pgid)}", check=False), 5.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait_closed(), self.kill_grace)
+            # The leader may be gone while children that ignored TERM live on.
+            await asyncio.wait_for(
+                conn.run(f"kill -KILL -- -{int(pgid)} 2>/dev/null", check=False), 5.0
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait_closed(), 2.0)
+        except (asyncssh.Error, OSError, TimeoutError):
+            self._drop(node)
+
+    async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
+        started = now_iso()
+        t0 = time.monotonic()
+
+        def result(**kw: Any) -> ProcResult:
+            kw.setdefault("exit_code", None)
+            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
+
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        with stdout.open("wb") as out, stderr.open("wb") as err:
+            try:
+                proc, streams = await self._spawn(node, cmd, out, err)
+            except NodeUnreachable as exc:
+                return result(unreachable=True, reason=str(exc))
+            try:
+                await asyncio.wait_for(proc.wait_closed(), cmd.timeout)
+            except TimeoutError:
+                await self._kill(node, proc, streams)
+                await streams.drain(2.0)
+                proc.close()
+                return result(
+                    timed_out=True,
+                    reason=f"timed out after {cmd.timeout:g} s; remote process group killed",
+                )
+            except asyncio.CancelledError:
+                await asyncio.shield(self._kill(node, proc, streams))
+                proc.close()
+                raise
+            await streams.drain(5.0)
+            code = proc.exit_status
+            signal_name = proc.exit_signal[0] if proc.exit_signal else None
+            proc.close()
+        if code is None and signal_name is None:
+            conn = self._conns.get(node.name)
+            if conn is None or conn.is_closed() or self._lost(conn):
+                self._drop(node)
+                return result(
+                    unreachable=True, reason=f"{node.name}: connection lost during the step"
+                )
+            return result(reason=f"{node.name}: the session ended without an exit status")
+        if signal_name is not None:
+            return result(reason=f"killed by signal {signal_name}")
+        if code == 127 and _NOT_FOUND.search(streams.tail):
+            return result(reason=f"{cmd.argv[0]}: command not found on {node.name}")
+        if code == 126 and not streams.pgid.done():
+            return result(exit_code=code, reason=f"setsid/sh not usable on {node.name}")
+        return result(exit_code=code)
+
+    @staticmethod
+    def _lost(conn: asyncssh.SSHClientConnection) -> bool:
+        transport = getattr(conn, "_transport", None)
+        return transport is None or transport.is_closing()
+
+    async def start(
+        self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
+    ) -> SSHServer:
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        out = stdout.open("wb")
+        err = stderr.open("wb")
+        try:
+            proc, streams = await self._spawn(node, cmd, out, err)
+        except BaseException:
+            out.close()
+            err.close()
+            raise
+        server = SSHServer(self, node, proc, streams, [out, err])
+        try:
+            await wait_ready(ready, alive=lambda: server.alive, output=stdout, host=node.host)
+        except BaseException:
+            await server.stop()
+            raise
+        return server
+
+    async def close(self) -> None:
+        conns = [*self._conns.values(), *self._jumps.values()]
+        self._conns.clear()
+        self._jumps.clear()
+        for c in conns:
+            c.close()
+        for c in conns:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(c.wait_closed(), 2.0)
+
+
+def env_assignments(env: Mapping[str, str]) -> list[str]:
+    """``NAME=value`` strings for ``env`` (names checked), as the wrapper passes them."""
+    for name in env:
+        if not ENV_NAME.match(name):
+            raise ValueError(f"invalid environment variable name {name!r}")
+    return [f"{k}={v}" for k, v in env.items()]

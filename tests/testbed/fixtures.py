@@ -1,0 +1,51 @@
+"""pytest fixtures of the test bed. Import them into a conftest.py::
+
+    from tests.testbed.fixtures import testbed_hosts, testbed_slurm  # noqa: F401
+
+``testbed_hosts`` (session): 4 namespace hosts with sshd. ``testbed_slurm`` (session):
+the same hosts as a 4-node Slurm cluster. Both skip with the reason when the machine
+cannot host the bed (not root, no ``ip netns``, no sshd / slurmd).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from tests.testbed.bed import TestBed
+from tests.testbed.net import netns_available
+from tests.testbed.slurm import SlurmCluster
+
+N_HOSTS = 4
+
+
+def _skip_reason(*tools: str) -> str | None:
+    reason = netns_available()
+    if reason:
+        return reason
+    for t in tools:
+        if shutil.which(t) is None and not shutil.os.path.exists(f"/usr/sbin/{t}"):  # type: ignore[attr-defined]
+            return f"{t} is not installed"
+    return None
+
+
+@pytest.fixture(scope="session")
+def testbed_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
+    reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
+    if reason:
+        pytest.skip(reason)
+    bed = TestBed.up(N_HOSTS, tmp_path_factory.mktemp("testbed"))
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="session")
+def testbed_slurm(testbed_hosts: TestBed) -> SlurmCluster:
+    reason = _skip_reason("slurmctld", "slurmd", "munged", "srun")
+    if reason:
+        pytest.skip(reason)
+    return testbed_hosts.start_slurm()
