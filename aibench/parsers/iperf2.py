@@ -1,0 +1,270 @@
+"""iperf2 (``iperf``, 2.0.x and 2.1.x): network throughput, text and CSV output.
+
+Reads the output of ``iperf -c HOST`` and ``iperf -s`` in the classic text format, the
+enhanced format (``-e``: ``Write/Err Rtry Cwnd/RTT`` for TCP clients, latency columns for
+UDP servers), and the CSV format (``-y C``: 9 fields for TCP, 14 for UDP). Tested on
+iperf 2.0.5-2.0.9 output and iperf 2.1.8 captured on loopback.
+
+iperf2 prints interval lines and, per stream, a final line covering the whole test
+(``0.0-10.0 sec``); with ``-P`` also ``[SUM]`` lines (CSV: stream id -1). Only the final
+lines are read: a stream without one (output cut after an interval) is a ParseError.
+
+Emitted:
+
+* ``throughput`` (bit/s): the ``[SUM]`` final line, or the single stream's; with several
+  streams and no SUM line (iperf 2.1 CSV), the sum of the streams' final rates;
+* ``stream_throughput`` (bit/s, dim ``stream`` = iperf's stream id);
+* ``retransmits`` (count, enhanced TCP client: the ``Rtry`` column, summed over streams
+  when there is no SUM line);
+* UDP: ``packets`` (sender: "Sent N datagrams"; receiver: Total), and for the receiver
+  (a server's output, or the "Server Report" a client prints) ``jitter`` (ms),
+  ``lost_packets`` (count), ``lost_percent`` (%).
+
+Dims: ``protocol`` (tcp | udp), ``streams`` (int), ``side`` (sender for a client's own
+lines, receiver for a server's and for a Server Report; omitted for TCP CSV, which does
+not say which end wrote it). Text rates are iperf's rounded figures (three significant
+digits); CSV rates are exact integers. iperf2's ``Kbits``/``Mbits`` are powers of 1000.
+
+Errors such as ``tcp connect failed: Connection refused`` are a ToolFailure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.parsers import Parser
+from aibench.units import factor
+
+TOOL = "iperf2"
+
+_NUM = r"\d+(?:\.\d+)?"
+_LINE = re.compile(
+    rf"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+"
+    rf"(?P<xfer>{_NUM})\s+(?P<xunit>[KMGT]?Bytes)\s+"
+    rf"(?P<rate>{_NUM})\s+(?P<runit>[KMGT]?bits/sec)(?P<rest>.*)$"
+)
+_UDP_REST = re.compile(rf"^\s+(?P<jitter>{_NUM})\s+ms\s+(?P<lost>-?\d+)/\s*(?P<total>\d+)\s+\(")
+_TCP_E_REST = re.compile(r"^\s+\d+/\d+\s+(?P<rtry>\d+)\s+\d+K/\d+")
+_SENT = re.compile(r"^\[\s*(?P<id>\d+)\]\s+Sent\s+(?P<n>\d+)\s+datagrams")
+_ERROR = re.compile(
+    r"(?:^|\s)(?:connect|write|read|bind|listen|recv|send)\S* failed:|^iperf: error"
+)
+_RATE_UNITS = {
+    "bits/sec": "bit/s",
+    "Kbits/sec": "kbit/s",
+    "Mbits/sec": "Mbit/s",
+    "Gbits/sec": "Gbit/s",
+    "Tbits/sec": "Tbit/s",
+}
+_CSV = re.compile(r"^\d{14},[^,]*,\d+,[^,]*,\d+,-?\d+,")
+
+
+@dataclass(frozen=True)
+class _Row:
+    line: int
+    section: str  # "own" or "report" (a UDP client's Server Report)
+    stream: str  # id, or "SUM"
+    t0: float
+    t1: float
+    rate: float  # bit/s
+    jitter: float | None = None
+    lost: int | None = None
+    total: int | None = None
+    rtry: int | None = None
+
+
+def _m(metric: str, value: float, unit: str, dims: dict[str, Scalar]) -> Measurement:
+    return Measurement(tool=TOOL, metric=metric, value=value, unit=unit, dims=FrozenDims(dims))
+
+
+def _finals(rows: list[_Row]) -> dict[str, _Row]:
+    """Per stream, the line covering the whole test; ParseError when one is missing."""
+    by: dict[str, list[_Row]] = {}
+    for r in rows:
+        by.setdefault(r.stream, []).append(r)
+    out: dict[str, _Row] = {}
+    for sid, rs in by.items():
+        end = max(r.t1 for r in rs)
+        finals = [r for r in rs if r.t0 == 0 and r.t1 == end]
+        if not finals:
+            raise ParseError(
+                TOOL,
+                f"stream {sid} has no final 0-{end:g} sec line (output cut?)",
+                line=rs[-1].line,
+            )
+        out[sid] = finals[-1]
+    return out
+
+
+def _records(
+    rows: list[_Row], side: str | None, udp: bool, sent: dict[str, int]
+) -> list[Measurement]:
+    if not rows:
+        return []
+    finals = _finals(rows)
+    streams = {k: v for k, v in finals.items() if k != "SUM"}
+    base: dict[str, Scalar] = {"protocol": "udp" if udp else "tcp", "streams": max(len(streams), 1)}
+    if side:
+        base["side"] = side
+    out: list[Measurement] = []
+    total = finals.get("SUM")
+    if total is None and len(streams) == 1:
+        total = next(iter(streams.values()))
+    if total is not None:
+        out.append(_m("throughput", total.rate, "bit/s", base))
+    else:
+        out.append(_m("throughput", sum(r.rate for r in streams.values()), "bit/s", base))
+    rtry = total.rtry if total is not None and total.rtry is not None else None
+    if rtry is None and streams and all(r.rtry is not None for r in streams.values()):
+        rtry = sum(r.rtry or 0 for r in streams.values())
+    if rtry is not None:
+        out.append(_m("retransmits", float(rtry), "count", base))
+    parts = [r for r in streams.values() if r.total is not None]
+    if udp and side != "sender" and ((total is not None and total.total is not None) or parts):
+        if total is not None and total.total is not None:
+            lost, tot = total.lost or 0, total.total
+        else:
+            lost, tot = sum(r.lost or 0 for r in parts), sum(r.total or 0 for r in parts)
+        if total is not None and total.jitter is not None:
+            out.append(_m("jitter", total.jitter, "ms", base))
+        out.append(_m("lost_packets", float(lost), "count", base))
+        out.append(_m("packets", float(tot), "count", base))
+        out.append(_m("lost_percent", 100.0 * lost / tot if tot else 0.0, "%", base))
+    elif udp and sent:
+        out.append(_m("packets", float(sum(sent.values())), "count", base))
+    for sid in sorted(streams, key=int):
+        out.append(
+            _m("stream_throughput", streams[sid].rate, "bit/s", {**base, "stream": int(sid)})
+        )
+    return out
+
+
+def _rate(value: str, unit: str) -> float:
+    return float(Fraction(value) * factor(_RATE_UNITS[unit], "bit/s"))
+
+
+def _parse_text(lines: list[str]) -> list[Measurement]:
+    side: str | None = None
+    udp = False
+    section = "own"
+    rows: list[_Row] = []
+    sent: dict[str, int] = {}
+    for no, line in enumerate(lines, 1):
+        if _ERROR.search(line):
+            partial = _safe_records(rows, side, udp, sent)
+            raise ToolFailure(TOOL, line.strip(), line=no, partial=list(partial))
+        if line.startswith("Client connecting to"):
+            side = "sender"
+            udp = udp or ", UDP port" in line
+        elif line.startswith("Server listening on"):
+            side = "receiver"
+            udp = udp or " UDP port" in line
+        if "Jitter" in line and "Lost/Total" in line:
+            udp = True
+        if re.match(r"^\[\s*\d+\]\s+Server Report:", line):
+            section = "report"
+            continue
+        if m := _SENT.match(line):
+            sent[m["id"]] = int(m["n"])
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        rest = m["rest"]
+        jitter = lost = total = rtry = None
+        if u := _UDP_REST.match(rest):
+            jitter, lost, total = float(u["jitter"]), int(u["lost"]), int(u["total"])
+        elif t := _TCP_E_REST.match(rest):
+            rtry = int(t["rtry"])
+        rows.append(
+            _Row(
+                no,
+                section,
+                m["id"],
+                float(m["t0"]),
+                float(m["t1"]),
+                _rate(m["rate"], m["runit"]),
+                jitter,
+                lost,
+                total,
+                rtry,
+            )
+        )
+    own = [r for r in rows if r.section == "own"]
+    report = [r for r in rows if r.section == "report"]
+    if not rows:
+        raise ParseError(TOOL, "no report lines ([ID] interval sec transfer bandwidth)")
+    out = _records(own, side, udp, sent)
+    out += _records(report, "receiver", udp, {})
+    return out
+
+
+def _safe_records(
+    rows: list[_Row], side: str | None, udp: bool, sent: dict[str, int]
+) -> list[Measurement]:
+    try:
+        return _records([r for r in rows if r.section == "own"], side, udp, sent)
+    except ParseError:
+        return []
+
+
+def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
+    rows: list[_Row] = []
+    udp_sender = False
+    udp = False
+    for no, line in lines:
+        f = line.strip().split(",")
+        if len(f) not in (9, 14):
+            raise ParseError(
+                TOOL, f"CSV line has {len(f)} fields, expected 9 (TCP) or 14 (UDP)", line=no
+            )
+        t0, sep, t1 = f[6].partition("-")
+        try:
+            sid = "SUM" if int(f[5]) < 0 else str(int(f[5]))
+            start, end, rate = float(t0), float(t1), float(int(f[8]))
+            jitter = lost = total = None
+            if len(f) == 14:
+                udp = True
+                jitter, lost, total = float(f[9]), int(f[10]), int(f[11])
+        except ValueError:
+            raise ParseError(TOOL, "CSV line with a field that is not a number", line=no) from None
+        if not sep:
+            raise ParseError(TOOL, f"CSV interval {f[6]!r} is not START-END", line=no)
+        if total is not None and total < 0:
+            udp_sender = True  # a client's own UDP line: the receiver's counts are unknown (-1)
+            jitter = lost = total = None
+        rows.append(_Row(no, "own", sid, start, end, rate, jitter, lost, total))
+    side = ("sender" if udp_sender else "receiver") if udp else None
+    return _records(rows, side, udp, {})
+
+
+def parse(text: str) -> list[Measurement]:
+    lines = text.splitlines()
+    csv = [(no, ln) for no, ln in enumerate(lines, 1) if _CSV.match(ln)]
+    if csv:
+        for no, ln in enumerate(lines, 1):
+            if _ERROR.search(ln):
+                raise ToolFailure(TOOL, ln.strip(), line=no)
+        return _parse_csv(csv)
+    return _parse_text(lines)
+
+
+def detect(text: str) -> bool:
+    head = text[:4096]
+    if "Client connecting to" in head or "Server listening on" in head:
+        return "iperf3" not in head and "Connecting to host" not in head
+    first = head.splitlines()[0] if head.strip() else ""
+    return bool(_CSV.match(first))
+
+
+PARSER = Parser(
+    name="iperf2",
+    parse=parse,
+    description="iperf 2 text (classic and -e enhanced) and -y C CSV output",
+    detect=detect,
+)
