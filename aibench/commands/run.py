@@ -284,6 +284,15 @@ def run(args: argparse.Namespace) -> int:
         environment.setdefault(node, {}).setdefault("tools", dict(versions))
     for node, reason in ex.unreachable.items():
         environment.setdefault(node, {})["unreachable"] = reason
+    facts = [f for r in results for f in r.facts]
+    consistency: list[Any] = []
+    if facts:
+        from aibench.preflight import environment_from_facts
+        from aibench.preflight.consistency import check as consistency_check
+
+        for node, bom in environment_from_facts(facts).items():
+            environment.setdefault(node, {}).update(bom)
+        consistency = consistency_check(facts)
     from aibench import __version__
     from aibench.model import Run
 
@@ -320,7 +329,16 @@ def run(args: argparse.Namespace) -> int:
     from aibench import reports
     from aibench.thresholds import judge
 
-    run_obj = run_obj.replace(verdicts=tuple(judge(inputs.spec, run_obj)))
+    spec = inputs.spec
+    if getattr(args, "steps", None) or getattr(args, "tool", None):
+        spec, skipped = applicable(spec, inputs.suite)
+        if skipped:
+            notes.append(
+                f"{skipped} check(s) of {spec.name} not judged: their steps were not selected"
+            )
+            run_obj = run_obj.replace(notes=tuple(notes))
+    verdicts = [*judge(spec, run_obj), *consistency]
+    run_obj = run_obj.replace(verdicts=tuple(verdicts))
     store.save_run(run_obj, run_dir)
     reports.write_all(run_obj, run_dir)
     if args.history:
@@ -334,6 +352,30 @@ def run(args: argparse.Namespace) -> int:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
         return EXIT_CANNOT_RUN
     return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run_obj.verdicts) else EXIT_OK
+
+
+def applicable(spec: Any, suite: Any) -> tuple[Any, int]:
+    """The spec's checks that can apply to the (filtered) suite, and how many were dropped.
+
+    Used only when the user ran part of a suite (``aibench run fio``, ``--steps``): the
+    checks of steps that were not selected are not judged, instead of showing as MISSING.
+    A full suite run judges every check, so a missing step is MISSING there.
+    """
+    from dataclasses import replace
+
+    tools = {s.tool for s in suite.steps}
+    names = {s.name for s in suite.steps}
+    keep = []
+    for c in spec.checks:
+        if c.select is not None:
+            steps = c.select.step
+            wanted = [steps] if isinstance(steps, str) else list(steps or [])
+            ok = c.select.tool in tools and (not wanted or bool(names & set(wanted)))
+        else:
+            ok = c.fact is None or c.fact.source == "environment" or "preflight" in tools
+        if ok:
+            keep.append(c)
+    return replace(spec, checks=tuple(keep)), len(spec.checks) - len(keep)
 
 
 def _nothing_ran(results: list[Any]) -> bool:
