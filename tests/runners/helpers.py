@@ -63,7 +63,14 @@ def plan(
     return runner.invocations(step, o, group, slot or Slot())
 
 
-def suite_of(tool: str, options: Mapping[str, Any], *, name: str = "s", **step: Any) -> Suite:
+def suite_of(
+    tool: str,
+    options: Mapping[str, Any],
+    *,
+    name: str = "s",
+    workdir: Path | str = "/tmp/aibench-runner-tests",
+    **step: Any,
+) -> Suite:
     runner = RUNNERS.get(tool)
     model = StepModel(name=name, tool=tool, options=dict(options), **step)
     o = validate(runner.Options, dict(options), "suite.yaml", prefix="steps[0].options")
@@ -73,7 +80,7 @@ def suite_of(tool: str, options: Mapping[str, Any], *, name: str = "s", **step: 
         source="(test)",
         sha256="",
         spec=None,
-        settings=Settings(workdir="/tmp/aibench-runner-tests", base_port=16400),
+        settings=Settings(workdir=str(workdir), base_port=16400),
         steps=(Step(model=model, options=o),),
         raw={},
     )
