@@ -6,7 +6,8 @@
 Each sample is one matrix-vector product (a fixed 128x128 float32 matrix times the
 sample's vector, numpy) that takes at least ``--sample-us`` microseconds (busy wait),
 so the SUT's rate has a known ceiling (20,000 samples/s by default) whatever the
-machine. LoadGen writes ``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt`` into DIR. Offline sends one
+machine. LoadGen writes ``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``
+into DIR. Offline sends one
 query of ``expected_qps × min_duration × 1.1`` samples: an expected QPS below what the
 SUT really does leaves the run short of ``min_duration`` (INVALID), which the tests use
 on purpose; the default (40,000) is above the ceiling, so the run lasts at least
