@@ -518,7 +518,8 @@ def parse_tool_versions(text: str) -> list[Fact]:
                     "tool-version",
                     tool,
                     None,
-                    reason=f"{tool} {TOOLS.get(tool, '--version')}: exit {rc}: {tail or 'no output'}",
+                    reason=f"{tool} {TOOLS.get(tool, '--version')}: exit {rc}: "
+                    f"{tail or 'no output'}",
                 )
             )
     runtimes = [t for t in CONTAINER_TOOLS if t in present]

@@ -16,7 +16,7 @@ from typing import Any
 
 from aibench.inventory import Inventory
 from aibench.model import Fact, FactValue, StepResult
-from aibench.preflight import BOM_KEYS, environment_from_facts
+from aibench.preflight import BOM_KEYS, environment_from_facts, fact_key
 from aibench.suite import Suite
 
 MARK = "*"
@@ -52,10 +52,10 @@ def facts_of(results: Sequence[StepResult]) -> list[Fact]:
     return [f for r in results for f in r.facts]
 
 
-def _show(v: FactValue) -> str:
+def _show(v: FactValue, unit: str | None = None) -> str:
     if v is None:
         return "absent"
-    text = str(v)
+    text = f"{v} {unit}" if unit and unit != "count" and not isinstance(v, str) else str(v)
     return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
 
 
@@ -73,12 +73,24 @@ def _mark(values: list[str]) -> list[str]:
 def table(facts: Sequence[Fact], nodes: Sequence[str]) -> str:
     """The per-node table: one row per bill-of-materials fact, odd values marked ``*``."""
     env = environment_from_facts(facts, BOM_KEYS)
+    units = {fact_key(f): f.unit for f in facts if f.unit}
+    reasons: dict[str, dict[str, list[str]]] = {}
+    for f in facts:
+        key = fact_key(f)
+        if f.value is None and (f.source, f.name) in BOM_KEYS:
+            for n in f.nodes:
+                if env.get(n, {}).get(key, "") is None:
+                    who = reasons.setdefault(key, {}).setdefault(f.reason or "no reason given", [])
+                    if n not in who:
+                        who.append(n)
     rows: list[list[str]] = []
     for source, name in BOM_KEYS:
         key = f"{source}.{name}"
         if not any(key in env.get(n, {}) for n in nodes):
             continue
-        values = [_show(env.get(n, {}).get(key)) if key in env.get(n, {}) else "-" for n in nodes]
+        values = [
+            _show(env[n][key], units.get(key)) if key in env.get(n, {}) else "-" for n in nodes
+        ]
         cells = _mark(values) if len(nodes) > 1 else values
         rows.append([key, *cells])
     header = ["fact", *nodes]
@@ -88,5 +100,10 @@ def table(facts: Sequence[Fact], nodes: Sequence[str]) -> str:
     for r in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     if len(nodes) > 1:
-        lines.append(f"({MARK} differs from the other nodes)")
+        lines.append(f"({MARK} differs from the other nodes; - not reported)")
+    if reasons:
+        lines.append("absent:")
+        for key, by_reason in reasons.items():
+            for reason, who in by_reason.items():
+                lines.append(f"  {key}: {reason} ({', '.join(who)})")
     return "\n".join(lines)
