@@ -186,8 +186,19 @@ def verify_signature(run_dir: Path, signers: Path, identity: str | None = None) 
     exe = _ssh_keygen()
     last = ""
     for principal in candidates:
-        argv = [exe, "-Y", "verify", "-f", str(signers), "-I", principal, "-n", NAMESPACE,
-                "-s", str(sig)]
+        argv = [
+            exe,
+            "-Y",
+            "verify",
+            "-f",
+            str(signers),
+            "-I",
+            principal,
+            "-n",
+            NAMESPACE,
+            "-s",
+            str(sig),
+        ]
         with manifest.open("rb") as data:
             proc = subprocess.run(argv, stdin=data, capture_output=True, text=True, check=False)
         if proc.returncode == 0:

@@ -29,34 +29,55 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by aibench run")
-    p.add_argument("--spec", metavar="FILE", help="re-judge the stored measurements with this spec")
-    p.add_argument("--history", metavar="RUN_DIR", action="append", default=[],
-                   help="an earlier run directory for the trend plots (repeatable)")
-    p.add_argument("--sign", metavar="KEY", help="sign manifest.sha256 with this OpenSSH private key")
+    p.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="re-judge the stored measurements with this spec (file or profile name)",
+    )
+    p.add_argument(
+        "--history",
+        metavar="RUN_DIR",
+        action="append",
+        default=[],
+        help="an earlier run directory for the trend plots (repeatable)",
+    )
+    p.add_argument(
+        "--sign", metavar="KEY", help="sign manifest.sha256 with this OpenSSH private key"
+    )
 
 
 def _rejudge(run: Any, spec_path: Path) -> Any:
-    try:
-        from aibench import thresholds
+    import importlib
 
-        judge = thresholds.judge  # type: ignore[attr-defined]
-    except (ImportError, AttributeError):
+    try:
+        thresholds: Any = importlib.import_module("aibench.thresholds")
+    except ImportError:
+        thresholds = None
+    judge = getattr(thresholds, "judge", None)
+    if not callable(judge):
         raise UserError(
             "re-judging needs the thresholds engine (aibench.thresholds.judge), which is not "
             "available in this installation",
             hint="run 'aibench report RUN_DIR' without --spec to re-render the stored verdicts",
-        ) from None
-    if not spec_path.is_file():
-        raise UserError(f"{spec_path}: no such spec file")
+        )
     load = getattr(thresholds, "load_spec", None)
-    spec = load(spec_path) if callable(load) else spec_path
+    if callable(load):
+        spec = load(str(spec_path))  # a built-in profile name or a file; validated
+    elif spec_path.is_file():
+        spec = spec_path
+    else:
+        raise UserError(f"{spec_path}: no such spec file")
     verdicts = tuple(judge(spec, run))
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    digest = getattr(spec, "sha256", "") or (
+        hashlib.sha256(spec_path.read_bytes()).hexdigest() if spec_path.is_file() else ""
+    )
+    name = str(getattr(spec, "name", "") or spec_path)
     return run.replace(
         verdicts=verdicts,
-        spec=str(spec_path),
-        spec_sha256=hashlib.sha256(spec_path.read_bytes()).hexdigest(),
-        notes=(*run.notes, f"re-judged with {spec_path.name} at {when} by aibench report"),
+        spec=name,
+        spec_sha256=digest,
+        notes=(*run.notes, f"re-judged with spec {name} at {when} by aibench report"),
     )
 
 

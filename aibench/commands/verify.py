@@ -29,8 +29,11 @@ examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with manifest.sha256")
     p.add_argument("--sign", metavar="KEY", help="sign manifest.sha256 with this OpenSSH key")
-    p.add_argument("--signers", metavar="ALLOWED_SIGNERS",
-                   help="check manifest.sha256.sig against this allowed_signers file")
+    p.add_argument(
+        "--signers",
+        metavar="ALLOWED_SIGNERS",
+        help="check manifest.sha256.sig against this allowed_signers file",
+    )
     p.add_argument("--identity", metavar="ID", help="the principal that must have signed")
 
 
@@ -49,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if check.ok:
         print(f"OK: {check.checked} files match {run_dir / manifest.MANIFEST}")
     else:
-        print(f"FAILED: {len(check.changed)} changed, {len(check.missing)} missing, "
-              f"{len(check.added)} added (of {check.checked} listed)")
+        print(
+            f"FAILED: {len(check.changed)} changed, {len(check.missing)} missing, "
+            f"{len(check.added)} added (of {check.checked} listed)"
+        )
         code = EXIT_CHECKS_FAILED
     if args.signers:
         try:

@@ -34,8 +34,14 @@ SYMBOL = {
     Outcome.MISSING: "?",
     Outcome.ERROR: "‼",
 }
-ARTEFACTS = ("report.html", "junit.xml", "summary.md", "metrics.prom", "run.json",
-             "manifest.sha256")
+ARTEFACTS = (
+    "report.html",
+    "junit.xml",
+    "summary.md",
+    "metrics.prom",
+    "run.json",
+    "manifest.sha256",
+)
 
 
 def counts(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:

@@ -58,8 +58,16 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
         )
         result = section.render(si)
         c = context.counts(si.verdicts)
-        out.append({"tool": tool, "title": section.title, "out": result, "counts": c,
-                    "steps": len(si.steps), "measurements": len(si.measurements)})
+        out.append(
+            {
+                "tool": tool,
+                "title": section.title,
+                "out": result,
+                "counts": c,
+                "steps": len(si.steps),
+                "measurements": len(si.measurements),
+            }
+        )
     return out
 
 
@@ -76,8 +84,8 @@ def _history_plots(run: Run, history: Sequence[Run]) -> list[Any]:
         for v in r.verdicts:
             if v.observed is not None:
                 vals.setdefault((v.check, v.unit), []).append(v.observed)
-        for key, xs in vals.items():
-            per_check.setdefault(key, {})[r.started[:16] or r.id] = statistics.median(xs)
+        for key, samples in vals.items():
+            per_check.setdefault(key, {})[r.started[:16] or r.id] = statistics.median(samples)
     out = []
     current = {(v.check, v.unit) for v in run.verdicts}
     by_unit: dict[str, dict[str, tuple[list[str], list[float]]]] = {}
@@ -87,9 +95,13 @@ def _history_plots(run: Run, history: Sequence[Run]) -> list[Any]:
             by_unit.setdefault(unit, {})[check] = (xs, [pts[x] for x in xs])
     for unit, series in sorted(by_unit.items()):
         chunk = dict(list(series.items())[:8])
-        out.append(Plot(f"History: checks in {unit or 'plain numbers'}",
-                        plots.trend(chunk, ylabel=f"median over subjects ({unit})"),
-                        f"{len(runs)} runs, oldest first; median of each check over its subjects"))
+        out.append(
+            Plot(
+                f"History: checks in {unit or 'plain numbers'}",
+                plots.trend(chunk, ylabel=f"median over subjects ({unit})"),
+                f"{len(runs)} runs, oldest first; median of each check over its subjects",
+            )
+        )
     return out
 
 
@@ -98,8 +110,16 @@ def _failure_rows(run: Run, run_dir: Path, limit: int = 100) -> list[dict[str, A
     rows = []
     for v in context.failing(run)[:limit]:
         rel, tail = context.evidence_excerpt(run_dir, v, steps)
-        rows.append({"v": v, "log": rel, "href": _href(rel), "tail": tail,
-                     "subject": context.subject(v, 12), "observed": context.observed(v)})
+        rows.append(
+            {
+                "v": v,
+                "log": rel,
+                "href": _href(rel),
+                "tail": tail,
+                "subject": context.subject(v, 12),
+                "observed": context.observed(v),
+            }
+        )
     return rows
 
 
@@ -147,12 +167,14 @@ def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
     sections = _sections(run, history)
     for s in sections:
         s["out"] = s["out"].__class__(
-            plots=tuple(p.__class__(p.title, Markup(p.svg), p.caption) for p in s["out"].plots),
+            plots=tuple(p.__class__(p.title, Markup(p.svg), p.caption) for p in s["out"].plots),  # noqa: S704
             tables=s["out"].tables,
             notes=s["out"].notes,
         )
-    hist = [{"title": p.title, "svg": Markup(p.svg), "caption": p.caption}
-            for p in _history_plots(run, history)]
+    hist = [
+        {"title": p.title, "svg": Markup(p.svg), "caption": p.caption}  # noqa: S704
+        for p in _history_plots(run, history)
+    ]
     template = env.get_template(TEMPLATE)
     return template.render(
         run=run,

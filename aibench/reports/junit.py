@@ -26,16 +26,19 @@ def _clean(text: str) -> str:
 
 def _case(parent: ET.Element, v: Verdict, bench: str) -> None:
     name = f"{v.check} [{context.subject(v, 8)}]"
-    tc = ET.SubElement(parent, "testcase", classname=_clean(f"aibench.{bench}"),
-                       name=_clean(name), time="0")
+    tc = ET.SubElement(
+        parent, "testcase", classname=_clean(f"aibench.{bench}"), name=_clean(name), time="0"
+    )
     message = _clean(context.expected_vs_observed(v))
     detail = "\n".join(
-        x for x in (
+        x
+        for x in (
             v.description,
             f"culprits: {', '.join(v.culprits)}" if v.culprits else "",
             f"reason: {v.reason}" if v.reason else "",
             f"evidence: {', '.join(v.evidence)}" if v.evidence else "",
-        ) if x
+        )
+        if x
     )
     if v.outcome in (Outcome.FAIL, Outcome.MISSING):
         el = ET.SubElement(tc, "failure", message=message, type=v.outcome.value)
@@ -67,9 +70,13 @@ def render(run: Run) -> str:
         }
         for k in totals:
             totals[k] += c[k]
-        suite = ET.SubElement(root, "testsuite", name=_clean(bench),
-                              **{k: str(n) for k, n in c.items()}, time="0",
-                              timestamp=(run.started or "")[:19])
+        attrib = {
+            "name": _clean(bench),
+            **{k: str(n) for k, n in c.items()},
+            "time": "0",
+            "timestamp": (run.started or "")[:19],
+        }
+        suite = ET.SubElement(root, "testsuite", attrib)
         if run.generated:
             props = ET.SubElement(suite, "properties")
             ET.SubElement(props, "property", name="generated", value="true")

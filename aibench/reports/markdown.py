@@ -11,9 +11,22 @@ from aibench.model import Run
 from aibench.reports import context
 
 MAX_ROWS = 50
-_ESC = str.maketrans({"|": "\\|", "\\": "\\\\", "<": "&lt;", ">": "&gt;", "&": "&amp;",
-                      "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
-                      "\n": " ", "\r": " "})
+_ESC = str.maketrans(
+    {
+        "|": "\\|",
+        "\\": "\\\\",
+        "<": "&lt;",
+        ">": "&gt;",
+        "&": "&amp;",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "[": "\\[",
+        "]": "\\]",
+        "\n": " ",
+        "\r": " ",
+    }
+)
 
 
 def cell(text: str) -> str:
@@ -49,9 +62,20 @@ def render(run: Run) -> str:
             if v.reason:
                 why = f"{why}: {v.reason}" if why else v.reason
             lines.append(
-                "| " + " | ".join(cell(x) for x in (
-                    f"{context.SYMBOL[v.outcome]} {v.outcome.value}", v.check, v.benchmark,
-                    context.subject(v), v.expected, context.observed(v), why)) + " |"
+                "| "
+                + " | ".join(
+                    cell(x)
+                    for x in (
+                        f"{context.SYMBOL[v.outcome]} {v.outcome.value}",
+                        v.check,
+                        v.benchmark,
+                        context.subject(v),
+                        v.expected,
+                        context.observed(v),
+                        why,
+                    )
+                )
+                + " |"
             )
         if len(bad) > MAX_ROWS:
             lines.append(f"\n… and {len(bad) - MAX_ROWS} more in report.html / junit.xml")

@@ -65,8 +65,9 @@ def svg_text(fig: Any) -> str:
     text = _IDS.sub(lambda m: m.group(1) + prefix + m.group(2), text)
     # text content may hold quotes (matplotlib escapes only &, <, > there); escape them too
     # so that no planted string looks like an attribute to anyone reading the source
-    text = _TEXT.sub(lambda m: ">" + m.group(1).replace('"', "&quot;").replace("'", "&#39;")
-                     + "<", text)
+    text = _TEXT.sub(
+        lambda m: ">" + m.group(1).replace('"', "&quot;").replace("'", "&#39;") + "<", text
+    )
     text = text.replace("<svg ", '<svg role="img" ', 1)
     return text.strip()
 
@@ -99,8 +100,15 @@ def sweep(
         ax.fill_between(xs, lo, hi, color=OK, alpha=0.15, label=band_label or "min–max")
     for label, (xs, ys) in series.items():
         bad = label in highlight
-        ax.plot(xs, ys, marker="o" if bad else ".", markersize=4, linewidth=1.4,
-                color=BAD if bad else None, label=label + (" (failing)" if bad else ""))
+        ax.plot(
+            xs,
+            ys,
+            marker="o" if bad else ".",
+            markersize=4,
+            linewidth=1.4,
+            color=BAD if bad else None,
+            label=label + (" (failing)" if bad else ""),
+        )
     _bound_lines(ax, bounds)
     ax.set_xscale("log", base=2)
     from matplotlib.ticker import FuncFormatter, LogLocator
@@ -113,8 +121,13 @@ def sweep(
         ax.set_title(title)
     handles, _ = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  ncol=2 if len(handles) > 14 else 1, frameon=False)
+        ax.legend(
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            ncol=2 if len(handles) > 14 else 1,
+            frameon=False,
+        )
     return svg_text(fig)
 
 
@@ -148,8 +161,7 @@ def heatmap(
     data = np.array(matrix, dtype=float)
     masked = np.ma.masked_invalid(data)
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#eeeeee")
-    im = ax.imshow(masked, cmap=cmap, interpolation="nearest", aspect="equal",
-                   rasterized=n > 48)
+    im = ax.imshow(masked, cmap=cmap, interpolation="nearest", aspect="equal", rasterized=n > 48)
     ax.grid(False)
     step = max(1, math.ceil(n / 48))
     ticks = list(range(0, n, step))
@@ -179,41 +191,95 @@ def bars(
     title: str = "",
     ylabel: str = "",
 ) -> str:
-    """One bar per node (or run) with the bound lines; failing bars red and hatched."""
+    """One bar per node (or run) with the bound lines; failing bars red and hatched.
+
+    Beyond :data:`MAX_BARS` items one bar each would hide a bad node in a hairline, so the
+    values are drawn sorted, worst first, with the failing ones marked and named.
+    """
+    if len(labels) > MAX_BARS:
+        return _sorted_profile(
+            labels, values, unit=unit, bounds=bounds, bad=bad, title=title, ylabel=ylabel
+        )
     plt = _plt()
     n = len(labels)
     fig, ax = plt.subplots(figsize=(min(14.0, max(4.0, 1.5 + n * 0.22)), 3.4))
     badset = set(bad)
     colors = [BAD if lab in badset else OK for lab in labels]
-    hatches = ["//" if lab in badset else "" for lab in labels]
-    width = 0.8 if n <= 200 else 1.0
-    rects = ax.bar(range(n), values, color=colors, width=width, rasterized=n > 200,
-                   linewidth=0)
-    for rect, h in zip(rects, hatches, strict=True):
-        if h:
-            rect.set_hatch(h)
+    rects = ax.bar(range(n), values, color=colors, width=0.8, linewidth=0)
+    for rect, lab in zip(rects, labels, strict=True):
+        if lab in badset:
+            rect.set_hatch("//")
             rect.set_edgecolor("black")
     _bound_lines(ax, bounds)
+    ax.set_xticks(range(n))
     if n <= 6 and max(len(lab) for lab in labels) <= 40:
-        ax.set_xticks(range(n))
         ax.set_xticklabels(labels, fontsize=7)
-    elif n <= 40:
-        ax.set_xticks(range(n))
-        ax.set_xticklabels(labels, rotation=90, fontsize=6 if n > 16 else 7)
     else:
-        step = math.ceil(n / 32)
-        ax.set_xticks(range(0, n, step))
-        ax.set_xticklabels([labels[i] for i in range(0, n, step)], rotation=90, fontsize=5)
-        for i, lab in enumerate(labels):
-            if lab in badset:
-                ax.annotate(lab, (i, values[i]), textcoords="offset points", xytext=(0, 4),
-                            ha="center", fontsize=6, color=BAD)
+        ax.set_xticklabels(labels, rotation=90, fontsize=6 if n > 16 else 7)
     ax.set_ylabel(ylabel or unit)
     ax.grid(axis="x", visible=False)
     if title:
         ax.set_title(title)
     if bounds:
-        ax.legend(fontsize=7, frameon=False, loc="lower right")
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return svg_text(fig)
+
+
+MAX_BARS = 64
+MAX_NAMED = 12
+
+
+def _sorted_profile(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    unit: str,
+    bounds: Sequence[tuple[str, float]],
+    bad: Sequence[str],
+    title: str,
+    ylabel: str,
+) -> str:
+    plt = _plt()
+    n = len(labels)
+    order = sorted(range(n), key=lambda i: values[i])
+    ys = [values[i] for i in order]
+    fig, ax = plt.subplots(figsize=(10.0, 3.6))
+    ax.plot(
+        range(n), ys, color=OK, linewidth=1.5, drawstyle="steps-mid", label=f"{n} nodes, sorted"
+    )
+    badset = set(bad)
+    marked = [(pos, i) for pos, i in enumerate(order) if labels[i] in badset]
+    if marked:
+        ax.plot(
+            [p for p, _ in marked],
+            [values[i] for _, i in marked],
+            "X",
+            color=BAD,
+            markersize=7,
+            markeredgecolor="black",
+            label=f"FAIL or WARN ({len(marked)})",
+        )
+    for k, (pos, i) in enumerate(marked[:MAX_NAMED]):
+        ax.annotate(
+            labels[i],
+            (pos, values[i]),
+            textcoords="offset points",
+            xytext=(8, -10 - 9 * k),
+            fontsize=7,
+            color=BAD,
+            arrowprops={"arrowstyle": "-", "color": BAD, "linewidth": 0.6},
+        )
+    _bound_lines(ax, bounds)
+    lo = min(min(ys), *(b for _, b in bounds)) if bounds else min(ys)
+    hi = max(max(ys), *(b for _, b in bounds)) if bounds else max(ys)
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.set_xlim(-1, n)
+    ax.set_xlabel("nodes sorted by value, worst first (the y axis does not start at 0)")
+    ax.set_ylabel(ylabel or unit)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
     return svg_text(fig)
 
 

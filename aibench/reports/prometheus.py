@@ -19,10 +19,10 @@ Repeated samples with identical labels get a ``repeat`` label so no series is du
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from collections.abc import Mapping
+from datetime import datetime
 
-from aibench.model import Outcome, Run
+from aibench.model import Run
 from aibench.reports import context
 
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
@@ -82,15 +82,16 @@ def render(run: Run) -> str:
     seen: set[str] = set()
     observed: list[str] = []
     for v in run.verdicts:
-        lab = {"check": v.check, "benchmark": v.benchmark, "subject": ",".join(v.subject)}
-        key = labels(lab)
+        vlab = {"check": v.check, "benchmark": v.benchmark, "subject": ",".join(v.subject)}
+        key = labels(vlab)
         if key in seen:
             continue
         seen.add(key)
-        out.append(f"aibench_check_outcome{labels({**lab, 'outcome': v.outcome.value})} 1")
+        out.append(f"aibench_check_outcome{labels({**vlab, 'outcome': v.outcome.value})} 1")
         if v.observed is not None:
-            observed.append(f"aibench_check_observed{labels({**lab, 'unit': v.unit})} "
-                            f"{_num(v.observed)}")
+            observed.append(
+                f"aibench_check_observed{labels({**vlab, 'unit': v.unit})} {_num(v.observed)}"
+            )
     if observed:
         header("aibench_check_observed", "The value a check observed, in its unit.")
         out += observed
@@ -118,5 +119,4 @@ def render(run: Run) -> str:
             else:
                 used[key] = 0
             out.append(f"aibench_measurement{key} {_num(m.value)}")
-    _ = Outcome
     return "\n".join(out) + "\n"

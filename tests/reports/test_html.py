@@ -17,8 +17,15 @@ from tests.reports.gen import make_run, write_run
 
 def test_sections_appear_in_the_contracted_order(rendered):
     html = rendered.html
-    marks = ['id="verdict"', 'id="signoff"', 'id="failures"', 'id="checks"', 'id="sec-1"',
-             'id="environment"', 'id="logs"']
+    marks = [
+        'id="verdict"',
+        'id="signoff"',
+        'id="failures"',
+        'id="checks"',
+        'id="sec-1"',
+        'id="environment"',
+        'id="logs"',
+    ]
     pos = [html.index(m) for m in marks]
     assert pos == sorted(pos)
 
@@ -29,14 +36,24 @@ def test_banner_answers_which_check_node_and_link(rendered):
     assert '<span class="sym" aria-hidden="true">✖</span> FAIL</div>' in head
     assert f"FAIL fio-seq-read-bw: {rendered.gen.bad_node}</li>" in head
     assert f"FAIL iperf3-tcp-bw: {a}&lt;-&gt;{b}</li>" in head
-    assert "ERROR <b>1</b>" in head and "MISSING <b>1</b>" in head and "WAIVED <b>1</b>" in head
+    assert "ERROR <b>1</b>" in head
+    assert "MISSING <b>1</b>" in head
+    assert "WAIVED <b>1</b>" in head
     assert "GENERATED DATA" in rendered.html.split('id="failures"')[0]
 
 
 def test_signoff_block(rendered):
     block = rendered.html.split('id="signoff"')[1].split('id="failures"')[0]
-    for text in ("acme-h100-pod", "Example Integrator", "Example Research Lab", "h100-ndr",
-                 "ab" * 32, "acceptance", "20261202-101500-acceptance", "Signature"):
+    for text in (
+        "acme-h100-pod",
+        "Example Integrator",
+        "Example Research Lab",
+        "h100-ndr",
+        "ab" * 32,
+        "acceptance",
+        "20261202-101500-acceptance",
+        "Signature",
+    ):
         assert text in block
     import hashlib
 
@@ -47,8 +64,10 @@ def test_signoff_block(rendered):
 def test_failures_show_expected_observed_culprits_and_log_tail(rendered):
     block = rendered.html.split('id="failures"')[1].split('id="checks"')[0]
     assert block.count('<article class="failure') == sum(
-        v.outcome.failing for v in rendered.gen.run.verdicts)
-    assert "3100.0 MB/s" in block and "&gt;= 5000 MB/s" in block
+        v.outcome.failing for v in rendered.gen.run.verdicts
+    )
+    assert "3100.0 MB/s" in block
+    assert "&gt;= 5000 MB/s" in block
     assert "READ: bw=3100MB/s" in block  # from the raw log of the evidence step
     assert "RuntimeError: CUDA error: out of memory" in block  # the failed step's log
     assert 'href="logs/fio-seqread_gpu0003_r0.stdout"' in block
@@ -57,13 +76,20 @@ def test_failures_show_expected_observed_culprits_and_log_tail(rendered):
 def test_checks_table_lists_every_verdict(rendered):
     rows = re.findall(r'<tr data-outcome="([A-Z]+)"', rendered.html)
     assert len(rows) == len(rendered.gen.run.verdicts)
-    assert rows[0] == "FAIL" and rows[-1] == "PASS"  # failing first
+    assert rows[0] == "FAIL"
+    assert rows[-1] == "PASS"
 
 
 def test_every_benchmark_has_a_section_with_a_plot(rendered):
     html = rendered.html
-    for title in ("fio (storage)", "iperf3 (TCP/UDP bandwidth)", "perftest (RDMA",
-                  "NCCL tests", "MLPerf Training", "Preflight"):
+    for title in (
+        "fio (storage)",
+        "iperf3 (TCP/UDP bandwidth)",
+        "perftest (RDMA",
+        "NCCL tests",
+        "MLPerf Training",
+        "Preflight",
+    ):
         assert f"<h2>{title}" in html
     for tool in ("fio", "iperf3", "perftest", "nccl-tests", "mlperf-training"):
         sec = html.split(f"<h2>{_title(html, tool)}")[1].split("</section>")[0]
@@ -95,8 +121,11 @@ def test_appendix_links_every_raw_log_relatively(rendered):
 
 def test_self_contained_no_urls_and_valid_svg(rendered):
     html = rendered.html
-    assert "http://" not in html and "https://" not in html and "//" not in re.sub(
-        r"<script>.*?</script>|<style>.*?</style>", "", html, flags=re.S).replace("<!--", "")
+    assert "http://" not in html
+    assert "https://" not in html
+    assert "//" not in re.sub(
+        r"<script>.*?</script>|<style>.*?</style>", "", html, flags=re.S
+    ).replace("<!--", "")
     assert not re.search(r'\s(?:src|href)="(?!#|logs/|data:)', html)
     svgs = re.findall(r"<svg\b.*?</svg>", html, re.S)
     assert len(svgs) >= 8
@@ -106,7 +135,8 @@ def test_self_contained_no_urls_and_valid_svg(rendered):
         assert not [e for e in root.iter() if e.tag in ("script", "foreignObject")]
         ids += [e.get("id") for e in root.iter() if e.get("id")]
     assert len(ids) == len(set(ids)), "element ids collide between plots"
-    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert "Content-Security-Policy" in html
+    assert "default-src 'none'" in html
 
 
 def test_hostile_values_are_escaped_everywhere(hostile):
@@ -118,55 +148,89 @@ def test_hostile_values_are_escaped_everywhere(hostile):
     for svg in re.findall(r"<svg\b.*?</svg>", html, re.S):
         ET.fromstring(svg.replace("xlink:href", "href"))  # still well-formed
     md = hostile.files["summary.md"].read_text()
-    assert "<script>" not in md and "<img" not in md
+    assert "<script>" not in md
+    assert "<img" not in md
 
 
 def test_log_paths_outside_the_run_dir_are_neither_read_nor_linked(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-LINE\n")
-    step = StepResult("s/n1/r0", "s", "fio", ("n1",), 0, "failed",
-                      stdout_path="../secret.txt", stderr_path=str(secret))
+    step = StepResult(
+        "s/n1/r0",
+        "s",
+        "fio",
+        ("n1",),
+        0,
+        "failed",
+        stdout_path="../secret.txt",
+        stderr_path=str(secret),
+    )
     v = Verdict("c", Outcome.ERROR, ("n1",), evidence=("s/n1/r0",), benchmark="fio")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    html = html_report.render(Run(id="r", suite="s", spec="p", steps=(step,), verdicts=(v,)),
-                              run_dir)
+    html = html_report.render(
+        Run(id="r", suite="s", spec="p", steps=(step,), verdicts=(v,)), run_dir
+    )
     assert "TOP-SECRET-LINE" not in html
-    assert "secret.txt\"" not in html
+    assert 'secret.txt"' not in html
 
 
 def test_unknown_tool_gets_the_generic_section(tmp_path):
-    ms = tuple(Measurement("stream", "triad", 100.0 + i, "GB/s", nodes=(f"n{i}",))
-               for i in range(3))
-    steps = tuple(StepResult(f"stream/n{i}/r0", "stream", "stream", (f"n{i}",), 0, "ok",
-                             measurements=(ms[i],)) for i in range(3))
-    run = Run(id="r", suite="s", spec="p", steps=steps,
-              verdicts=(Verdict("triad", Outcome.PASS, benchmark="stream"),))
+    ms = tuple(
+        Measurement("stream", "triad", 100.0 + i, "GB/s", nodes=(f"n{i}",)) for i in range(3)
+    )
+    steps = tuple(
+        StepResult(
+            f"stream/n{i}/r0", "stream", "stream", (f"n{i}",), 0, "ok", measurements=(ms[i],)
+        )
+        for i in range(3)
+    )
+    run = Run(
+        id="r",
+        suite="s",
+        spec="p",
+        steps=steps,
+        verdicts=(Verdict("triad", Outcome.PASS, benchmark="stream"),),
+    )
     html = html_report.render(run, tmp_path)
     sec = html.split("<h2>stream")[1].split("</section>")[0]
-    assert "triad" in sec and "102" in sec and "<svg" in sec
+    assert "triad" in sec
+    assert "102" in sec
+    assert "<svg" in sec
 
 
 def test_empty_run_says_it_proves_nothing(tmp_path):
     html = html_report.render(Run(id="r", suite="s", spec="p"), tmp_path)
-    assert "MISSING" in html and "this run proves nothing" in html
+    assert "MISSING" in html
+    assert "this run proves nothing" in html
 
 
 def test_duplicate_section_names_are_refused():
     with pytest.raises(DuplicateNameError):
         SECTIONS.add(Section("fio", "again", lambda si: SectionOutput()), "test")
-    assert {"fio", "iperf3", "iperf2", "perftest", "nccl-tests", "mlperf-training",
-            "mlperf-inference", "preflight"} <= set(SECTIONS.names())
+    assert {
+        "fio",
+        "iperf3",
+        "iperf2",
+        "perftest",
+        "nccl-tests",
+        "mlperf-training",
+        "mlperf-inference",
+        "preflight",
+    } <= set(SECTIONS.names())
 
 
 def test_history_draws_trend_lines(tmp_path):
-    old = [make_run(4, seed=s).run.replace(id=f"old{s}", started=f"2026-11-2{s}T10:00:00Z")
-           for s in (1, 2)]
+    old = [
+        make_run(4, seed=s).run.replace(id=f"old{s}", started=f"2026-11-2{s}T10:00:00Z")
+        for s in (1, 2)
+    ]
     gen = make_run(4)
     write_run(gen, tmp_path)
     html = html_report.render(gen.run, tmp_path, history=old)
     hist = html.split('id="history"')[1].split("</section>")[0]
-    assert hist.count("<svg") >= 2 and "3 runs" in hist
+    assert hist.count("<svg") >= 2
+    assert "3 runs" in hist
 
 
 def test_large_run_aggregates_the_heatmap_and_stays_small(tmp_path):
@@ -176,4 +240,4 @@ def test_large_run_aggregates_the_heatmap_and_stays_small(tmp_path):
     html = files["report.html"].read_text()
     assert "pairwise matrix (aggregated by group: worst link between groups)" in html
     assert files["report.html"].stat().st_size < 5_000_000
-    assert len(re.findall(r'<tr data-outcome=', html)) == len(gen.run.verdicts)
+    assert len(re.findall(r"<tr data-outcome=", html)) == len(gen.run.verdicts)

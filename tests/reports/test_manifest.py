@@ -5,34 +5,46 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from aibench import manifest
 from aibench.cli import main
+from aibench.model import Run
 from aibench.reports import write_all
 from tests.reports.gen import make_run, write_run
 
 needs_ssh_keygen = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen")
 
 
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def rendered4(tmp_path_factory: pytest.TempPathFactory) -> Path:
     gen = make_run(4)
-    d = tmp_path / "run"
+    d = tmp_path_factory.mktemp("r4") / "run"
     write_run(gen, d)
     write_all(gen.run, d)
     return d
 
 
+@pytest.fixture
+def run_dir(rendered4: Path, tmp_path: Path) -> Path:
+    d = tmp_path / "run"
+    shutil.copytree(rendered4, d)
+    return d
+
+
 def _keys(tmp_path: Path, name: str, principal: str) -> tuple[Path, Path]:
     key = tmp_path / name
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", principal, "-f", str(key)],
-                   check=True, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", principal, "-f", str(key)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
     signers = tmp_path / f"{name}.allowed"
     pub = (tmp_path / f"{name}.pub").read_text().split()
-    signers.write_text(f"{principal} namespaces=\"aibench-manifest\" {pub[0]} {pub[1]}\n")
+    signers.write_text(f'{principal} namespaces="aibench-manifest" {pub[0]} {pub[1]}\n')
     return key, signers
 
 
@@ -44,8 +56,12 @@ def test_manifest_is_sha256sum_format_sorted_and_complete(run_dir):
     assert manifest.MANIFEST not in rels
     assert any(r.startswith("logs/") for r in rels)
     if shutil.which("sha256sum"):
-        proc = subprocess.run(["sha256sum", "--check", "--quiet", manifest.MANIFEST], cwd=run_dir,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["sha256sum", "--check", "--quiet", manifest.MANIFEST],
+            cwd=run_dir,
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -89,8 +105,12 @@ def test_signature_good_then_tampered_then_wrong_key(run_dir, tmp_path, capsys):
     other, other_signers = _keys(tmp_path, "mallory", "vendor@example.com")
     assert main(["verify", str(run_dir), "--sign", str(key)]) == 0
     assert (run_dir / manifest.SIGNATURE).is_file()
-    assert main(["verify", str(run_dir), "--signers", str(signers),
-                 "--identity", "vendor@example.com"]) == 0
+    assert (
+        main(
+            ["verify", str(run_dir), "--signers", str(signers), "--identity", "vendor@example.com"]
+        )
+        == 0
+    )
     assert "good signature by vendor@example.com" in capsys.readouterr().out
     # a key that is not in allowed_signers is refused
     assert main(["verify", str(run_dir), "--signers", str(other_signers)]) == 1
@@ -102,7 +122,8 @@ def test_signature_good_then_tampered_then_wrong_key(run_dir, tmp_path, capsys):
     (run_dir / manifest.SIGNATURE).write_bytes(sig)
     assert main(["verify", str(run_dir), "--signers", str(signers)]) == 1
     out = capsys.readouterr().out
-    assert "OK:" in out and "BAD SIGNATURE" in out
+    assert "OK:" in out
+    assert "BAD SIGNATURE" in out
     with pytest.raises(manifest.SignatureError):
         manifest.verify_signature(run_dir, signers)
     _ = other
@@ -135,14 +156,27 @@ def test_report_command_bad_arguments(tmp_path, capsys):
     assert "run.json" in capsys.readouterr().err
 
 
-def test_report_with_spec_needs_the_engine_or_judges(run_dir, tmp_path, capsys):
-    spec = tmp_path / "spec.yaml"
-    spec.write_text("checks: []\n")
+def test_report_with_spec_rejudges_or_says_the_engine_is_missing(run_dir, tmp_path, capsys):
     try:
-        from aibench.thresholds import judge  # noqa: F401
+        from aibench.thresholds import judge, load_spec
     except ImportError:
-        assert main(["report", str(run_dir), "--spec", str(spec)]) == 2
+        assert main(["report", str(run_dir), "--spec", "default"]) == 2
         assert "thresholds engine" in capsys.readouterr().err
-    else:
-        assert main(["report", str(run_dir), "--spec", str(spec)]) in (0, 1)
-        assert main(["verify", str(run_dir)]) == 0
+        return
+    spec = load_spec("default")
+    expected = judge(spec, Run.from_dict(json.loads((run_dir / "run.json").read_text())))
+    code = main(["report", str(run_dir), "--spec", "default"])
+    stored = Run.from_dict(json.loads((run_dir / "run.json").read_text()))
+    assert code == (1 if stored.outcome.failing else 0)
+    assert len(stored.verdicts) == len(expected)
+    assert stored.spec_sha256 == spec.sha256
+    assert "re-judged with spec" in stored.notes[-1]
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    assert int(root.get("tests")) == len(expected)
+    assert main(["verify", str(run_dir)]) == 0  # the manifest covers the new run.json
+
+
+def test_report_with_a_bad_spec_is_a_usage_error(run_dir, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("this: [is not a spec\n")
+    assert main(["report", str(run_dir), "--spec", str(spec)]) == 2

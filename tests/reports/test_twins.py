@@ -41,10 +41,7 @@ def test_junit_counts_match_verdicts(rendered):
 def test_junit_failure_message_names_expected_and_observed(rendered):
     root = ET.parse(rendered.files["junit.xml"]).getroot()
     bad = rendered.gen.bad_node
-    case = next(
-        tc for tc in root.iter("testcase")
-        if tc.get("name") == f"fio-seq-read-bw [{bad}]"
-    )
+    case = next(tc for tc in root.iter("testcase") if tc.get("name") == f"fio-seq-read-bw [{bad}]")
     assert case.get("classname") == "aibench.fio"
     failure = case.find("failure")
     assert failure is not None
@@ -53,8 +50,15 @@ def test_junit_failure_message_names_expected_and_observed(rendered):
 
 
 def test_junit_survives_control_characters_and_markup():
-    v = Verdict("c\x01<&>\"", Outcome.FAIL, ("n1",), expected="<5", observed=1.0, unit="s",
-                reason="bad\x00 ]]> text")
+    v = Verdict(
+        'c\x01<&>"',
+        Outcome.FAIL,
+        ("n1",),
+        expected="<5",
+        observed=1.0,
+        unit="s",
+        reason="bad\x00 ]]> text",
+    )
     text = junit.render(Run(id="r", suite="s", spec="p", verdicts=(v,)))
     root = ET.fromstring(text.encode())
     tc = root.find("./testsuite/testcase")
@@ -67,11 +71,17 @@ def test_markdown_headline_counts_and_failing_table(rendered):
     md = rendered.files["summary.md"].read_text()
     run = rendered.gen.run
     assert md.splitlines()[0] == "## ✖ aibench acceptance: **FAIL**"
-    assert "FAIL **5**" in md and "PASS **" in md
-    rows = [line for line in md.splitlines() if line.startswith("| ") and "FAIL" in line
-            or line.startswith("| ") and ("ERROR" in line or "MISSING" in line)]
+    assert "FAIL **5**" in md
+    assert "PASS **" in md
+    rows = [
+        line
+        for line in md.splitlines()
+        if (line.startswith("| ") and "FAIL" in line)
+        or (line.startswith("| ") and ("ERROR" in line or "MISSING" in line))
+    ]
     assert len(rows) == sum(v.outcome.failing for v in run.verdicts)
-    assert "`junit.xml`" in md and "`report.html`" in md
+    assert "`junit.xml`" in md
+    assert "`report.html`" in md
     assert "GENERATED DATA" in md
 
 
@@ -80,14 +90,15 @@ def test_markdown_cells_cannot_break_the_table():
     md = markdown.render(Run(id="r", suite="s", spec="p", verdicts=(v,)))
     row = next(line for line in md.splitlines() if line.startswith("| ✖"))
     assert row.count(" | ") == 6  # seven cells, none split by the pipes in the data
-    assert "<script>" not in md and "a\\|b" in md
+    assert "<script>" not in md
+    assert "a\\|b" in md
 
 
 _LINE = re.compile(
-    r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)'
+    r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)"
     r'(?:\{(?P<labels>(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
     r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*)?)\})?'
-    r' (?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|Inf|NaN))$'
+    r" (?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|Inf|NaN))$"
 )
 
 
@@ -115,15 +126,24 @@ def test_prometheus_format_and_content(rendered):
     assert text.endswith("\n")
     samples = _parse_prom(text)
     names = {s[0] for s in samples}
-    assert {"aibench_run_timestamp_seconds", "aibench_check_outcome", "aibench_measurement",
-            "aibench_checks", "aibench_run_outcome"} <= names
+    assert {
+        "aibench_run_timestamp_seconds",
+        "aibench_check_outcome",
+        "aibench_measurement",
+        "aibench_checks",
+        "aibench_run_outcome",
+    } <= names
     run = rendered.gen.run
     assert sum(1 for s in samples if s[0] == "aibench_measurement") == len(run.measurements)
     a, b = rendered.gen.bad_link
-    assert f'aibench_measurement{{tool="iperf3",metric="bw",unit="Gbit/s",pair="{a},{b}",' \
+    assert (
+        f'aibench_measurement{{tool="iperf3",metric="bw",unit="Gbit/s",pair="{a},{b}",'
         'direction="send",streams="8"} 31.5' in text
-    assert 'aibench_run_timestamp_seconds{suite="acceptance",run="20261202-101500-acceptance"} ' \
+    )
+    assert (
+        'aibench_run_timestamp_seconds{suite="acceptance",run="20261202-101500-acceptance"} '
         "1796211730.0" in text
+    )
 
 
 def test_prometheus_escapes_label_values(hostile):

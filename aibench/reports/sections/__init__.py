@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aibench import units
-from aibench.model import Measurement, Run, StepResult, Verdict
+from aibench.model import Measurement, Outcome, Run, StepResult, Verdict
 from aibench.registry import Registry
 from aibench.reports import context, plots
 
@@ -99,10 +99,10 @@ def lower_bounds(verdicts: Sequence[Verdict], unit: str) -> list[tuple[str, floa
     return [(label, val) for val, label in sorted(seen.items())][:4]
 
 
-def failing_nodes(verdicts: Sequence[Verdict]) -> set[str]:
+def failing_nodes(verdicts: Sequence[Verdict], warn: bool = False) -> set[str]:
     out: set[str] = set()
     for v in verdicts:
-        if v.outcome.failing:
+        if v.outcome.failing or (warn and v.outcome is Outcome.WARN):
             out.update(v.culprits or v.subject)
     return out
 
@@ -134,14 +134,21 @@ def node_bars(
     names = sorted(per)
     values = [min(per[n]) if pairs else statistics.median(per[n]) for n in names]
     mine = [v for v in verdicts if v.unit == unit or convert(1.0, v.unit, unit) is not None]
-    bad = failing_nodes(mine)
+    bad = failing_nodes(mine, warn=True)
     bad_nodes = [n for n in names if n in bad or any(n in b.split("<->") for b in bad)]
     how = "worst link per node" if pairs else "median per node"
+    marking = "hatched and red" if len(names) <= plots.MAX_BARS else "marked and named"
     return Plot(
         f"{label} per node",
-        plots.bars(names, values, unit=unit, bounds=lower_bounds(mine, unit), bad=bad_nodes,
-                   ylabel=f"{label} ({unit})"),
-        f"{how}; failing nodes hatched and red; dashed lines are the spec bounds",
+        plots.bars(
+            names,
+            values,
+            unit=unit,
+            bounds=lower_bounds(mine, unit),
+            bad=bad_nodes,
+            ylabel=f"{label} ({unit})",
+        ),
+        f"{how}; nodes with a FAIL or WARN {marking}; dashed lines are the spec bounds",
     )
 
 
@@ -168,8 +175,9 @@ def pair_heatmap(
     for v in verdicts:
         if v.outcome.failing and len(v.subject) == 2 and all(s in key for s in v.subject):
             marks.append((idx[key[v.subject[0]]], idx[key[v.subject[1]]]))
-    svg = plots.heatmap(labels, matrix, unit=unit, marks=sorted(set(marks)),
-                        axis_label="group" if agg else "node")
+    svg = plots.heatmap(
+        labels, matrix, unit=unit, marks=sorted(set(marks)), axis_label="group" if agg else "node"
+    )
     return Plot(
         f"{label}: pairwise matrix{agg}",
         svg,

@@ -25,10 +25,19 @@ def render(si: SectionInput) -> SectionOutput:
         if p:
             out_plots.append(p)
         vals = [m.value for m in ms]
-        rows.append((label, unit, str(len(vals)), context.fmt_number(min(vals)),
-                     context.fmt_number(statistics.median(vals)), context.fmt_number(max(vals))))
-    table = Table("Summary over nodes", ("series", "unit", "n", "min", "median", "max"),
-                  tuple(rows))
+        rows.append(
+            (
+                label,
+                unit,
+                str(len(vals)),
+                context.fmt_number(min(vals)),
+                context.fmt_number(statistics.median(vals)),
+                context.fmt_number(max(vals)),
+            )
+        )
+    table = Table(
+        "Summary over nodes", ("series", "unit", "n", "min", "median", "max"), tuple(rows)
+    )
     return SectionOutput(plots=tuple(out_plots), tables=(table,))
 
 

@@ -34,11 +34,20 @@ def training(si: SectionInput) -> SectionOutput:
     out_plots: list[Plot] = []
     rows = []
     for (label, unit), pts in sorted(_per_run(si, "time_to_train").items()):
-        svg = plots.bars([p[0] for p in pts], [p[1] for p in pts], unit=unit,
-                         bounds=lower_bounds(list(si.verdicts), unit),
-                         ylabel=f"time to train ({unit})")
-        out_plots.append(Plot(f"{label}: time to train per run", svg,
-                              "lower is better; dashed line: the spec's bound"))
+        svg = plots.bars(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            unit=unit,
+            bounds=lower_bounds(list(si.verdicts), unit),
+            ylabel=f"time to train ({unit})",
+        )
+        out_plots.append(
+            Plot(
+                f"{label}: time to train per run",
+                svg,
+                "lower is better; dashed line: the spec's bound",
+            )
+        )
         rows += [(label, run, context.fmt_number(v), unit) for run, v in pts]
     tables = [Table("Time to train", ("benchmark", "run", "value", "unit"), tuple(rows))]
     rest = [m for m in si.measurements if m.metric != "time_to_train"]
@@ -51,8 +60,12 @@ def inference(si: SectionInput) -> SectionOutput:
     out_plots: list[Plot] = []
     for (label, unit), ms in sorted(by_series(si.measurements).items()):
         if len(ms) > 1:
-            svg = plots.bars([f"{m.step} r{m.repeat}" for m in ms], [m.value for m in ms],
-                             unit=unit, bounds=lower_bounds(list(si.verdicts), unit))
+            svg = plots.bars(
+                [f"{m.step} r{m.repeat}" for m in ms],
+                [m.value for m in ms],
+                unit=unit,
+                bounds=lower_bounds(list(si.verdicts), unit),
+            )
             out_plots.append(Plot(label, svg))
     return SectionOutput(plots=tuple(out_plots), tables=(measurement_table(si.measurements),))
 

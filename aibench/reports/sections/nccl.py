@@ -62,22 +62,55 @@ def render(si: SectionInput) -> SectionOutput:
                 hi.append(max(vals))
             band = (xs, lo, hi)
             series = {p: s for p, s in series.items() if p not in singles or p in bad}
-        svg = plots.sweep(series, bounds=lower_bounds(list(si.verdicts), unit),
-                          band=band, band_label=f"{len(curves) - len(series) + len(failing)} "
-                          "single-node placements (min–max)", highlight=failing,
-                          ylabel=f"{metric} ({unit})", title=op or metric)
-        out_plots.append(Plot(f"{op or metric}: {metric} vs message size", svg,
-                              "dashed lines: the spec's bounds; red: failing placement"))
+        svg = plots.sweep(
+            series,
+            bounds=lower_bounds(list(si.verdicts), unit),
+            band=band,
+            band_label=f"{len(curves) - len(series) + len(failing)} "
+            "single-node placements (min–max)",
+            highlight=failing,
+            ylabel=f"{metric} ({unit})",
+            title=op or metric,
+        )
+        out_plots.append(
+            Plot(
+                f"{op or metric}: {metric} vs message size",
+                svg,
+                "dashed lines: the spec's bounds; red: failing placement",
+            )
+        )
         for p, c in sorted(curves.items()):
             top = max(c)
-            rows.append((op, p, context.fmt_bytes(top), context.fmt_number(max(c[top])), unit,
-                         "failing" if p in bad else ""))
-    heat = pair_heatmap(si.run, metric, ms[0].unit, [m for m in ms if m.dims.get("size_bytes")
-                        == max(x.dims["size_bytes"] for x in ms)], si.verdicts) if ms else None
+            rows.append(
+                (
+                    op,
+                    p,
+                    context.fmt_bytes(top),
+                    context.fmt_number(max(c[top])),
+                    unit,
+                    "failing" if p in bad else "",
+                )
+            )
+    heat = (
+        pair_heatmap(
+            si.run,
+            metric,
+            ms[0].unit,
+            [m for m in ms if m.dims.get("size_bytes") == max(x.dims["size_bytes"] for x in ms)],
+            si.verdicts,
+        )
+        if ms
+        else None
+    )
     if heat:
         out_plots.append(heat)
-    tables = [Table("Largest message size per placement",
-                    ("op", "placement", "size (bytes)", metric, "unit", "note"), tuple(rows))]
+    tables = [
+        Table(
+            "Largest message size per placement",
+            ("op", "placement", "size (bytes)", metric, "unit", "note"),
+            tuple(rows),
+        )
+    ]
     rest = [m for m in si.measurements if m not in ms]
     if rest:
         tables.append(measurement_table(rest, "Other NCCL measurements"))

@@ -43,10 +43,16 @@ def render(si: SectionInput) -> SectionOutput:
                 out_plots.append(bars)
         worst = sorted((m for m in ms if len(m.nodes) == 2), key=lambda m: m.value)[:WORST]
         if worst:
-            tables.append(Table(f"{label}: the {len(worst)} slowest links",
-                                ("link", "value", "unit", "step"),
-                                tuple((" ↔ ".join(m.nodes), context.fmt_number(m.value), unit,
-                                       m.step) for m in worst)))
+            tables.append(
+                Table(
+                    f"{label}: the {len(worst)} slowest links",
+                    ("link", "value", "unit", "step"),
+                    tuple(
+                        (" ↔ ".join(m.nodes), context.fmt_number(m.value), unit, m.step)
+                        for m in worst
+                    ),
+                )
+            )
     other = [m for m in si.measurements if not _is_rate(m.unit)]
     if other:
         tables.append(measurement_table(other, "Other measurements"))

@@ -12,13 +12,22 @@ def render(si: SectionInput) -> SectionOutput:
     absent = [f for f in facts if f.absent]
     tables = []
     if absent:
-        rows = tuple((", ".join(f.nodes), f.source, f.name, f.reason or "(absent)")
-                     for f in absent[:MAX_ROWS])
-        tables.append(Table("Absent facts", ("node", "source", "fact", "reason"), rows,
-                            f"showing {MAX_ROWS} of {len(absent)}" if len(absent) > MAX_ROWS
-                            else ""))
-    notes = (f"{len(facts)} facts from {len(si.steps)} steps; {len(absent)} absent. "
-             "Their values are in the environment section below.",)
+        rows = tuple(
+            (", ".join(f.nodes), f.source, f.name, f.reason or "(absent)")
+            for f in absent[:MAX_ROWS]
+        )
+        tables.append(
+            Table(
+                "Absent facts",
+                ("node", "source", "fact", "reason"),
+                rows,
+                f"showing {MAX_ROWS} of {len(absent)}" if len(absent) > MAX_ROWS else "",
+            )
+        )
+    notes = (
+        f"{len(facts)} facts from {len(si.steps)} steps; {len(absent)} absent. "
+        "Their values are in the environment section below.",
+    )
     if si.measurements:
         tables.append(measurement_table(si.measurements))
     return SectionOutput(tables=tuple(tables), notes=notes)
