@@ -127,12 +127,38 @@ def _step_selected(check: Check, s: StepResult) -> bool:
     return True
 
 
-def _measurement_selected(check: Check, m: Measurement) -> bool:
+def node_labels(run: Run) -> dict[str, dict[str, str]]:
+    nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
+    return {
+        str(n["name"]): dict(n.get("labels") or {})
+        for n in nodes
+        if isinstance(n, Mapping) and "name" in n
+    }
+
+
+def _has_labels(
+    labels: Mapping[str, Mapping[str, str]], nodes: Iterable[str], want: Mapping[str, str] | None
+) -> bool:
+    if not want:
+        return True
+    names = list(nodes)
+    return bool(names) and all(
+        all(labels.get(n, {}).get(k) == v for k, v in want.items()) for n in names
+    )
+
+
+def _measurement_selected(
+    check: Check, m: Measurement, labels: Mapping[str, Mapping[str, str]]
+) -> bool:
     sel = check.select
     assert sel is not None
     if m.tool != sel.tool or m.metric != sel.metric:
         return False
     if sel.nodes is not None and not set(m.nodes) & set(sel.nodes):
+        return False
+    if not _has_labels(labels, m.nodes, sel.labels):
+        return False
+    if sel.node_count is not None and not dim_matches(sel.node_count, len(set(m.nodes))):
         return False
     return all(dim_matches(rule, m.dims.get(k)) for k, rule in sel.dims.items())
 
@@ -165,15 +191,24 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
             )
         ]
     groups: dict[Subject, _Group] = defaultdict(_Group)
+    labels = node_labels(run)
+    if sel.labels:
+        inventory = [n for n in inventory if _has_labels(labels, [n], sel.labels)]
+        steps = [s for s in steps if _has_labels(labels, s.nodes, sel.labels)]
     selected: list[tuple[StepResult, Measurement]] = []
     for s in steps:
         if not s.ok:
+            span = sel.node_count
+            if span is not None and not dim_matches(span, len(set(s.nodes))):
+                continue
             for subj in _subjects_of(check, s.nodes, {}):
                 if check.scope == "rail":
                     subj = subj[:1]
                 groups[subj].failed.append(s)
             continue
-        selected.extend((s, m) for m in s.measurements if _measurement_selected(check, m))
+        selected.extend(
+            (s, m) for m in s.measurements if _measurement_selected(check, m, labels)
+        )
     kept = set(map(id, _largest(check, [m for _, m in selected])))
     for s, m in selected:
         if id(m) not in kept:
@@ -479,6 +514,10 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
             for s in run.steps
             if s.tool == fs.source or any(f.source == fs.source for f in s.facts)
         ]
+    if fs.labels:
+        labels = node_labels(run)
+        inventory = [n for n in inventory if _has_labels(labels, [n], fs.labels)]
+        facts = [f for f in facts if _has_labels(labels, f.nodes, fs.labels)]
     by_node: dict[str, list[Fact]] = defaultdict(list)
     for f in facts:
         for n in f.nodes or ("",):

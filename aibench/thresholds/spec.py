@@ -142,6 +142,14 @@ class Select(Strict):
         "dimension (e.g. size_bytes: judge the largest message size that was run)",
     )
     nodes: list[str] | None = Field(None, description="only measurements of these nodes")
+    labels: dict[str, str] | None = Field(
+        None, description="only measurements whose nodes all carry these inventory labels"
+    )
+    node_count: DimMatch | None = Field(
+        None,
+        description="how many nodes the measurement spans: 1 for a single-node NCCL run, "
+        "{ge: 2} for multi-node",
+    )
 
 
 class Waiver(Strict):
@@ -191,6 +199,9 @@ class FactSelect(Strict):
     )
     name: str = Field(description="the fact's name: driver_version, vm.swappiness ...")
     dims: dict[str, DimMatch] = Field(default_factory=dict, description="e.g. {gpu: 0}")
+    labels: dict[str, str] | None = Field(
+        None, description="only nodes with these inventory labels (role: training)"
+    )
 
 
 class Check(Strict):
