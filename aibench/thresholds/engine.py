@@ -206,9 +206,7 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
                     subj = subj[:1]
                 groups[subj].failed.append(s)
             continue
-        selected.extend(
-            (s, m) for m in s.measurements if _measurement_selected(check, m, labels)
-        )
+        selected.extend((s, m) for m in s.measurements if _measurement_selected(check, m, labels))
     kept = set(map(id, _largest(check, [m for _, m in selected])))
     for s, m in selected:
         if id(m) not in kept:

@@ -1,0 +1,131 @@
+"""``aibench check RUN_DIR --spec FILE``: re-judge the stored results of a run.
+
+Loads RUN_DIR/run.json, judges its measurements and facts with the spec (a built-in
+profile name or a path; default: the spec the run was judged with), prints one line per
+verdict and the fault-localization suspects of the pairwise network results, and exits
+0 (every check PASS, WARN or WAIVED) or 1. run.json is rewritten only with ``--write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from aibench.commands import Command
+from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK
+
+EPILOG = """\
+examples:
+  aibench check runs/20261202-101500-acceptance
+  aibench check runs/20261202-101500-acceptance --spec h100-ndr
+  aibench check runs/20261202-101500-acceptance --spec my-spec.yaml --write
+  aibench check runs/20261202-101500-acceptance --format json
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by aibench run")
+    p.add_argument("--spec", metavar="NAME|FILE", help="spec profile or YAML path")
+    p.add_argument("--write", action="store_true", help="store the new verdicts in run.json")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("--all", action="store_true", help="also list the PASS verdicts")
+
+
+def _fmt_observed(v: object) -> str:
+    from aibench.model import Verdict
+
+    assert isinstance(v, Verdict)
+    if v.observed is not None:
+        return f"{v.observed:.4g} {v.unit}".strip()
+    return v.observed_text
+
+
+def run(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from aibench.errors import UserError
+    from aibench.store import load_run, save_run
+    from aibench.thresholds import judge, load_spec
+    from aibench.thresholds.engine import node_labels
+    from aibench.thresholds.localize import localize, pair_values
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.exists():
+        raise UserError(f"{run_dir}: no such run directory")
+    the_run = load_run(run_dir)
+    spec_name = args.spec or the_run.spec or "default"
+    spec = load_spec(spec_name)
+    verdicts = judge(spec, the_run)
+    suspects = []
+    for tool, metric, dims in (
+        ("iperf3", "throughput", {"side": "receiver"}),
+        ("perftest", "bw_avg", None),
+        ("nccl-tests", "busbw", None),
+    ):
+        values = pair_values(the_run.measurements, tool=tool, metric=metric, dims=dims)
+        if len(values) >= 3:
+            suspects += [(tool, s) for s in localize(values, labels=node_labels(the_run))]
+    failing = any(v.outcome.failing for v in verdicts)
+    if args.format == "json":
+        json.dump(
+            {
+                "spec": spec.name,
+                "spec_sha256": spec.sha256,
+                "outcome": "FAIL" if failing else "PASS",
+                "verdicts": [v.to_dict() for v in verdicts],
+                "suspects": [
+                    {
+                        "tool": t,
+                        "kind": s.kind,
+                        "name": s.name,
+                        "text": s.text,
+                        "evidence": [list(e) for e in s.evidence],
+                    }
+                    for t, s in suspects
+                ],
+            },
+            sys.stdout,
+            indent=1,
+        )
+        print()
+    else:
+        for v in verdicts:
+            if v.outcome.value == "PASS" and not args.all and not v.reason:
+                continue
+            subject = "+".join(v.subject) or "-"
+            print(
+                f"{v.outcome.value:<7} {v.check:<32} {subject:<24} {_fmt_observed(v):>16}  "
+                f"{v.expected}  {v.reason}".rstrip()
+            )
+        counts: dict[str, int] = {}
+        for v in verdicts:
+            counts[v.outcome.value] = counts.get(v.outcome.value, 0) + 1
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        for tool, s in suspects:
+            print(f"SUSPECT {tool}: {s.text}")
+        print(f"{'FAIL' if failing else 'PASS'}: {the_run.id} against {spec.name} ({summary})")
+    if args.write:
+        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        save_run(
+            the_run.replace(
+                verdicts=tuple(verdicts),
+                spec=spec.name,
+                spec_sha256=spec.sha256,
+                notes=(*the_run.notes, f"re-judged with {spec.name} at {when} by aibench check"),
+            ),
+            run_dir if run_dir.is_dir() else run_dir.parent,
+        )
+    return EXIT_CHECKS_FAILED if failing else EXIT_OK
+
+
+COMMAND = Command(
+    name="check",
+    help="re-judge a stored run against a spec (prints verdicts; --write stores them)",
+    add_arguments=add_arguments,
+    run=run,
+    description=__doc__ or "",
+    epilog=EPILOG,
+    order=35,
+)

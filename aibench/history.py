@@ -1,0 +1,386 @@
+"""The history database (SQLite): every run recorded, trends and regressions.
+
+Schema (``PRAGMA user_version`` = 1)::
+
+    runs(id PRIMARY KEY, started, suite, spec, outcome, generated, environment JSON,
+         run JSON)
+    points(run_id, series, tool, metric, step, unit, dims JSON, nodes, n, median, mad,
+           low, high)
+
+A *series* is one measured quantity: tool, metric, step, dims and nodes. :meth:`record`
+stores a run's median and spread per series (repeats summarized), and the whole run so
+that ``aibench compare`` can work from the database alone.
+
+Regressions (:meth:`History.regressions`) are noise-aware:
+
+* the baseline is the handover run (``baseline=RUN_ID``) or the last ``window`` good runs
+  (outcome PASS) before the candidate; fewer than ``min_history`` baseline runs: no
+  verdict, and it says so;
+* a value is a regression when it sits outside median ± max(k · MAD, min_rel · |median|)
+  of the baseline medians, on the bad side (lower bandwidth, higher latency);
+* :meth:`History.scan` walks the whole series: the run where the level moved is flagged
+  once, and the baseline stays frozen while the shift persists;
+* each finding lists what changed in the environment (driver, NCCL, firmware, kernel,
+  tool versions) between the baseline and the candidate; when key facts differ the
+  finding is marked ``env_changed`` and says so, instead of passing as a plain
+  comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aibench import units
+from aibench.errors import UserError
+from aibench.model import Outcome, Run
+
+SCHEMA = 1
+MAD_SCALE = 1.4826
+
+# Facts whose change makes two runs measure different things (flattened names).
+KEY_FACTS = (
+    "kernel",
+    "driver_version",
+    "cuda_version",
+    "nccl_version",
+    "firmware",
+    "os",
+    "cpu_model",
+    "tools.",
+)
+
+
+def series_key(
+    tool: str, metric: str, step: str, dims: Mapping[str, Any], nodes: Sequence[str]
+) -> str:
+    d = ",".join(f"{k}={dims[k]}" for k in sorted(dims))
+    return f"{tool}|{metric}|{step}|{d}|{'+'.join(nodes)}"
+
+
+def flatten_environment(env: Mapping[str, Any]) -> dict[str, str]:
+    """``{node: {tools: {fio: 3.33}}}`` -> ``{"node:tools.fio": "3.33"}`` (key facts only)."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, node: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(f"{prefix}{k}.", node, v)
+            return
+        name = prefix[:-1]
+        if any(name == k or (k.endswith(".") and name.startswith(k)) for k in KEY_FACTS):
+            out[f"{node}:{name}"] = str(value)
+
+    for node, facts in env.items():
+        if isinstance(facts, Mapping):
+            walk("", node, facts)
+    return out
+
+
+def env_diff(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+    """Lines like ``gpu01:driver_version 550.54 -> 560.28`` (grouped when all nodes agree)."""
+    changes: dict[tuple[str, str, str], list[str]] = {}
+    for key in sorted(set(a) | set(b)):
+        old, new = a.get(key, "(none)"), b.get(key, "(none)")
+        if old != new:
+            node, name = key.split(":", 1)
+            changes.setdefault((name, old, new), []).append(node)
+    lines = []
+    for (name, old, new), nodes in sorted(changes.items()):
+        where = nodes[0] if len(nodes) == 1 else f"{len(nodes)} nodes"
+        lines.append(f"{name} {old} -> {new} ({where})")
+    return lines
+
+
+def higher_is_better(metric: str, unit: str) -> bool:
+    try:
+        dim = units.dimension(unit)
+    except units.UnitError:
+        return True
+    lower_better = ("retransmits", "wrong", "lost_packets", "lost_percent")
+    return not (dim == "time" or metric in lower_better)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: str
+    started: str
+    suite: str
+    spec: str
+    outcome: str
+    generated: bool
+
+
+@dataclass(frozen=True)
+class Point:
+    run_id: str
+    started: str
+    median: float
+    mad: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Finding:
+    series: str
+    run_id: str
+    value: float
+    baseline_median: float
+    band: tuple[float, float]
+    change: float  # fraction, signed (negative = lower)
+    regression: bool  # on the bad side
+    baseline_runs: tuple[str, ...]
+    env_changes: tuple[str, ...]
+    env_changed: bool
+    unit: str
+
+    @property
+    def text(self) -> str:
+        word = "regression" if self.regression else "improvement"
+        line = (
+            f"{word}: {self.series} in run {self.run_id}: {self.value:.4g} {self.unit} vs "
+            f"baseline median {self.baseline_median:.4g} ({self.change * 100:+.1f}%, band "
+            f"{self.band[0]:.4g}..{self.band[1]:.4g}, {len(self.baseline_runs)} runs)"
+        )
+        if self.env_changes:
+            line += "; what changed: " + "; ".join(self.env_changes)
+            line += " (environment differs: not a like-for-like comparison)"
+        else:
+            line += "; environment unchanged"
+        return line
+
+
+class History:
+    """The SQLite history database at ``path`` (created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            con = sqlite3.connect(self.path)
+        except sqlite3.Error as exc:
+            raise UserError(f"{self.path}: cannot open the history database ({exc})") from None
+        try:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                self._create(con)
+            elif version != SCHEMA:
+                raise UserError(
+                    f"{self.path}: history schema {version}; this aibench reads {SCHEMA}"
+                )
+            yield con
+            con.commit()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"{self.path}: not a history database ({exc})") from None
+        finally:
+            con.close()
+
+    @staticmethod
+    def _create(con: sqlite3.Connection) -> None:
+        con.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS runs (
+                id TEXT PRIMARY KEY, started TEXT, suite TEXT, spec TEXT, outcome TEXT,
+                generated INTEGER, environment TEXT, run TEXT);
+            CREATE TABLE IF NOT EXISTS points (
+                run_id TEXT, series TEXT, tool TEXT, metric TEXT, step TEXT, unit TEXT,
+                dims TEXT, nodes TEXT, n INTEGER, median REAL, mad REAL, low REAL, high REAL,
+                PRIMARY KEY (run_id, series));
+            CREATE INDEX IF NOT EXISTS points_series ON points (series);
+            PRAGMA user_version = 1;
+            """
+        )
+
+    def record(self, run: Run) -> int:
+        """Store ``run`` (replacing an earlier record of the same id); returns #series."""
+        groups: dict[str, list[float]] = {}
+        meta: dict[str, tuple[str, str, str, str, str, str]] = {}
+        ok_steps = {s.step_id for s in run.steps if s.ok}
+        for s in run.steps:
+            if s.step_id not in ok_steps:
+                continue
+            for m in s.measurements:
+                key = series_key(m.tool, m.metric, m.step, m.dims, m.nodes)
+                groups.setdefault(key, []).append(m.value)
+                meta[key] = (
+                    m.tool,
+                    m.metric,
+                    m.step,
+                    m.unit,
+                    json.dumps(m.dims.to_dict()),
+                    "+".join(m.nodes),
+                )
+        with self._db() as con:
+            con.execute("DELETE FROM points WHERE run_id = ?", (run.id,))
+            con.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.id,
+                    run.started,
+                    run.suite,
+                    run.spec,
+                    run.outcome.value,
+                    int(run.generated),
+                    json.dumps(dict(run.environment), default=str),
+                    json.dumps(run.to_dict(), default=str),
+                ),
+            )
+            for key, vals in groups.items():
+                med = float(statistics.median(vals))
+                mad = float(statistics.median(abs(v - med) for v in vals)) * MAD_SCALE
+                con.execute(
+                    "INSERT INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run.id, key, *meta[key], len(vals), med, mad, min(vals), max(vals)),
+                )
+        return len(groups)
+
+    def runs(self) -> list[RunInfo]:
+        with self._db() as con:
+            rows = con.execute(
+                "SELECT id, started, suite, spec, outcome, generated FROM runs ORDER BY started, id"
+            ).fetchall()
+        return [RunInfo(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
+
+    def load_run(self, run_id: str) -> Run:
+        with self._db() as con:
+            row = con.execute("SELECT run FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise UserError(f"{self.path}: no run {run_id!r}", hint="aibench history lists them")
+        return Run.from_dict(json.loads(row[0]))
+
+    def environment(self, run_id: str) -> dict[str, str]:
+        with self._db() as con:
+            row = con.execute("SELECT environment FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return flatten_environment(json.loads(row[0])) if row else {}
+
+    def series(self) -> list[tuple[str, str]]:
+        """(series, unit) of every series, sorted."""
+        with self._db() as con:
+            return [
+                (r[0], r[1])
+                for r in con.execute("SELECT DISTINCT series, unit FROM points ORDER BY series")
+            ]
+
+    def points(self, series: str) -> list[Point]:
+        with self._db() as con:
+            rows = con.execute(
+                "SELECT p.run_id, r.started, p.median, p.mad, p.n FROM points p JOIN runs r "
+                "ON r.id = p.run_id WHERE p.series = ? ORDER BY r.started, r.id",
+                (series,),
+            ).fetchall()
+        return [Point(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    def _outcomes(self) -> dict[str, str]:
+        return {r.id: r.outcome for r in self.runs()}
+
+    # ------------------------------------------------------------ regressions
+
+    def regressions(
+        self,
+        run_id: str | None = None,
+        *,
+        baseline: str | None = None,
+        window: int = 10,
+        min_history: int = 5,
+        k: float = 4.0,
+        min_rel: float = 0.03,
+    ) -> tuple[list[Finding], list[str]]:
+        """Findings for one run (default: the latest) against its baseline; and notes."""
+        runs = self.runs()
+        if not runs:
+            return [], ["the history is empty"]
+        ids = [r.id for r in runs]
+        target = run_id or ids[-1]
+        if target not in ids:
+            raise UserError(f"{self.path}: no run {target!r}", hint="aibench history lists them")
+        outcomes = self._outcomes()
+        findings: list[Finding] = []
+        notes: list[str] = []
+        for key, unit in self.series():
+            pts = self.points(key)
+            cand = next((p for p in pts if p.run_id == target), None)
+            if cand is None:
+                continue
+            before = [p for p in pts if ids.index(p.run_id) < ids.index(target)]
+            if baseline:
+                base = [p for p in pts if p.run_id == baseline]
+            else:
+                good = [p for p in before if outcomes.get(p.run_id) == Outcome.PASS.value]
+                base = good[-window:]
+            if not baseline and len(base) < min_history:
+                notes.append(f"{key}: {len(base)} good baseline run(s), need {min_history}")
+                continue
+            if not base:
+                notes.append(f"{key}: not measured in the baseline run {baseline}")
+                continue
+            f = self._judge(key, unit, cand, base, k=k, min_rel=min_rel)
+            if f is not None:
+                findings.append(f)
+        return findings, notes
+
+    def scan(
+        self,
+        series: str,
+        *,
+        window: int = 10,
+        min_history: int = 5,
+        k: float = 4.0,
+        min_rel: float = 0.03,
+    ) -> list[Finding]:
+        """Level shifts along one series: each flagged once, where it starts."""
+        unit = dict(self.series()).get(series, "")
+        pts = self.points(series)
+        findings: list[Finding] = []
+        base: list[Point] = []
+        shifted = False
+        for p in pts:
+            if len(base) < min_history:
+                base.append(p)
+                continue
+            f = self._judge(series, unit, p, base[-window:], k=k, min_rel=min_rel)
+            if f is None:
+                base.append(p)
+                shifted = False
+            elif not shifted:
+                findings.append(f)
+                shifted = True
+        return findings
+
+    def _judge(
+        self, key: str, unit: str, cand: Point, base: list[Point], *, k: float, min_rel: float
+    ) -> Finding | None:
+        meds = [b.median for b in base]
+        center = float(statistics.median(meds))
+        spread = float(statistics.median(abs(m - center) for m in meds)) * MAD_SCALE
+        half = max(k * spread, min_rel * abs(center))
+        lo, hi = center - half, center + half
+        if lo <= cand.median <= hi:
+            return None
+        metric = key.split("|")[1]
+        better_high = higher_is_better(metric, unit)
+        regression = (cand.median < lo) if better_high else (cand.median > hi)
+        env_now = self.environment(cand.run_id)
+        env_base = self.environment(base[-1].run_id)
+        changes = tuple(env_diff(env_base, env_now))
+        return Finding(
+            series=key,
+            run_id=cand.run_id,
+            value=cand.median,
+            baseline_median=center,
+            band=(lo, hi),
+            change=(cand.median - center) / center if center else 0.0,
+            regression=regression,
+            baseline_runs=tuple(b.run_id for b in base),
+            env_changes=changes,
+            env_changed=bool(changes),
+            unit=unit,
+        )

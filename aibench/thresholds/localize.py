@@ -1,0 +1,139 @@
+"""Fault localization: from pairwise network results to a list of suspects (the RMA list).
+
+Input: one value per unordered pair of nodes (iperf3 throughput, ib_write_bw, NCCL
+between two nodes), optionally node labels (leaf switch, rack). A pair is *slow* when it
+sits more than ``min_drop`` below the median of all pairs. The evidence is then explained
+in order, each step only with what the earlier ones left unexplained:
+
+1. **group**: for a label value (``leaf: l03``), the pairs leaving the group, or the
+   pairs inside it, are mostly slow (>= ``group_fraction``) *and* most members
+   (>= ``group_fraction``) take part: a switch or its uplinks, not one node in it.
+2. **node**: at least ``node_fraction`` of a node's remaining pairs are slow (and at
+   least two): the node's NIC, cable or PCIe link.
+3. **link**: every slow pair still unexplained: one port, cable or transceiver.
+
+Each :class:`Suspect` carries the pairs and values that convicted it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from aibench.model import Measurement
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Suspect:
+    kind: str  # "group" | "node" | "link"
+    name: str  # "leaf=l03", "gpu017", "gpu003+gpu041"
+    slow_pairs: int
+    pairs: int
+    median_ratio: float  # median value of its slow pairs / fleet median
+    evidence: tuple[tuple[str, str, float], ...]  # (a, b, value), worst first, at most 10
+
+    @property
+    def text(self) -> str:
+        return (
+            f"{self.kind} {self.name}: {self.slow_pairs} of {self.pairs} pairs slow, "
+            f"at {self.median_ratio * 100:.0f}% of the fleet median"
+        )
+
+
+def pair(a: str, b: str) -> Pair:
+    return (a, b) if a <= b else (b, a)
+
+
+def pair_values(
+    measurements: Iterable[Measurement],
+    *,
+    tool: str,
+    metric: str,
+    dims: Mapping[str, object] | None = None,
+) -> dict[Pair, float]:
+    """Median per unordered pair of the measurements of (tool, metric) that span two nodes."""
+    acc: dict[Pair, list[float]] = defaultdict(list)
+    for m in measurements:
+        if m.tool != tool or m.metric != metric or len(set(m.nodes)) != 2:
+            continue
+        if dims and any(m.dims.get(k) != v for k, v in dims.items()):
+            continue
+        acc[pair(m.nodes[0], m.nodes[1])].append(m.value)
+    return {p: float(statistics.median(v)) for p, v in acc.items()}
+
+
+def localize(
+    values: Mapping[Pair, float],
+    *,
+    labels: Mapping[str, Mapping[str, str]] | None = None,
+    min_drop: float = 0.15,
+    node_fraction: float = 0.5,
+    group_fraction: float = 0.6,
+) -> list[Suspect]:
+    """The suspects explaining the slow pairs of ``values`` (higher is better)."""
+    if not values:
+        return []
+    norm = {pair(*p): v for p, v in values.items()}
+    median = float(statistics.median(norm.values()))
+    if median <= 0:
+        return []
+    bar = median * (1 - min_drop)
+    slow = {p for p, v in norm.items() if v < bar}
+    unexplained = set(slow)
+    suspects: list[Suspect] = []
+
+    def make(kind: str, name: str, total: Iterable[Pair], bad: set[Pair]) -> Suspect:
+        ev = sorted(bad, key=lambda p: norm[p])
+        ratio = statistics.median(norm[p] for p in ev) / median
+        return Suspect(
+            kind,
+            name,
+            len(bad),
+            len(set(total)),
+            ratio,
+            tuple((a, b, norm[(a, b)]) for a, b in ev[:10]),
+        )
+
+    # 1. groups
+    groups: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for node, lab in (labels or {}).items():
+        for k, v in lab.items():
+            groups[(k, v)].add(node)
+    for (k, v), members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        for where, inside in (("uplinks", False), ("inside", True)):
+            cat = [
+                p for p in norm if ((p[0] in members) + (p[1] in members)) == (2 if inside else 1)
+            ]
+            if not cat:
+                continue
+            bad = {p for p in cat if p in unexplained}
+            if len(bad) / len(cat) < group_fraction:
+                continue
+            involved = {n for p in bad for n in p if n in members}
+            if len(involved) / len(members) < group_fraction:
+                continue
+            suspects.append(make("group", f"{k}={v} ({where})", cat, bad))
+            unexplained -= bad
+    # 2. nodes
+    by_node: dict[str, list[Pair]] = defaultdict(list)
+    for p in norm:
+        for n in set(p):
+            by_node[n].append(p)
+    for n in sorted(by_node):
+        mine = [p for p in by_node[n] if p in unexplained or p not in slow]
+        bad = {p for p in mine if p in unexplained}
+        if len(bad) >= 2 and len(bad) / len(mine) >= node_fraction:
+            suspects.append(make("node", n, mine, bad))
+    for s in suspects:
+        if s.kind == "node":
+            unexplained -= {p for p in by_node[s.name] if p in unexplained}
+    # 3. links
+    for p in sorted(unexplained, key=lambda p: norm[p]):
+        suspects.append(make("link", f"{p[0]}+{p[1]}", [p], {p}))
+    return suspects
