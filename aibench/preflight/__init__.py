@@ -52,6 +52,9 @@ nvidia-smi     driver_version, cuda_version, gpu_count; per GPU (dims gpu): prod
 ibstat         hca_count; per HCA (dims hca): ca_type, firmware_version, hardware_version,
                port_count; per port (dims hca, port): state, physical_state, rate (Gbit/s),
                link_layer
+ibv_devinfo    hca_count; per HCA (dims hca): transport, firmware_version, hardware_version,
+               vendor_part_id, board_id, port_count; per port (dims hca, port): state,
+               max_mtu, active_mtu (B), link_layer, phys_state, active_width, active_speed
 dcgmi          version, driver_version, gpu_device_ids, overall (pass | warn | fail),
                failed_tests (count); per test (dims test, section): result (pass | fail |
                warn | skip), result_text; warning, info (dims test, section, n)

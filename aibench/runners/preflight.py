@@ -14,6 +14,7 @@ gpu-q          ``nvidia-smi -q``                                            nvid
 gpu-clocks     ``nvidia-smi --query-gpu=index,clocks_event_reasons.* ...``  nvidia-smi-query-gpu
 gpu-topo       ``nvidia-smi topo -m``                                       nvidia-smi-topo
 hca            ``ibstat``                                                   ibstat
+hca-verbs      ``ibv_devinfo``                                              ibv-devinfo
 dcgm           ``dcgmi diag -r LEVEL`` (``dcgm_level`` > 0)                 dcgmi-diag
 kernel-log     ``dmesg``                                                    dmesg-xid
 =============  ==========================================================  ================
@@ -64,6 +65,7 @@ _KEY_FACTS: dict[str, tuple[tuple[str, str], ...]] = {
     "gpu-clocks": (("nvidia-smi", "clocks_event_reasons"),),
     "gpu-topo": (("nvidia-smi", "topo_link"),),
     "hca": (("ibstat", "hca_count"),),
+    "hca-verbs": (("ibv_devinfo", "hca_count"),),
     "dcgm": (("dcgmi", "overall"),),
     "kernel-log": (("kernel-log", "xid_count"),),
 }
@@ -149,6 +151,7 @@ class PreflightRunner:
                 )
         if o.infiniband:
             cmds.append(("hca", ("ibstat",), "ibstat", t))
+            cmds.append(("hca-verbs", ("ibv_devinfo",), "ibv-devinfo", t))
         if o.kernel_log:
             cmds.append(("kernel-log", ("dmesg",), "dmesg-xid", t))
         return cmds
@@ -189,7 +192,8 @@ class PreflightRunner:
         if kind.startswith("mount-") and out.exit_code != 0:
             why = _tail(out.stderr) or f"exit code {out.exit_code}"
             return absent(prefix, f"findmnt -T {argv[-1]}: {why}", argv)
-        text = out.stdout + ("\n" + out.stderr if kind == "files" else "")
+        merged = kind in ("files", "hca-verbs")
+        text = out.stdout + ("\n" + out.stderr if merged else "")
         try:
             records = list(parsers.parse(inv.parser, text))
         except ToolFailure as exc:
@@ -201,7 +205,7 @@ class PreflightRunner:
                     exc.partial,
                 ) from None
             raise
-        if out.exit_code != 0 and prefix not in _NONZERO_OK:
+        if out.exit_code != 0 and prefix not in _NONZERO_OK and not _no_devices(kind, records):
             why = _tail(out.stderr) or _tail(out.stdout) or "no output"
             raise ToolFailure(program, f"exit code {out.exit_code}: {why}", partial=list(records))
         if kind.startswith("mount-"):
@@ -222,6 +226,11 @@ def absent(prefix: str, reason: str, argv: Sequence[str] = ()) -> list[Record]:
         Fact(source, name, None, dims=FrozenDims(dims), reason=reason)
         for source, name in _KEY_FACTS[prefix]
     ]
+
+
+def _no_devices(kind: str, records: Sequence[Record]) -> bool:
+    """ibv_devinfo exits non-zero when it finds no device: that is the fact hca_count 0."""
+    return kind == "hca-verbs" and [getattr(r, "value", None) for r in records] == [0]
 
 
 def _with_path(r: Record, path: str) -> Record:

@@ -222,3 +222,23 @@ def test_xid_events_in_the_documented_kernel_log_format() -> None:
     fs = parse_dmesg_xid(text)
     assert one(fs, "xid_count").value == 2
     assert one(fs, "xid_codes").value == "48,79"
+
+
+def test_ibv_devinfo_ports_and_verbose_physical_state() -> None:
+    fs = facts("ibv-devinfo", FIX / "ibv-devinfo" / "mlx4-2hca-2port-one-down.txt")
+    assert one(fs, "hca_count").value == 2
+    assert one(fs, "state", hca="mlx4_1", port=1).value == "PORT_ACTIVE"
+    assert one(fs, "state", hca="mlx4_1", port=2).value == "PORT_DOWN"
+    mtu = one(fs, "active_mtu", hca="mlx4_0", port=1)
+    assert (mtu.value, mtu.unit) == (4096, "B")
+    v = facts("ibv-devinfo", FIX / "ibv-devinfo" / "mlx4-verbose-port2-polling.txt")
+    assert one(v, "phys_state", hca="mlx4_1", port=2).value == "POLLING"
+    assert one(v, "active_speed", hca="mlx4_1", port=2).value == "2.5 Gbps"
+    assert not [f for f in v if f.name == "max_qp"]
+
+
+def test_ibv_devinfo_without_devices_is_zero_hcas() -> None:
+    # rdma-core's ibv_devinfo prints this (and exits non-zero) on a host with no RDMA device
+    assert [(f.name, f.value) for f in parsers.parse("ibv-devinfo", "No IB devices found\n")] == [
+        ("hca_count", 0)
+    ]

@@ -82,6 +82,7 @@ def test_invocations_are_argv_lists_without_shell_strings_from_the_inventory() -
         "gpu-topo",
         "dcgm",
         "hca",
+        "hca-verbs",
         "kernel-log",
     ]
     for inv in invs:
@@ -209,13 +210,15 @@ def fake_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_gpu_hca_dcgm_from_the_real_captures(tmp_path: Path, fake_path: None) -> None:
     results = run_preflight(tmp_path)
-    for kind in ("gpu-q", "gpu-clocks", "gpu-topo", "dcgm", "hca"):
+    for kind in ("gpu-q", "gpu-clocks", "gpu-topo", "dcgm", "hca", "hca-verbs"):
         assert step(results, kind).status is StepStatus.OK, step(results, kind).reason
     assert fact(results, "nvidia-smi", "driver_version").value == "590.48.01"
     assert fact(results, "nvidia-smi", "gpu_count").value == 1
     assert fact(results, "nvidia-smi", "clocks_event_reasons", gpu=0).value == "none"
     assert fact(results, "nvidia-smi", "cpu_affinity", gpu=0).value == "0-23"
     assert fact(results, "ibstat", "hca_count").value == 9
+    assert fact(results, "ibv_devinfo", "hca_count").value == 2
+    assert fact(results, "ibv_devinfo", "state", hca="mlx4_0", port=2).value == "PORT_DOWN"
     assert fact(results, "dcgmi", "overall").value == "fail"
     assert fact(results, "dcgmi", "result", test="GPU Memory").value == "fail"
     node = local_inventory().nodes[0].name
