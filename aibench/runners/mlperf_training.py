@@ -1,0 +1,395 @@
+"""MLPerf Training runner: N runs of a user's training command, checked and scored.
+
+A benchmark result in MLPerf Training is a set of runs: the rules ask for a number of
+runs per benchmark (:func:`aibench.mlperf_rules.min_runs`: 10 for dlrm_dcnv2, 3 for
+llama31_405b ...), drop the fastest and the slowest and average the rest. So one
+invocation of this runner is one benchmark result: its client runs the runs one after
+another through this module's own sequencer::
+
+    PYTHON -m aibench.runners.mlperf_training --runs N --benchmark B --ruleset R
+           --run-dir DIR --seed S --run-timeout T -- COMMAND...
+
+The command (an argv list: a container launch, a script, usually ``srun``/``sbatch``
+lines) may hold only these placeholders, replaced per run: ``{log_dir}`` (the run's own
+directory, ``DIR/run_<k>``), ``{run_index}`` (0 ...) and ``{seed}`` (``seed + k``). Each
+run's stdout and stderr go to its directory, and ``DIR/runs.json`` records each run's
+argv, exit code and wall time. ``DIR`` is ``<workdir>/mlperf-training/<step>/<label>.r<repeat>``
+unless the option ``run_dir`` names one. PYTHON is the option ``python``; by default this
+interpreter on a local node, else ``python3`` (the launch node must have aibench).
+
+``collect`` (run here, so the run directory must be on this machine or a shared file
+system) takes each run's MLLOG file (the option ``log_file``, default
+``{log_dir}/result.txt``; with ``log_file: stdout`` the run's stdout), copies it into the
+step's raw folder as ``<label>.r<repeat>.result_<k>.txt`` (the MLPerf submission name),
+runs mlperf-logging's checker on it::
+
+    python -m mlperf_logging.compliance_checker --usage training --ruleset X
+           --log_output RAW/<label>.r<repeat>.result_<k>.compliance.log LOG
+
+(``--log_output`` so nothing lands in the working directory) and parses it with the
+``mlperf-training`` parser. Emitted, per run (dim ``run_index``): ``time_to_train`` (ms,
+run_stop - run_start, dims ``benchmark``, ``status``) and the Facts ``compliance``
+(``passed`` / ``failed``, the checker's first complaint as the reason) and ``status``.
+Per benchmark: Measurement ``score`` (ms, dim ``benchmark``: the mean after dropping the
+fastest and slowest, one non-converged run counting as the slowest), Facts
+``runs_required`` (from the rules of ``ruleset``), ``runs`` and ``runs_satisfied``,
+``score_valid`` (False with the reason: too few runs, too many non-converged ...). A run
+that fails compliance makes the step fail with the checker's reason (what was measured is
+kept as evidence).
+
+Tested with mlperf-logging 4.1.68 (training rulesets 6.0.0) on a CPU training loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field, field_validator, model_validator
+
+from aibench import mlperf_rules, parsers
+from aibench.config import Strict
+from aibench.errors import OutputError, ToolFailure
+from aibench.inventory import Node
+from aibench.model import Fact, FrozenDims, Measurement
+from aibench.parsers import Record
+from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
+
+TOOL = "mlperf-training"
+PLACEHOLDERS = ("log_dir", "run_index", "seed")
+RUNS_FILE = "runs.json"
+_PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
+_LOG_FILE = re.compile(r"^[A-Za-z0-9_./{}+@%=-]+$")
+
+
+class MlperfTrainingOptions(Strict):
+    """Options of an MLPerf Training step (suite ``options:``)."""
+
+    benchmark: str = Field(
+        pattern=r"^[a-z0-9_]+$", description="submission_benchmark: llama31_8b, dlrm_dcnv2 ..."
+    )
+    command: list[str] = Field(
+        min_length=1, description="argv of one run; placeholders {log_dir} {run_index} {seed}"
+    )
+    ruleset: str = Field("6.0.0", pattern=r"^\d+\.\d+\.\d+$", description="training ruleset")
+    runs: Annotated[int, Field(ge=1, le=100)] | None = Field(
+        None, description="runs to make; default: what the rules ask for the benchmark"
+    )
+    seed: Annotated[int, Field(ge=0)] = Field(0, description="{seed} of run 0; run k gets seed+k")
+    log_file: str = Field(
+        "{log_dir}/result.txt", description="where a run's MLLOG file is, or 'stdout'"
+    )
+    run_dir: str | None = Field(None, description="where the runs' directories are made")
+    python: str | None = Field(None, description="interpreter on the launch node")
+    env: dict[str, str] = Field(default_factory=dict, description="environment of every run")
+    run_timeout: Annotated[float, Field(gt=0)] = Field(
+        24 * 3600.0, description="seconds one run may take"
+    )
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, v: list[str]) -> list[str]:
+        check_placeholders(v, PLACEHOLDERS)
+        return v
+
+    @field_validator("log_file")
+    @classmethod
+    def _log_file(cls, v: str) -> str:
+        if v != "stdout":
+            if not _LOG_FILE.match(v):
+                raise ValueError(f"log_file {v!r}: a path, or 'stdout'")
+            check_placeholders([v], PLACEHOLDERS)
+        return v
+
+    @field_validator("run_dir", "python")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        if v is not None and not (_PATH.match(v) or re.match(r"^python3?(\.\d+)?$", v)):
+            raise ValueError(f"{v!r}: an absolute path without spaces")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        return check_env(v)
+
+    @model_validator(mode="after")
+    def _rules(self) -> MlperfTrainingOptions:
+        if self.runs is None:
+            try:
+                mlperf_rules.min_runs(self.benchmark, self.ruleset)
+            except mlperf_rules.RulesError as exc:
+                raise ValueError(f"{exc}; or give runs") from None
+        return self
+
+    def run_count(self) -> int:
+        return self.runs or mlperf_rules.min_runs(self.benchmark, self.ruleset)
+
+
+class MlperfTrainingRunner:
+    name: ClassVar[str] = "mlperf-training"
+    tool: ClassVar[str] = TOOL
+    default_placement: ClassVar[str] = "all"
+    Options: ClassVar[type[Strict]] = MlperfTrainingOptions
+
+    def invocations(
+        self, step: str, options: MlperfTrainingOptions, group: Sequence[Node], slot: Slot
+    ) -> list[Invocation]:
+        o = options
+        head = group[0]
+        names = tuple(n.name for n in group)
+        label = label_for(names)
+        run_dir = o.run_dir or f"{slot.workdir}/mlperf-training/{step}/{label}.r{slot.repeat}"
+        python = o.python or (sys.executable if head.executor == "local" else "python3")
+        n = o.run_count()
+        argv = [python, "-m", "aibench.runners.mlperf_training", "--runs", str(n)]
+        argv += ["--benchmark", o.benchmark, "--ruleset", o.ruleset]
+        argv += ["--run-dir", run_dir, "--seed", str(o.seed)]
+        argv += ["--run-timeout", f"{o.run_timeout:g}", "--", *o.command]
+        return [
+            Invocation(
+                step=step,
+                tool=self.tool,
+                nodes=names,
+                label=label,
+                repeat=slot.repeat,
+                round=slot.round,
+                parser="mlperf-training",
+                network=len(group) > 1,
+                setup=(ProcessSpec(head.name, ("mkdir", "-p", run_dir), role="setup", timeout=30),),
+                client=ProcessSpec(
+                    head.name,
+                    tuple(argv),
+                    env=dict(o.env),
+                    role="launcher",
+                    timeout=n * o.run_timeout + 60.0,
+                ),
+                artifacts=tuple(
+                    _log_path(o.log_file, f"{run_dir}/run_{k}") for k in range(n)
+                ),
+            )
+        ]
+
+    def version_argv(self) -> tuple[str, ...] | None:
+        return None  # the training code is the user's; the checker's version is recorded
+
+    def parse_version(self, text: str) -> str:
+        return ""
+
+    def collect(self, inv: Invocation, out: Output) -> list[Record]:
+        o = _options_of(inv)
+        run_dir = Path(o["run_dir"])
+        runs_file = run_dir / RUNS_FILE
+        if not runs_file.is_file():
+            why = _tail(out)
+            raise ToolFailure(
+                TOOL,
+                f"no {RUNS_FILE} in {run_dir}: the runs did not start or their directory is "
+                f"not readable here ({why})",
+            )
+        runs = json.loads(runs_file.read_text(encoding="utf-8"))["runs"]
+        shutil.copyfile(runs_file, out.raw_dir / f"{inv.label}.r{inv.repeat}.{RUNS_FILE}")
+        records: list[Record] = []
+        times: list[float] = []
+        converged: list[bool] = []
+        failures: list[str] = []
+        benchmark = o["benchmark"]
+        for k, run in enumerate(runs):
+            got, problem = self._one_run(inv, out.raw_dir, k, run, benchmark, o["ruleset"])
+            records += got
+            if problem:
+                failures.append(f"run {k}: {problem}")
+                continue
+            t, ok = mlperf_rules.run_outcome(got)
+            if t is not None:
+                times.append(t)
+                converged.append(ok)
+            else:
+                failures.append(f"run {k}: no time to train")
+        records += self._score(benchmark, o["ruleset"], len(runs), times, converged)
+        if failures:
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise ToolFailure(TOOL, failures[0] + more, partial=list(records))
+        return records
+
+    def _one_run(
+        self, inv: Invocation, raw: Path, k: int, run: dict[str, Any], benchmark: str, ruleset: str
+    ) -> tuple[list[Record], str]:
+        dims = {"run_index": k}
+        log = Path(inv.artifacts[k]) if k < len(inv.artifacts) else None
+        if log is None or not log.is_file():
+            code = run.get("exit_code")
+            return [Fact(TOOL, "compliance", None, dims=FrozenDims(dims), reason="no log")], (
+                f"no MLLOG file {log} (exit code {code})"
+            )
+        stem = f"{inv.label}.r{inv.repeat}.result_{k}"
+        kept = raw / f"{stem}.txt"
+        shutil.copyfile(log, kept)
+        passed, reason = compliance(kept, ruleset, raw / f"{stem}.compliance.log")
+        (raw / f"{stem}.compliance.txt").write_text(reason[1], encoding="utf-8")
+        out: list[Record] = [
+            Fact(TOOL, "compliance", "passed" if passed else "failed", None, FrozenDims(dims),
+                 reason="" if passed else reason[0])
+        ]
+        try:
+            parsed = parsers.parse("mlperf-training", kept.read_text(encoding="utf-8"))
+        except ToolFailure as exc:
+            parsed = [r for r in exc.partial if isinstance(r, Measurement | Fact)]
+            out += [_with_dims(r, dims, benchmark) for r in parsed]
+            return out, exc.reason if passed else f"compliance checker: {reason[0]}"
+        except OutputError as exc:
+            return out, f"{exc.reason}"
+        out += [_with_dims(r, dims, benchmark) for r in parsed]
+        if run.get("exit_code") != 0:
+            return out, f"exit code {run.get('exit_code')}"
+        if not passed:
+            return out, f"compliance checker: {reason[0]}"
+        return out, ""
+
+    def _score(
+        self, benchmark: str, ruleset: str, n: int, times: list[float], converged: list[bool]
+    ) -> list[Record]:
+        dims = FrozenDims({"benchmark": benchmark})
+        out: list[Record] = []
+        try:
+            required: int | None = mlperf_rules.min_runs(benchmark, ruleset)
+        except mlperf_rules.RulesError as exc:
+            required = None
+            out.append(Fact(TOOL, "runs_required", None, None, dims, reason=str(exc)))
+        else:
+            out.append(Fact(TOOL, "runs_required", required, None, dims))
+        out.append(Fact(TOOL, "runs", n, None, dims))
+        if required is not None:
+            short = "" if n >= required else f"{n} runs, the rules ask for {required}"
+            out.append(Fact(TOOL, "runs_satisfied", n >= required, None, dims, reason=short))
+        drop = mlperf_rules.drop_count(benchmark)
+        scored = mlperf_rules.olympic_score(times, converged, drop=drop)
+        if scored.valid and scored.score is not None:
+            out.append(Measurement(TOOL, "score", scored.score, "ms", dims))
+        complete = mlperf_rules.olympic_score(times, converged, drop=drop, required=required)
+        reason = complete.reason or scored.reason
+        if len(times) < n:
+            reason = reason or f"{n - len(times)} of {n} runs gave no time"
+        out.append(Fact(TOOL, "score_valid", complete.valid and len(times) == n, None, dims,
+                        reason=reason))
+        return out
+
+
+def compliance(log: Path, ruleset: str, log_output: Path) -> tuple[bool, tuple[str, str]]:
+    """Run mlperf-logging's compliance checker: (passed, (first complaint, full output))."""
+    argv = [sys.executable, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
+            "--ruleset", ruleset, "--log_output", str(log_output), str(log)]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, cwd=log_output.parent, check=False
+    )
+    text = proc.stdout + proc.stderr
+    return proc.returncode == 0, (first_complaint(text) if proc.returncode else "", text)
+
+
+def first_complaint(text: str) -> str:
+    """The checker's first WARNING/ERROR, with the failed test when it names one."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("WARNING -"):
+            msg = line.removeprefix("WARNING -").strip()
+            for follow in lines[i + 1 : i + 4]:
+                if follow.startswith("failed test:"):
+                    msg += " " + follow.strip()
+                    break
+            return msg
+    for line in lines:
+        if line.startswith("ERROR -") and "FAILED" not in line:
+            return line.removeprefix("ERROR -").strip()
+    return "FAILED (no reason given)"
+
+
+def _log_path(pattern: str, log_dir: str) -> str:
+    return f"{log_dir}/stdout.txt" if pattern == "stdout" else pattern.replace("{log_dir}", log_dir)
+
+
+def _options_of(inv: Invocation) -> dict[str, str]:
+    """run_dir, benchmark and ruleset: the sequencer's own options in the client argv."""
+    argv = list(inv.client.argv)
+    head = argv[: argv.index("--")]
+    return {k: head[head.index(f"--{k.replace('_', '-')}") + 1]
+            for k in ("run_dir", "benchmark", "ruleset")}
+
+
+def _with_dims(r: Record, dims: dict[str, Any], benchmark: str) -> Record:
+    if isinstance(r, Measurement):
+        return replace(r, dims=FrozenDims({**r.dims, **dims, "benchmark": benchmark}))
+    return replace(r, dims=FrozenDims({**r.dims, **dims}))
+
+
+def _tail(out: Output) -> str:
+    lines = [ln.strip() for ln in (out.stderr + "\n" + out.stdout).splitlines() if ln.strip()]
+    tail = " | ".join(lines[-3:]) or "no output"
+    code = f"exit code {out.exit_code}" if out.exit_code is not None else (out.reason or "killed")
+    return f"{code}: {tail}"
+
+
+# ------------------------------------------------------------------ the sequencer
+
+
+def sequence(
+    runs: int, run_dir: Path, seed: int, command: Sequence[str], run_timeout: float
+) -> int:
+    """Run ``command`` ``runs`` times, one after another; record each in runs.json."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    done: list[dict[str, Any]] = []
+    for k in range(runs):
+        log_dir = run_dir / f"run_{k}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        argv = fill(command, {"log_dir": str(log_dir), "run_index": str(k), "seed": str(seed + k)})
+        t0 = time.monotonic()
+        print(f"mlperf-training: run {k} of {runs}: {' '.join(argv)}", flush=True)
+        with (log_dir / "stdout.txt").open("wb") as so, (log_dir / "stderr.txt").open("wb") as se:
+            try:
+                code: int | None = subprocess.run(
+                    list(argv), stdout=so, stderr=se, timeout=run_timeout, check=False
+                ).returncode
+                why = ""
+            except subprocess.TimeoutExpired:
+                code, why = None, f"timed out after {run_timeout:g} s"
+            except OSError as exc:
+                code, why = 127, f"cannot start {argv[0]}: {exc.strerror}"
+        seconds = round(time.monotonic() - t0, 3)
+        done.append({"index": k, "argv": list(argv), "exit_code": code, "seconds": seconds,
+                     "reason": why})
+        print(f"mlperf-training: run {k} exit {code} after {seconds} s {why}".rstrip(), flush=True)
+        tmp = run_dir / f".{RUNS_FILE}.tmp"
+        tmp.write_text(json.dumps({"runs": done}, indent=1), encoding="utf-8")
+        tmp.replace(run_dir / RUNS_FILE)
+    return 0 if all(r["exit_code"] == 0 for r in done) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m aibench.runners.mlperf_training")
+    ap.add_argument("--runs", type=int, required=True)
+    ap.add_argument("--run-dir", required=True)
+    ap.add_argument("--benchmark", default="", help="recorded only (collect scores by it)")
+    ap.add_argument("--ruleset", default="", help="recorded only")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--run-timeout", type=float, default=24 * 3600.0)
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args(argv)
+    command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if not command:
+        ap.error("no command after --")
+    return sequence(a.runs, Path(a.run_dir), a.seed, command, a.run_timeout)
+
+
+RUNNER = MlperfTrainingRunner()
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""MLPerf Training runner: argv, and real runs of a CPU training loop, checked and scored.
+
+The training program (tests/programs/mlperf_train_logreg.py) logs an open-division
+dlrm_dcnv2 run under ruleset 6.0.0 with mlperf_logging.mllog; the real compliance checker
+judges each log; the runner scores the runs the MLPerf way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aibench import mlperf_rules
+from aibench.errors import ConfigError
+from aibench.model import Fact, Measurement, StepResult, StepStatus
+from aibench.runners.base import Slot
+from aibench.runners.mlperf_training import first_complaint
+from tests.runners.helpers import PROGRAMS, node, plan, run, suite_of
+
+TRAIN = [sys.executable, str(PROGRAMS / "mlperf_train_logreg.py"),
+         "--log-file", "{log_dir}/result.txt", "--seed", "{seed}"]
+
+
+def test_the_client_is_the_sequencer_with_the_rules_run_count() -> None:
+    o = {"benchmark": "llama31_8b", "command": ["srun", "-N2", "train.sh", "{log_dir}", "{seed}"],
+         "python": "/opt/venv/bin/python", "seed": 40, "run_timeout": 3600}
+    (inv,) = plan("mlperf-training", o, [node("g1"), node("g2")], Slot(workdir="/w"), "llm")
+    d = "/w/mlperf-training/llm/g1--g2.r0"
+    assert list(inv.client.argv) == [
+        "/opt/venv/bin/python", "-m", "aibench.runners.mlperf_training", "--runs", "10",
+        "--benchmark", "llama31_8b", "--ruleset", "6.0.0", "--run-dir", d, "--seed", "40",
+        "--run-timeout", "3600", "--", "srun", "-N2", "train.sh", "{log_dir}", "{seed}",
+    ]
+    assert mlperf_rules.min_runs("llama31_8b", "6.0.0") == 10
+    assert inv.client.host == "g1"
+    assert inv.client.timeout == 10 * 3600 + 60
+    assert inv.artifacts == tuple(f"{d}/run_{k}/result.txt" for k in range(10))
+    assert [s.argv for s in inv.setup] == [("mkdir", "-p", d)]
+
+
+def test_runs_and_stdout_logs() -> None:
+    o = {"benchmark": "anything", "runs": 3, "command": ["t"], "log_file": "stdout",
+         "run_dir": "/data/runs"}
+    (inv,) = plan("mlperf-training", o, [node("g1")])
+    assert inv.client.argv[inv.client.argv.index("--runs") + 1] == "3"
+    assert inv.artifacts == tuple(f"/data/runs/run_{k}/stdout.txt" for k in range(3))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"benchmark": "resnet", "command": ["t"]}, "not in MLPerf Training 6.0; .*or give runs"),
+        ({"benchmark": "llama31_8b", "command": ["t", "{logdir}"]}, "unknown placeholder"),
+        ({"benchmark": "llama31_8b", "command": ["t"], "log_file": "{x}/r.txt"}, "placeholder"),
+        ({"benchmark": "llama31_8b", "command": ["t"], "ruleset": "6"}, "ruleset"),
+        ({"benchmark": "llama31_8b", "command": ["t"], "repeats": 3}, "unknown key"),
+    ],
+)
+def test_bad_options(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        plan("mlperf-training", options, [node("n")])
+
+
+def train(tmp_path: Path, *extra: str, runs: int = 3) -> StepResult:
+    o = {"benchmark": "dlrm_dcnv2", "runs": runs, "command": [*TRAIN, *extra], "seed": 1}
+    (res,) = run(tmp_path / "run", suite_of("mlperf-training", o, workdir=tmp_path / "w"),
+                 [node("ws", "127.0.0.1")])
+    return res
+
+
+def test_three_real_runs_are_checked_timed_and_scored(tmp_path: Path) -> None:
+    res = train(tmp_path)
+    assert res.status is StepStatus.OK, res.reason
+    ttt = sorted((m for m in res.measurements if m.metric == "time_to_train"),
+                 key=lambda m: m.dims["run_index"])
+    assert [m.dims["run_index"] for m in ttt] == [0, 1, 2]
+    assert all(m.unit == "ms" and m.dims["benchmark"] == "dlrm_dcnv2" for m in ttt)
+    # each time is run_stop - run_start of that run's own log, kept in the raw folder
+    raw = tmp_path / "run" / "raw" / "s"
+    for m in ttt:
+        k = m.dims["run_index"]
+        events = [json.loads(ln.split(":::MLLOG ", 1)[1])
+                  for ln in (raw / f"ws.r0.result_{k}.txt").read_text().splitlines()]
+        at = {e["key"]: e["time_ms"] for e in events}
+        assert m.value == at["run_stop"] - at["run_start"]
+        assert (raw / f"ws.r0.result_{k}.compliance.log").is_file()
+    facts = [f for f in res.facts if isinstance(f, Fact)]
+    assert [f.value for f in facts if f.name == "compliance"] == ["passed"] * 3
+    assert [f.value for f in facts if f.name == "status"] == ["success"] * 3
+    # olympic scoring: drop the fastest and the slowest, the middle one is the score
+    (score,) = [m for m in res.measurements if m.metric == "score"]
+    assert isinstance(score, Measurement)
+    assert score.value == sorted(m.value for m in ttt)[1]
+    by = {f.name: f for f in facts}
+    assert by["runs_required"].value == 10
+    assert by["runs"].value == 3
+    assert by["runs_satisfied"].value is False
+    assert by["runs_satisfied"].reason == "3 runs, the rules ask for 10"
+    assert by["score_valid"].value is False
+    assert by["score_valid"].reason == "3 runs, the rules need 10"
+    assert (raw / "ws.r0.runs.json").is_file()
+
+
+def test_a_log_that_fails_compliance_fails_the_step_with_the_checkers_reason(
+    tmp_path: Path,
+) -> None:
+    res = train(tmp_path, "--break", "no_status", runs=1)
+    assert res.status is StepStatus.FAILED
+    assert res.reason.startswith("mlperf-training: run 0: compliance checker: CHECK for 'run_stop'")
+    assert "failed test: 'status' in v['metadata']" in res.reason
+    (cc,) = [f for f in res.facts if f.name == "compliance"]
+    assert cc.value == "failed"
+    assert "run_stop" in cc.reason
+
+
+def test_a_run_without_run_stop_is_named(tmp_path: Path) -> None:
+    res = train(tmp_path, "--break", "no_run_stop", runs=1)
+    assert res.status is StepStatus.FAILED
+    assert "Required EXACTLY_ONE occurrence of 'run_stop' but found 0" in res.reason
+
+
+def test_first_complaint_reads_the_checkers_own_lines() -> None:
+    text = (
+        "INFO - Running compliance on file: x\n"
+        "WARNING -  CHECK for 'opt_name' failed in line 10:\n"
+        ":::MLLOG {...}\n"
+        "failed test:  v['value'] == 'adamw' \n"
+        "ERROR - FAILED\n"
+    )
+    assert first_complaint(text) == (
+        "CHECK for 'opt_name' failed in line 10: failed test:  v['value'] == 'adamw'"
+    )
