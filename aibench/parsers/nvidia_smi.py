@@ -587,6 +587,9 @@ def _csv_clock_event(sub: str, raw: str, gpu: int, line: int, field: str) -> Ite
 # ---------------------------------------------------------------------------- topo
 
 
+_TOPO_TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+
+
 def _topo_index(name: str) -> int | str:
     m = re.fullmatch(r"GPU(\d+)", name)
     return int(m.group(1)) if m else name
@@ -603,8 +606,11 @@ def parse_topo(text: str) -> list[Fact]:
             "nvidia-smi", "no matrix header (a line starting with a TAB and naming GPU0)"
         )
     header = [h.strip() for h in lines[header_at].split("\t")[1:]]
-    devices = [h for h in header if re.fullmatch(r"(GPU|NIC)\d+", h)]
-    trailing = header[len(devices) :]
+    # Device columns: GPUn, NICn (newer drivers, named in the legend) or HCA names such as
+    # mlx5_0 (older drivers); then the affinity columns.
+    first_trailing = next((i for i, h in enumerate(header) if h in _TOPO_TRAILING), len(header))
+    devices = header[:first_trailing]
+    trailing = header[first_trailing:]
     legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)\s*$", text, re.M))
     out: list[Fact] = []
     for offset, line in enumerate(lines[header_at + 1 :], header_at + 2):
