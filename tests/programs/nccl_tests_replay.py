@@ -6,12 +6,13 @@ argv the runner built). It:
 
 * checks the nccl-tests options it is given the way the real binary reads them (unknown
   options and missing values are an error, exit 2), so the runner's argv is exercised;
-* on rank 0 (``OMPI_COMM_WORLD_RANK``, ``PMIX_RANK`` or ``SLURM_PROCID``; 0 when run
-  alone) prints the block of the captured log whose ``# Collective test starting:`` line
-  names the binary (the whole log when it names none), and writes the JSON fixture to
+* on rank 0 (``OMPI_COMM_WORLD_RANK`` or ``SLURM_PROCID``; 0 when run alone) prints
+  the block of the captured log whose ``# Collective test starting:`` line names the
+  binary (the whole log when it names none), and writes the JSON fixture to
   the ``-J`` path when one is given;
-* on every rank writes one line to stderr: ``replay rank R/N host H NCCL_DEBUG=...`` so
-  tests can see which ranks ran where and which environment reached them.
+* on every rank writes one line to stderr: ``replay rank R/N net N NCCL_DEBUG=... args=...``
+  (``net`` is the rank's network namespace) so tests can see which ranks ran where and
+  which environment reached them.
 
 It measures nothing: the numbers are the captured ones.
 """
@@ -31,12 +32,18 @@ _VALUED = set("tgbefinwmpcodrzyTGaCRJSMNDx")
 def rank_and_size() -> tuple[int, int]:
     for r, n in (
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-        ("PMIX_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("SLURM_PROCID", "SLURM_NTASKS"),
     ):
-        if r in os.environ:
-            return int(os.environ[r]), int(os.environ.get(n, "1"))
+        if r in os.environ and n in os.environ:
+            return int(os.environ[r]), int(os.environ[n])
     return 0, 1
+
+
+def netns() -> str:
+    try:
+        return os.readlink("/proc/self/ns/net").removeprefix("net:")
+    except OSError:
+        return socket.gethostname()
 
 
 def read_args(argv: list[str]) -> dict[str, str]:
@@ -83,7 +90,7 @@ def main() -> int:
     opts = read_args(rest)
     rank, size = rank_and_size()
     print(
-        f"replay rank {rank}/{size} host {socket.gethostname()} "
+        f"replay rank {rank}/{size} net {netns()} "
         f"NCCL_DEBUG={os.environ.get('NCCL_DEBUG', '')} args={' '.join(rest)}",
         file=sys.stderr,
         flush=True,
