@@ -181,15 +181,20 @@ def _text(value: Any) -> str:
 def environment(run: Run) -> tuple[list[str], list[str], dict[str, dict[str, str]], list[EnvKey]]:
     """(nodes, keys, node -> key -> text, per-key summary) of ``Run.environment``."""
     env = run.environment or {}
-    nodes = sorted(env)
+    nodes = sorted(k for k in env if not str(k).startswith("_"))  # "_controller" is no node
     keys: list[str] = []
     seen: set[str] = set()
     table: dict[str, dict[str, str]] = {}
     for node in nodes:
         facts = env[node] if isinstance(env[node], Mapping) else {"value": env[node]}
         row = {}
+        flat: dict[str, Any] = {}
         for k, val in facts.items():
-            k = str(k)
+            if isinstance(val, Mapping):  # {"tools": {"fio": "3.33"}} -> "tools.fio"
+                flat.update({f"{k}.{k2}": v2 for k2, v2 in val.items()})
+            else:
+                flat[str(k)] = val
+        for k, val in flat.items():
             if k not in seen:
                 seen.add(k)
                 keys.append(k)
@@ -207,6 +212,18 @@ def environment(run: Run) -> tuple[list[str], list[str], dict[str, dict[str, str
                 odd.setdefault(val, []).append(n)
         summary.append(EnvKey(k, ordered, modal, odd))
     return nodes, keys, table, summary
+
+
+def extra_environment(run: Run) -> dict[str, dict[str, str]]:
+    """Entries of ``Run.environment`` that are not nodes (keys starting with ``_``)."""
+    env = run.environment or {}
+    out = {}
+    for k in sorted(env):
+        if str(k).startswith("_"):
+            v = env[k]
+            items = v.items() if isinstance(v, Mapping) else [("value", v)]
+            out[str(k).lstrip("_")] = {str(a): _text(b) for a, b in items}
+    return out
 
 
 def groups(run: Run, nodes: Sequence[str]) -> dict[str, str]:

@@ -195,6 +195,7 @@ def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
         env_table=table,
         env_summary=env_summary,
         env_open=len(nodes) <= 64,
+        env_extra=context.extra_environment(run),
         run_sha=run_sha,
         run_sha_how=run_sha_how,
         inventory_name=str(inv.get("name", "")),

@@ -283,6 +283,35 @@ def _sorted_profile(
     return svg_text(fig)
 
 
+def check_bars(
+    rows: Sequence[tuple[str, float, tuple[float | None, float | None], bool]],
+    *,
+    unit: str,
+) -> str:
+    """One horizontal bar per check (name, observed, (lower, upper), failing)."""
+    plt = _plt()
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.32 * n))
+    ys = list(range(n))[::-1]
+    for y, (_name, val, (lo, hi), bad) in zip(ys, rows, strict=True):
+        ax.barh(
+            y,
+            val,
+            color=BAD if bad else OK,
+            hatch="//" if bad else "",
+            height=0.6,
+            edgecolor="black" if bad else OK,
+        )
+        for b in (lo, hi):
+            if b is not None:
+                ax.plot([b, b], [y - 0.42, y + 0.42], color="black", linewidth=2.2)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([r[0] for r in rows], fontsize=7)
+    ax.set_xlabel(unit)
+    ax.grid(axis="y", visible=False)
+    return svg_text(fig)
+
+
 def trend(
     series: Mapping[str, tuple[Sequence[str], Sequence[float]]],
     *,

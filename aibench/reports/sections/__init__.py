@@ -10,11 +10,13 @@ cells; the HTML template escapes every cell. A tool without a section gets
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aibench import units
 from aibench.model import Measurement, Outcome, Run, StepResult, Verdict
@@ -116,7 +118,8 @@ def by_series(ms: Sequence[Measurement]) -> dict[tuple[str, str], list[Measureme
     """(series label, unit) -> measurements; series = metric + dims (minus size)."""
     out: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
-        out[(group_key(m, ("size_bytes",)), m.unit)].append(m)
+        key = series_key(m)
+        out[(short_label(key[0], key[1]), m.unit)].append(m)
     return dict(out)
 
 
@@ -186,6 +189,98 @@ def pair_heatmap(
     )
 
 
+NOISY_DIMS = frozenset(
+    {"job", "direct", "ioengine", "numjobs", "iodepth", "count", "dtype", "redop", "root", "group"}
+)
+
+
+def series_key(m: Measurement) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """(metric, dims without the message size): the identity of a line or a bar series."""
+    return m.metric, tuple((k, str(v)) for k, v in m.dims.items() if k != "size_bytes")
+
+
+def short_label(metric: str, dims: Sequence[tuple[str, str]]) -> str:
+    shown = [f"{k}={v}" for k, v in dims if k not in NOISY_DIMS]
+    return f"{metric} [{', '.join(shown)}]" if shown else metric
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A series of measurements that one check of the spec judged."""
+
+    check: str
+    label: str
+    unit: str  # the check's unit; values are converted to it
+    measurements: tuple[Measurement, ...]
+    verdicts: tuple[Verdict, ...]
+
+
+def checked_series(si: SectionInput, limit: int = 8) -> list[Checked]:
+    """The series the checks judged, found by the evidence steps and the observed value.
+
+    A check's series is the (metric, dims) of the measurement in its evidence step whose
+    value, converted to the check's unit, equals the observed value. Checks whose
+    observed value is an aggregate that matches no single measurement are skipped here.
+    """
+    steps = {s.step_id: s for s in si.steps}
+    found: dict[tuple[str, Any], list[Verdict]] = {}
+    for v in si.verdicts:
+        if v.observed is None or not v.evidence:
+            continue
+        key = None
+        for sid in v.evidence:
+            step = steps.get(sid)
+            for m in step.measurements if step else ():
+                got = convert(m.value, m.unit, v.unit) if v.unit else None
+                if got is not None and math.isclose(got, v.observed, rel_tol=1e-6):
+                    key = series_key(m)
+                    break
+            if key:
+                break
+        if key:
+            found.setdefault((v.check, key), []).append(v)
+    out = []
+    for (check, key), vs in list(found.items())[:limit]:
+        unit = vs[0].unit
+        ms = []
+        for m in si.measurements:
+            if series_key(m) == key:
+                val = convert(m.value, m.unit, unit)
+                if val is not None:
+                    ms.append(dataclasses.replace(m, value=val, unit=unit))
+        label = short_label(key[0], key[1])
+        out.append(Checked(check, label, unit, tuple(ms), tuple(vs)))
+    return out
+
+
+def checked_plots(si: SectionInput) -> list[Plot]:
+    """Per-node bars for each checked series with several nodes; one chart of the checks
+    against their bounds for the series measured on one node (or one placement)."""
+    out: list[Plot] = []
+    single: list[tuple[str, float, str, tuple[float | None, float | None], bool]] = []
+    for c in checked_series(si):
+        if len({m.nodes for m in c.measurements}) > 1:  # several nodes or pairs
+            p = node_bars(c.label, c.unit, list(c.measurements), list(c.verdicts))
+            if p:
+                out.append(Plot(f"{c.check}: {p.title}", p.svg, p.caption))
+        else:
+            for v in c.verdicts:
+                if v.observed is not None:
+                    single.append((v.check, v.observed, v.unit, v.bounds, v.outcome.failing))
+    by_unit: dict[str, list[tuple[str, float, tuple[float | None, float | None], bool]]] = {}
+    for check, val, unit, bounds, bad in single:
+        by_unit.setdefault(unit, []).append((check, val, bounds, bad))
+    for unit, rows in sorted(by_unit.items()):
+        out.append(
+            Plot(
+                f"Checks in {unit}: observed value and bounds",
+                plots.check_bars(rows, unit=unit),
+                "bars: observed; black ticks: the spec's bounds; red hatched: failing",
+            )
+        )
+    return out
+
+
 def measurement_table(ms: Sequence[Measurement], caption: str = "Measurements") -> Table:
     rows = tuple(
         (
@@ -203,7 +298,9 @@ def measurement_table(ms: Sequence[Measurement], caption: str = "Measurements") 
 
 
 def _generic(si: SectionInput) -> SectionOutput:
-    plots_out = []
+    plots_out = checked_plots(si)
+    if plots_out:
+        return SectionOutput(plots=tuple(plots_out), tables=(measurement_table(si.measurements),))
     for (label, unit), ms in sorted(by_series(si.measurements).items())[:4]:
         if len({n for m in ms for n in m.nodes}) > 1:
             p = node_bars(label, unit, ms, si.verdicts)

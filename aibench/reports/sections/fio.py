@@ -1,4 +1,5 @@
-"""fio section: per-node bars for each metric and workload (rw, bs), with the bounds."""
+"""fio section: per-node bars (or observed vs bounds) for each checked fio series, and a
+summary over nodes of the primary metrics (bw, iops, mean latencies) per workload."""
 
 from __future__ import annotations
 
@@ -12,18 +13,23 @@ from aibench.reports.sections import (
     SectionOutput,
     Table,
     by_series,
+    checked_plots,
     node_bars,
 )
 
+PRIMARY = ("bw", "iops", "lat_mean", "clat_mean")
+
 
 def render(si: SectionInput) -> SectionOutput:
-    out_plots: list[Plot] = []
+    out_plots: list[Plot] = checked_plots(si)
     rows = []
     for (label, unit), ms in sorted(by_series(si.measurements).items()):
-        mine = [v for v in si.verdicts if v.unit == unit]
-        p = node_bars(label, unit, ms, mine)
-        if p:
-            out_plots.append(p)
+        if not out_plots and label.split(" [")[0] in PRIMARY and len(out_plots) < 4:
+            p = node_bars(label, unit, ms, [v for v in si.verdicts if v.unit == unit])
+            if p:
+                out_plots.append(p)
+        if label.split(" [")[0] not in PRIMARY:
+            continue
         vals = [m.value for m in ms]
         rows.append(
             (

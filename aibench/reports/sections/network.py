@@ -16,6 +16,8 @@ from aibench.reports.sections import (
     SectionOutput,
     Table,
     by_series,
+    checked_plots,
+    checked_series,
     measurement_table,
     node_bars,
     pair_heatmap,
@@ -31,13 +33,21 @@ def _is_rate(unit: str) -> bool:
 def render(si: SectionInput) -> SectionOutput:
     out_plots: list[Plot] = []
     tables: list[Table] = []
-    for (label, unit), ms in sorted(by_series(si.measurements).items()):
-        if not _is_rate(unit):
-            continue
-        heat = pair_heatmap(si.run, label, unit, ms, si.verdicts)
-        if heat:
-            out_plots.append(heat)
-        if len({n for m in ms for n in m.nodes}) > 1:
+    checked = checked_series(si)
+    series = [(c.check + ": " + c.label, c.unit, list(c.measurements)) for c in checked]
+    if not checked:  # nothing to follow: every data-rate series
+        series = [
+            (label, unit, ms)
+            for (label, unit), ms in sorted(by_series(si.measurements).items())
+            if _is_rate(unit)
+        ][:6]
+    distinct_pairs = len({m.nodes for _, _, ms in series for m in ms if len(m.nodes) == 2})
+    for label, unit, ms in series:
+        if distinct_pairs > 1:
+            heat = pair_heatmap(si.run, label, unit, ms, si.verdicts)
+            if heat:
+                out_plots.append(heat)
+        if len({n for m in ms for n in m.nodes}) > 1 and distinct_pairs > 1:
             bars = node_bars(label, unit, ms, si.verdicts)
             if bars:
                 out_plots.append(bars)
@@ -45,7 +55,7 @@ def render(si: SectionInput) -> SectionOutput:
         if worst:
             tables.append(
                 Table(
-                    f"{label}: the {len(worst)} slowest links",
+                    f"{label}: slowest links ({len(worst)})",
                     ("link", "value", "unit", "step"),
                     tuple(
                         (" ↔ ".join(m.nodes), context.fmt_number(m.value), unit, m.step)
@@ -53,6 +63,8 @@ def render(si: SectionInput) -> SectionOutput:
                     ),
                 )
             )
+    if distinct_pairs <= 1:
+        out_plots += checked_plots(si)
     other = [m for m in si.measurements if not _is_rate(m.unit)]
     if other:
         tables.append(measurement_table(other, "Other measurements"))
