@@ -45,6 +45,13 @@ removed): ``topo_link`` (text such as ``NV18``, ``SYS``, ``PIX``; dims ``gpu`` a
 the peer a GPU index or a NIC name from the legend), ``nvlink_bonds`` (count of bonded
 NVLinks for ``NV#``), ``cpu_affinity``, ``numa_affinity``, ``gpu_numa_id`` per GPU.
 
+``nvidia-smi-table`` (plain ``nvidia-smi``, the box table; for pasted output, the preflight
+reads ``-q``): ``driver_version``, ``cuda_version``, ``gpu_count`` and per GPU
+``product_name`` (cut by nvidia-smi when long), ``persistence_mode`` (Enabled/Disabled),
+``bus_id``, ``ecc_uncorrected_total`` (scope volatile), ``temp_gpu``, ``performance_state``,
+``power_draw``, ``power_limit``, ``memory_used``, ``memory_total`` (MiB),
+``utilization_gpu`` (%), ``compute_mode``, ``mig_mode``.
+
 A driver that cannot be reached ("NVIDIA-SMI has failed ...", "No devices were found") is a
 :class:`ToolFailure` with nvidia-smi's own words.
 """
@@ -664,6 +671,102 @@ def parse_topo(text: str) -> list[Fact]:
     return out
 
 
+# --------------------------------------------------------------------- default table
+
+_TABLE_HEAD = re.compile(r"Driver Version:\s*(?P<driver>\S+)\s+CUDA Version:\s*(?P<cuda>\S+)")
+_ROW1 = re.compile(r"^\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?P<pm>On|Off)\s*$")
+_ROW2 = re.compile(
+    r"^\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<pwr>\S+)\s*/\s*(?P<cap>\S+)\s*$"
+)
+_MEM = re.compile(r"^\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*$")
+
+
+def parse_table(text: str) -> list[Fact]:
+    """The default ``nvidia-smi`` table (the box drawing) -> the facts it shows.
+
+    Reads the header (driver, CUDA) and each GPU's block of two or three lines (the third,
+    MIG mode, since driver 470). The name column is cut by nvidia-smi when it is long.
+    Persistence ``On``/``Off`` is reported as ``Enabled``/``Disabled`` like ``-q``.
+    """
+    _check_failure(text)
+    lines = text.splitlines()
+    head = next(
+        ((i, m) for i, ln in enumerate(lines, 1) for m in [_TABLE_HEAD.search(ln)] if m), None
+    )
+    if head is None:
+        raise ParseError("nvidia-smi", "no 'Driver Version: ... CUDA Version:' header line")
+    line_no, m = head
+    out = [_fact("driver_version", m.group("driver")), _fact("cuda_version", m.group("cuda"))]
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("|===")), None)
+    if start is None:
+        raise ParseError("nvidia-smi", "no '|===' line above the GPU rows", line=line_no)
+    block: list[tuple[int, list[str]]] = []
+    gpus = 0
+    for i in range(start + 1, len(lines)):
+        ln = lines[i]
+        if ln.startswith("+") or not ln.strip():
+            if block:
+                out.extend(_table_gpu(block))
+                gpus += 1
+                block = []
+            if not ln.strip() or not lines[i + 1 : i + 2] or not lines[i + 1].startswith("|"):
+                break
+            continue
+        if ln.startswith("|"):
+            block.append((i + 1, [c.strip() for c in ln.strip().strip("|").split("|")]))
+    if block:
+        raise ParseError(
+            "nvidia-smi", "the table ends inside a GPU row (cut off?)", line=block[-1][0]
+        )
+    out.insert(2, _fact("gpu_count", gpus, "count"))
+    return out
+
+
+def _table_gpu(block: list[tuple[int, list[str]]]) -> list[Fact]:
+    (l1, c1), (l2, c2) = block[0], block[1] if len(block) > 1 else (block[0][0], [])
+    if len(c1) != 3 or len(c2) != 3:
+        raise ParseError("nvidia-smi", "a GPU row without its three cells", line=l1)
+    m1 = _ROW1.match(c1[0])
+    m2 = _ROW2.match(c2[0])
+    mem = _MEM.match(c2[1])
+    if not (m1 and m2 and mem):
+        raise ParseError("nvidia-smi", f"unreadable GPU row: {c1[0]!r} / {c2[0]!r}", line=l1)
+    gpu = int(m1.group("idx"))
+    bus = c1[1].split()
+    util = c2[2].split()
+    out = [
+        _fact("product_name", m1.group("name"), gpu=gpu),
+        _fact("persistence_mode", "Enabled" if m1.group("pm") == "On" else "Disabled", gpu=gpu),
+        _typed("bus_id", bus[0] if bus else "", "str", None, gpu, l1, "Bus-Id"),
+        _typed(
+            "ecc_uncorrected_total",
+            c1[2],
+            "int",
+            "count",
+            gpu,
+            l1,
+            "Volatile Uncorr. ECC",
+            scope="volatile",
+        ),
+        _typed("temp_gpu", m2.group("temp").rstrip("C"), "int", "C", gpu, l2, "Temp"),
+        _typed("performance_state", m2.group("perf"), "str", None, gpu, l2, "Perf"),
+        _typed("power_draw", m2.group("pwr").rstrip("W"), "float", "W", gpu, l2, "Pwr:Usage"),
+        _typed("power_limit", m2.group("cap").rstrip("W"), "float", "W", gpu, l2, "Pwr:Cap"),
+        _fact("memory_used", int(mem.group("used")), "MiB", gpu=gpu),
+        _fact("memory_total", int(mem.group("total")), "MiB", gpu=gpu),
+        _typed(
+            "utilization_gpu", util[0].rstrip("%") if util else "", "int", "%", gpu, l2, "GPU-Util"
+        ),
+        _typed(
+            "compute_mode", util[1] if len(util) > 1 else "", "str", None, gpu, l2, "Compute M."
+        ),
+    ]
+    if len(block) > 2 and len(block[2][1]) == 3:
+        lm, c3 = block[2]
+        out.append(_typed("mig_mode", c3[2], "str", None, gpu, lm, "MIG M."))
+    return out
+
+
 def _detect_q(text: str) -> bool:
     return "==============NVSMI LOG==============" in text
 
@@ -673,6 +776,10 @@ def _detect_csv(text: str) -> bool:
     return "," in first and any(
         f in first for f in ("driver_version", "pci.bus_id", "clocks_event_reasons", "index")
     )
+
+
+def _detect_table(text: str) -> bool:
+    return "NVIDIA-SMI " in text and "Driver Version:" in text and "|===" in text
 
 
 def _detect_topo(text: str) -> bool:
@@ -686,6 +793,13 @@ PARSER = [
         parse_query_gpu,
         "GPU facts from nvidia-smi --query-gpu CSV",
         _detect_csv,
+        emits="facts",
+    ),
+    Parser(
+        "nvidia-smi-table",
+        parse_table,
+        "GPU facts from the default nvidia-smi table",
+        _detect_table,
         emits="facts",
     ),
     Parser(

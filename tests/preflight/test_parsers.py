@@ -242,3 +242,21 @@ def test_ibv_devinfo_without_devices_is_zero_hcas() -> None:
     assert [(f.name, f.value) for f in parsers.parse("ibv-devinfo", "No IB devices found\n")] == [
         ("hca_count", 0)
     ]
+
+
+def test_default_table_facts_match_the_q_names() -> None:
+    fs = facts("nvidia-smi-table", FIX / "nvidia-smi-table" / "h200-590.48.01-idle.txt")
+    assert one(fs, "driver_version").value == "590.48.01"
+    assert one(fs, "gpu_count").value == 1
+    assert one(fs, "product_name", gpu=0).value == "NVIDIA H200"
+    assert one(fs, "persistence_mode", gpu=0).value == "Enabled"
+    assert one(fs, "power_limit", gpu=0).value == 700.0
+    assert one(fs, "memory_total", gpu=0).value == 143771
+    assert one(fs, "mig_mode", gpu=0).value == "Disabled"
+
+
+def test_default_table_cut_inside_a_gpu_row_is_a_parse_error() -> None:
+    text = (FIX / "nvidia-smi-table" / "h200-590.48.01-idle.txt").read_text()
+    cut = "\n".join(text.splitlines()[:10]) + "\n"
+    with pytest.raises(ParseError, match="cut off"):
+        parsers.parse("nvidia-smi-table", cut)
