@@ -12,6 +12,9 @@ in order, each step only with what the earlier ones left unexplained:
    least two): the node's NIC, cable or PCIe link.
 3. **link**: every slow pair still unexplained: one port, cable or transceiver.
 
+Each suspect divides its own slowdown (the median ratio of its slow pairs) out of the
+pairs it explains; a pair still slow after that has a second fault of its own (a bad
+cable out of a slow leaf) and is explained by the next step, so both faults are named.
 Each :class:`Suspect` carries the pairs and values that convicted it.
 """
 
@@ -82,21 +85,28 @@ def localize(
     if median <= 0:
         return []
     bar = median * (1 - min_drop)
-    slow = {p for p, v in norm.items() if v < bar}
-    unexplained = set(slow)
+    # what is left of each pair once the suspects found so far are divided out
+    residual = dict(norm)
     suspects: list[Suspect] = []
 
-    def make(kind: str, name: str, total: Iterable[Pair], bad: set[Pair]) -> Suspect:
-        ev = sorted(bad, key=lambda p: norm[p])
-        ratio = statistics.median(norm[p] for p in ev) / median
-        return Suspect(
-            kind,
-            name,
-            len(bad),
-            len(set(total)),
-            ratio,
-            tuple((a, b, norm[(a, b)]) for a, b in ev[:10]),
+    def slow() -> set[Pair]:
+        return {p for p, v in residual.items() if v < bar}
+
+    def convict(kind: str, name: str, total: Iterable[Pair], bad: set[Pair]) -> None:
+        ev = sorted(bad, key=lambda p: residual[p])
+        ratio = statistics.median(residual[p] for p in ev) / median
+        suspects.append(
+            Suspect(
+                kind,
+                name,
+                len(bad),
+                len(set(total)),
+                ratio,
+                tuple((a, b, norm[(a, b)]) for a, b in ev[:10]),
+            )
         )
+        for p in bad:
+            residual[p] /= ratio
 
     # 1. groups
     groups: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -107,33 +117,32 @@ def localize(
         if len(members) < 2:
             continue
         for where, inside in (("uplinks", False), ("inside", True)):
-            cat = [
-                p for p in norm if ((p[0] in members) + (p[1] in members)) == (2 if inside else 1)
-            ]
+            want = 2 if inside else 1
+            cat = [p for p in norm if (p[0] in members) + (p[1] in members) == want]
             if not cat:
                 continue
-            bad = {p for p in cat if p in unexplained}
+            now_slow = slow()
+            bad = {p for p in cat if p in now_slow}
             if len(bad) / len(cat) < group_fraction:
                 continue
             involved = {n for p in bad for n in p if n in members}
             if len(involved) / len(members) < group_fraction:
                 continue
-            suspects.append(make("group", f"{k}={v} ({where})", cat, bad))
-            unexplained -= bad
+            convict("group", f"{k}={v} ({where})", cat, bad)
     # 2. nodes
     by_node: dict[str, list[Pair]] = defaultdict(list)
     for p in norm:
         for n in set(p):
             by_node[n].append(p)
+    still = slow()
+    found = []
     for n in sorted(by_node):
-        mine = [p for p in by_node[n] if p in unexplained or p not in slow]
-        bad = {p for p in mine if p in unexplained}
-        if len(bad) >= 2 and len(bad) / len(mine) >= node_fraction:
-            suspects.append(make("node", n, mine, bad))
-    for s in suspects:
-        if s.kind == "node":
-            unexplained -= {p for p in by_node[s.name] if p in unexplained}
+        bad = {p for p in by_node[n] if p in still}
+        if len(bad) >= 2 and len(bad) / len(by_node[n]) >= node_fraction:
+            found.append((n, bad))
+    for n, bad in found:
+        convict("node", n, by_node[n], bad)
     # 3. links
-    for p in sorted(unexplained, key=lambda p: norm[p]):
-        suspects.append(make("link", f"{p[0]}+{p[1]}", [p], {p}))
+    for p in sorted(slow(), key=lambda p: residual[p]):
+        convict("link", f"{p[0]}+{p[1]}", [p], {p})
     return suspects
