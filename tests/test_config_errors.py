@@ -127,7 +127,8 @@ def test_unknown_builtin_suite_lists_valid_ones(capsys: pytest.CaptureFixture[st
     code, err = _run(capsys, ["run", "--suite", "acceptence"])
     assert code == 2
     assert "no built-in suite of that name" in err
-    assert "acceptance" in err and "smoke" in err
+    assert "acceptance" in err
+    assert "smoke" in err
 
 
 def test_document_that_is_not_a_mapping(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
