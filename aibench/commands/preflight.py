@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from aibench.model import Run, StepStatus
     from aibench.preflight import environment_from_facts
     from aibench.preflight.collect import collect, facts_of, table
-    from aibench.preflight.consistency import check
+    from aibench.preflight.consistency import check_results
     from aibench.suite import load_suite
 
     suite = load_suite(args.suite)
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             )
     facts = facts_of(results)
     nodes = [n.name for n in inventory.nodes]
-    verdicts = check(facts)
+    verdicts = check_results(results)
     environment: dict[str, Any] = dict(environment_from_facts(facts))
     for node, reason in unreachable.items():
         environment.setdefault(node, {})["unreachable"] = reason

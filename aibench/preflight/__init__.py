@@ -109,6 +109,27 @@ BOM_KEYS: tuple[tuple[str, str], ...] = (
     ("kernel-log", "xid_count"),
     ("nccl", "version"),
     ("container", "runtimes"),
+    ("mount", "target"),
+    ("mount", "fstype"),
+)
+
+# Health facts shown beside the bill of materials in the `aibench preflight` table (they
+# change from run to run, so they are not part of Run.environment).
+HEALTH_KEYS: tuple[tuple[str, str], ...] = (
+    ("nvidia-smi", "ecc_uncorrected_total"),
+    ("nvidia-smi", "retired_pages_pending"),
+    ("nvidia-smi", "remapped_rows_pending"),
+    ("nvidia-smi", "clocks_event_reasons"),
+    ("nvidia-smi", "pcie_gen_current"),
+    ("nvidia-smi", "pcie_width_current"),
+    ("nvidia-smi", "power_limit"),
+    ("nvidia-smi", "temp_gpu"),
+    ("nvidia-smi", "mig_mode"),
+    ("ibstat", "state"),
+    ("ibstat", "rate"),
+    ("ibv_devinfo", "state"),
+    ("dcgmi", "overall"),
+    ("kernel-log", "xid_codes"),
 )
 
 

@@ -16,8 +16,10 @@ from typing import Any
 
 from aibench.inventory import Inventory
 from aibench.model import Fact, FactValue, StepResult
-from aibench.preflight import BOM_KEYS, environment_from_facts, fact_key
+from aibench.preflight import BOM_KEYS, HEALTH_KEYS, environment_from_facts, fact_key
 from aibench.suite import Suite
+
+TABLE_KEYS = BOM_KEYS + tuple(k for k in HEALTH_KEYS if k not in BOM_KEYS)
 
 MARK = "*"
 WIDTH = 36
@@ -71,20 +73,20 @@ def _mark(values: list[str]) -> list[str]:
 
 
 def table(facts: Sequence[Fact], nodes: Sequence[str]) -> str:
-    """The per-node table: one row per bill-of-materials fact, odd values marked ``*``."""
-    env = environment_from_facts(facts, BOM_KEYS)
+    """The per-node table: bill of materials and health facts, odd values marked ``*``."""
+    env = environment_from_facts(facts, TABLE_KEYS)
     units = {fact_key(f): f.unit for f in facts if f.unit}
     reasons: dict[str, dict[str, list[str]]] = {}
     for f in facts:
         key = fact_key(f)
-        if f.value is None and (f.source, f.name) in BOM_KEYS:
+        if f.value is None and (f.source, f.name) in TABLE_KEYS:
             for n in f.nodes:
                 if env.get(n, {}).get(key, "") is None:
                     who = reasons.setdefault(key, {}).setdefault(f.reason or "no reason given", [])
                     if n not in who:
                         who.append(n)
     rows: list[list[str]] = []
-    for source, name in BOM_KEYS:
+    for source, name in TABLE_KEYS:
         key = f"{source}.{name}"
         if not any(key in env.get(n, {}) for n in nodes):
             continue

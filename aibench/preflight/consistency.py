@@ -14,9 +14,9 @@ says why. A fleet of one node has nothing to compare and gives no verdicts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
-from aibench.model import Fact, Outcome, Verdict
+from aibench.model import Fact, Outcome, StepResult, Verdict
 from aibench.preflight import by_node, node_value
 
 ABSENT = "absent"
@@ -43,8 +43,26 @@ def _text(v: object) -> str:
     return ABSENT if v is None else str(v)
 
 
-def check(facts: Iterable[Fact]) -> list[Verdict]:
-    """Verdicts for every node whose golden facts differ from the fleet's majority."""
+def check_results(results: Iterable[StepResult]) -> list[Verdict]:
+    """:func:`check` over the facts of step results, with the steps as evidence."""
+    results = list(results)
+    evidence: dict[tuple[str, str], list[str]] = {}
+    for r in results:
+        for f in r.facts:
+            for node in f.nodes:
+                ids = evidence.setdefault((node, f"{f.source}.{f.name}"), [])
+                if r.step_id not in ids:
+                    ids.append(r.step_id)
+    return check([f for r in results for f in r.facts], evidence)
+
+
+def check(
+    facts: Iterable[Fact], evidence: Mapping[tuple[str, str], Sequence[str]] | None = None
+) -> list[Verdict]:
+    """Verdicts for every node whose golden facts differ from the fleet's majority.
+
+    ``evidence`` maps (node, "source.name") to the step ids that reported the fact.
+    """
     nodes = by_node(facts)
     verdicts: list[Verdict] = []
     for check_name, source, name, outcome in GOLDEN:
@@ -76,6 +94,7 @@ def check(facts: Iterable[Fact]) -> list[Verdict]:
                     observed_text=value,
                     samples=total,
                     culprits=(node,),
+                    evidence=tuple((evidence or {}).get((node, key), ())),
                     reason=f"{node} has {key} {value}, the majority {top_value}",
                     benchmark="preflight",
                 )

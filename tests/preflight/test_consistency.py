@@ -100,3 +100,30 @@ def test_environment_from_facts_is_one_value_per_node_and_name() -> None:
     assert env["gpu01"]["ibstat.hca_count"] == 9
     everything = environment_from_facts(fleet(1), keys=None)["gpu01"]
     assert everything["nvidia-smi.retired_pages_sbe"] is None
+
+
+def test_results_give_the_reporting_steps_as_evidence() -> None:
+    from aibench.model import StepResult, StepStatus
+    from aibench.preflight.consistency import check_results
+
+    results = []
+    for node, driver in (("gpu01", "590.48.01"), ("gpu02", "590.48.01"), ("gpu03", "570.124.06")):
+        q = Q.replace(
+            "Driver Version                                         : 590.48.01",
+            f"Driver Version                                         : {driver}",
+        )
+        facts = [dataclasses.replace(f, nodes=(node,)) for f in parsers.parse("nvidia-smi-q", q)]
+        results.append(
+            StepResult(
+                step_id=f"preflight/{node}.gpu-q/r0",
+                step="preflight",
+                tool="preflight",
+                nodes=(node,),
+                repeat=0,
+                status=StepStatus.OK,
+                facts=tuple(facts),  # type: ignore[arg-type]
+            )
+        )
+    (v,) = check_results(results)
+    assert v.subject == ("gpu03",)
+    assert v.evidence == ("preflight/gpu03.gpu-q/r0",)
