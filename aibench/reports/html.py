@@ -130,7 +130,10 @@ def _headline(run: Run) -> list[str]:
     by_check: dict[str, list[Verdict]] = {}
     for v in bad:
         by_check.setdefault(v.check, []).append(v)
-    for check, vs in list(by_check.items())[:6]:
+    shown_checks = list(by_check.items())
+    if len(shown_checks) > 8:
+        shown_checks = shown_checks[:6]
+    for check, vs in shown_checks:
         who: list[str] = []
         for v in vs:
             for c in v.culprits or v.subject or ("whole run",):
@@ -138,8 +141,9 @@ def _headline(run: Run) -> list[str]:
                     who.append(c)
         shown = ", ".join(who[:5]) + (f" and {len(who) - 5} more" if len(who) > 5 else "")
         lines.append(f"{vs[0].outcome.value} {check}: {shown}")
-    if len(by_check) > 6:
-        lines.append(f"… and {len(by_check) - 6} more failing checks")
+    rest = len(by_check) - len(shown_checks)
+    if rest:
+        lines.append(f"… and {rest} more failing check{'s' if rest > 1 else ''}")
     return lines
 
 

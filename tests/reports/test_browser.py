@@ -116,3 +116,17 @@ def test_planted_payloads_do_not_execute_and_nothing_is_fetched(hostile, beacon,
         urls = set(re.findall(r'"url":"([^"]+)"', netlog.read_text(errors="replace")))
         assert not [u for u in urls if "127.0.0.1" in u or "leak" in u], urls
     _ = json
+
+
+def test_prints_to_pdf(rendered, tmp_path):
+    pdf = tmp_path / "report.pdf"
+    proc = chromium(
+        (rendered.run_dir / "report.html").as_uri(),
+        "--no-pdf-header-footer",
+        f"--print-to-pdf={pdf}",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-")
+    pages = data.count(b"/Type /Page") - data.count(b"/Type /Pages")
+    assert pages >= 5  # sign-off, checks, sections, environment and logs start new pages
