@@ -27,6 +27,8 @@ and the job's error code; the records of the output are in ``partial``.
 
 from __future__ import annotations
 
+import re
+
 from aibench.model import Measurement
 from aibench.parsers import Parser
 from aibench.parsers._fio_json import parse_json
@@ -47,9 +49,15 @@ def parse(text: str) -> list[Measurement]:
     return parse_text(text)
 
 
+_DETECT = re.compile(
+    r'"fio version"|^\S[^\n]*: \(groupid=\d+, jobs=\d+\): err=|^\S[^\n]*: \(g=\d+\): rw='
+    r"|^[34];fio-\d|^Run status group \d+ \(all jobs\):",
+    re.MULTILINE,
+)
+
+
 def detect(text: str) -> bool:
-    head = text[:4096]
-    return '"fio version"' in head or head.lstrip().startswith("fio-")
+    return _DETECT.search(text[:65536]) is not None
 
 
 PARSER = Parser(

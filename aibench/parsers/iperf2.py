@@ -254,10 +254,15 @@ def parse(text: str) -> list[Measurement]:
     return _parse_text(lines)
 
 
+_DETECT = re.compile(
+    r"^Client connecting to \S+, (?:TCP|UDP) port|^Server listening on (?:TCP|UDP) port", re.M
+)
+
+
 def detect(text: str) -> bool:
-    head = text[:4096]
-    if "Client connecting to" in head or "Server listening on" in head:
-        return "iperf3" not in head and "Connecting to host" not in head
+    head = text[:65536]
+    if _DETECT.search(head):
+        return True
     first = head.splitlines()[0] if head.strip() else ""
     return bool(_CSV.match(first))
 

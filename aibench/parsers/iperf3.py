@@ -24,6 +24,8 @@ a ParseError with the line where it ends.
 
 from __future__ import annotations
 
+import re
+
 from aibench.model import Measurement
 from aibench.parsers import Parser
 from aibench.parsers._iperf3_json import parse_json, parse_stream
@@ -46,15 +48,16 @@ def parse(text: str) -> list[Measurement]:
     return parse_text(text)
 
 
+_DETECT = re.compile(
+    r'"test_start"|"intervals":\s*\[|^\{"event":\s*"start"'
+    r"|^iperf3: (?:error|interrupt)|^Connecting to host "
+    r"|^Server listening on \d+|^iperf Done\.",
+    re.MULTILINE,
+)
+
+
 def detect(text: str) -> bool:
-    head = text[:8192]
-    return (
-        '"test_start"' in head
-        or '{"event":"start"' in head
-        or "- - - - - - - - - - - - - - - - - - - - - - - - -" in head
-        or ('"start"' in head and '"intervals"' in head)
-        or "iperf 3." in head
-    )
+    return _DETECT.search(text[:65536]) is not None
 
 
 PARSER = Parser(
