@@ -1,5 +1,10 @@
 """The multi-host test bed: namespace hosts with sshd, optionally a Slurm cluster on them.
 
+Only one bed exists on a machine at a time (the names are fixed): ``up`` first takes an
+exclusive ``flock`` on ``LOCK`` and waits for it (up to ``LOCK_WAIT`` s) while another test
+session holds the bed; the kernel drops the lock of a killed session, so what a killed
+run left behind is then removed as stale.
+
 ``TestBed.up(n, root)`` removes whatever a killed earlier run left (namespaces, veths,
 bridge, daemons by pid file, /tmp/spmix_*), then builds ``n`` hosts and starts their sshd.
 ``down()`` stops every process by PID, kills whatever still runs in the namespaces and
@@ -10,7 +15,10 @@ also when a test or the bring-up itself fails.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +26,23 @@ import yaml
 
 from tests.testbed import net, slurm, sshd
 from tests.testbed.net import Host
+
+LOCK = Path("/var/tmp/abt-testbed.lock")
+LOCK_WAIT = 900.0
+
+
+def _lock() -> int:
+    fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise RuntimeError(f"the test bed is held by another session ({LOCK})") from None
+            time.sleep(0.5)
 
 
 @dataclass
@@ -29,12 +54,19 @@ class TestBed:
     ssh: sshd.SSHFiles
     sshd_procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     slurm: slurm.SlurmCluster | None = None
+    lock_fd: int | None = None
 
     @classmethod
     def up(cls, n: int, root: Path) -> TestBed:
-        cleanup_stale()
-        hosts = net.create(n)
-        bed = cls(root=root, hosts=hosts, ssh=sshd.make_files(root / "ssh", hosts))
+        fd = _lock()
+        try:
+            cleanup_stale()
+            hosts = net.create(n)
+            bed = cls(root=root, hosts=hosts, ssh=sshd.make_files(root / "ssh", hosts), lock_fd=fd)
+        except BaseException:
+            net.remove_all()
+            os.close(fd)
+            raise
         try:
             for h in hosts:
                 bed.sshd_procs[h.name] = sshd.start(h, bed.ssh)
@@ -133,7 +165,12 @@ class TestBed:
             for proc in self.sshd_procs.values():
                 sshd.stop(proc)
             self.sshd_procs.clear()
-            net.remove_all()
+            try:
+                net.remove_all()
+            finally:
+                if self.lock_fd is not None:
+                    os.close(self.lock_fd)  # releases the flock
+                    self.lock_fd = None
 
 
 def _comm(pid: int) -> str:
