@@ -31,6 +31,7 @@ node, the default), ``all``, ``pairs`` (to find the bad node), ``groups``.
 from __future__ import annotations
 
 import json as jsonlib
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -145,9 +146,13 @@ class NcclTestsOptions(Strict):
     extra: list[str] = Field(default_factory=list, description="more nccl-tests options")
     timeout: Annotated[float, Field(gt=0)] = Field(1800.0, description="seconds per run")
 
-    @field_validator("min_bytes", "max_bytes", "step_bytes")
+    @field_validator("min_bytes", "max_bytes", "step_bytes", mode="before")
     @classmethod
-    def _size(cls, v: str | None) -> str | None:
+    def _size(cls, v: object) -> object:
+        if isinstance(v, int) and not isinstance(v, bool):
+            v = str(v)  # a plain byte count
+        if not isinstance(v, str | None):
+            return v
         if v is not None and not _SIZE.match(v):
             raise ValueError(f"not an nccl-tests size: {v!r} (examples: 8, 128K, 1M, 8G)")
         return v
@@ -205,6 +210,19 @@ def ranks_per_node(o: NcclTestsOptions, node: Node) -> int:
     gpus = node.facts.get("gpus") or {}
     count = int(gpus.get("count", 0)) if isinstance(gpus, dict) else 0
     return max(1, count // o.gpus_per_process) if count else 1
+
+
+def ssh_config(node: Node) -> str | None:
+    """The inventory's ssh config file as mpirun's ssh must be given it.
+
+    ssh does not expand ``~`` in ``-F`` and Open MPI runs the agent without a shell, so
+    ``~/x`` becomes this user's home on a local launch node, and ``x`` (relative to the
+    login directory, where an ssh session starts) on a remote one.
+    """
+    path = node.ssh.config_file
+    if not path or not path.startswith("~/"):
+        return path
+    return os.path.expanduser(path) if node.executor == "local" else path[2:]
 
 
 def environment(o: NcclTestsOptions) -> dict[str, str]:
@@ -290,7 +308,7 @@ class NcclTestsRunner:
                 interfaces=o.interfaces,
                 btl=o.btl,
                 mca=dict(o.mca),
-                ssh_config=head.ssh.config_file if len(group) > 1 else None,
+                ssh_config=ssh_config(head) if len(group) > 1 else None,
                 as_root=o.allow_run_as_root,
                 partition=head.slurm.partition,
                 account=head.slurm.account,

@@ -88,9 +88,13 @@ class PerftestOptions(Strict):
     extra: list[str] = Field(default_factory=list, description="more perftest options")
     timeout: Annotated[float, Field(gt=0)] = Field(120.0, description="seconds per run")
 
-    @field_validator("size")
+    @field_validator("size", mode="before")
     @classmethod
-    def _size(cls, v: str | None) -> str | None:
+    def _size(cls, v: object) -> object:
+        if isinstance(v, int) and not isinstance(v, bool):
+            v = str(v)  # a plain byte count
+        if not isinstance(v, str | None):
+            return v
         if v is not None and not _SIZE.match(v):
             raise ValueError(f"not a perftest size: {v!r} (examples: 65536, 64K, 1M)")
         return v

@@ -132,3 +132,18 @@ def test_bad_options_are_config_errors(options: dict[str, Any], message: str) ->
 def test_several_nodes_without_a_launcher_is_refused() -> None:
     with pytest.raises(ValueError, match="needs a launcher"):
         plan("nccl-tests", {"launcher": "none"}, [G1, G2])
+
+
+@pytest.mark.parametrize(
+    ("executor", "expected"),
+    [("ssh", "ssh -F .ssh/config"), ("local", "ssh -F {home}/.ssh/config")],
+)
+def test_a_tilde_in_the_ssh_config_is_resolved_for_mpiruns_ssh(executor: str, expected: str) -> None:
+    import os
+
+    a = node("a", "10.0.0.1", executor=executor, ssh_config="~/.ssh/config")
+    b = node("b", "10.0.0.2", executor=executor, ssh_config="~/.ssh/config")
+    (inv,) = plan("nccl-tests", {}, [a, b])
+    argv = list(inv.client.argv)
+    agent = argv[argv.index("plm_rsh_agent") + 1]
+    assert agent == expected.format(home=os.path.expanduser("~"))

@@ -135,3 +135,31 @@ def test_a_node_without_an_rdma_device_fails_with_perftests_own_words(tmp_path: 
     assert "not ready" in res.reason
     assert "Unable to find the Infiniband/RoCE device" in res.reason
     assert [p.role for p in res.processes] == ["server", "client"]
+
+
+def test_collect_parses_the_clients_report_and_names_the_rail(tmp_path: Path) -> None:
+    """A real captured ib_send_bw client report (NDR, --report_gbits) through collect."""
+    from aibench.runners.base import Output
+    from aibench.runners.perftest import RUNNER
+    from tests.runners.helpers import FIXTURES
+
+    text = (FIXTURES / "perftest" / "ib_send_bw_client_IB_LID_NDR_report_gbits_single_size.txt")
+    (inv, _) = plan("perftest", {"test": "ib_send_bw", "size": "65536"}, [A, B])
+    records = RUNNER.collect(inv, Output(text.read_text(), "", 0, tmp_path))
+    (bw,) = [r for r in records if getattr(r, "metric", "") == "bw_avg"]
+    assert bw.value == 353.53
+    assert bw.unit == "Gbit/s"
+    assert bw.dims["device"] == "mlx5_0"
+    assert bw.dims["server_device"] == "mlx5_0"
+
+
+def test_collect_of_a_tool_that_found_no_device_is_its_own_message(tmp_path: Path) -> None:
+    from aibench.errors import ToolFailure
+    from aibench.runners.base import Output
+    from aibench.runners.perftest import RUNNER
+
+    (inv, _) = plan("perftest", {}, [A, B])
+    said = " Did not detect devices \n If device exists, check if driver is up\n"
+    said += " Unable to find the Infiniband/RoCE device\n"
+    with pytest.raises(ToolFailure, match="Unable to find the Infiniband/RoCE device"):
+        RUNNER.collect(inv, Output("", said, 1, tmp_path))
