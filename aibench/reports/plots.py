@@ -172,8 +172,22 @@ def heatmap(
     ax.set_yticklabels([labels[i] for i in ticks], fontsize=fs)
     ax.set_xlabel(f"{axis_label} (second of pair)")
     ax.set_ylabel(f"{axis_label} (first of pair)")
-    for r, c in marks:
-        ax.plot(c, r, marker="x", color="black", markersize=max(3, 10 - n / 16), mew=1.5)
+    for k, (r, c) in enumerate(marks):
+        if n <= 48:
+            ax.plot(c, r, marker="x", color="black", markersize=max(4, 10 - n / 8), mew=1.5)
+            continue
+        # one cell of a large matrix is a pixel: ring it and name it
+        ax.plot(c, r, marker="o", mfc="none", mec="black", markersize=12, mew=1.8)
+        if k < 8:
+            ax.annotate(
+                f"{labels[r]} ↔ {labels[c]}",
+                (c, r),
+                textcoords="offset points",
+                xytext=(10, 8),
+                fontsize=7,
+                color="black",
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "black", "lw": 0.6},
+            )
     cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     cb.set_label(unit)
     if title:

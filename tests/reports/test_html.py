@@ -241,3 +241,19 @@ def test_large_run_aggregates_the_heatmap_and_stays_small(tmp_path):
     assert "pairwise matrix (aggregated by group: worst link between groups)" in html
     assert files["report.html"].stat().st_size < 5_000_000
     assert len(re.findall(r"<tr data-outcome=", html)) == len(gen.run.verdicts)
+
+
+def test_heatmap_of_256_nodes_names_the_bad_link_and_stays_small():
+    import math
+
+    from aibench.reports import plots
+
+    n = 256
+    labels = [f"gpu{i + 1:04d}" for i in range(n)]
+    m = [[94.0 if r != c else math.nan for c in range(n)] for r in range(n)]
+    m[100][200] = 20.0
+    svg = plots.heatmap(labels, m, unit="Gbit/s", marks=[(100, 200)])
+    assert "gpu0101 ↔ gpu0201" in svg
+    assert ">gpu0001<" in svg
+    assert len(svg) < 1_000_000
+    ET.fromstring(svg.replace("xlink:href", "href"))
