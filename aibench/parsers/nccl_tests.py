@@ -10,17 +10,22 @@ concatenated in one log. Or the document written by ``-J FILE.json``
 Versions tested (golden fixtures): the pre-2.13 format (float ``error`` column, no
 ``root``, no ``agg iters``/``graph`` in the parameter line), the 2.13-2.16 format
 (integer ``#wrong``, ``root``, ``N/A`` for in-place checks that are not made), and the
-2.17 format (``# nccl-tests version`` and ``# Collective test starting/concluded``
-lines). The JSON reader follows the schema written by ``src/util.cu`` (2.19.6); no real
-``-J`` capture was available, so its fixtures are built from real text logs in that
-format (see the fixtures' SOURCES.md). Columns are located by the names in the header
-line and each row is split on whitespace, so widened columns, the optional
-``timestamp`` column (two fields) and the per-iteration columns (``i_min`` ...) of newer
-versions (the latter two tested on rows built with 2.19.6's formats) do not shift
-anything. Lines
-are first stripped of an ``mpirun --tag-output`` prefix (``[1,0]<stdout>:``) or an
-``srun --label`` prefix (``0: ``). NCCL ``INFO``/``WARN`` lines and other tool chatter
-between rows are ignored.
+2.17/2.18 format (``# nccl-tests version`` and ``# Collective test starting/concluded``
+lines; ``*_perf_mpi`` binary names), and rccl-tests logs, which share the format (the
+2021 ``# nThread: 1 nGpus: 1 ...`` header with colons, ``rccl-tests: Version ...`` and
+``# Errors with asterisks ...`` lines). The JSON reader follows the schema written by
+``src/util.cu`` (2.19.6); no real ``-J`` capture was available, so its fixtures are
+built from real text logs in that format (see the fixtures' SOURCES.md). Columns are
+located by the names in the header line and each row is split on whitespace, so widened
+columns, the optional ``timestamp`` column (two fields) and the per-iteration columns
+(``i_min`` ...) of newer versions (the latter two tested on rows built with 2.19.6's
+formats) do not shift anything. Lines
+are first stripped of an ``mpirun --tag-output`` prefix (``[1,0]<stdout>:``), an
+``srun --label`` prefix (``0: ``) or an MPICH/Intel MPI ``-prepend-rank`` / ``-l`` prefix
+(``[0] ``). The MPICH launcher tags every chunk it reads from the pipe, not every line,
+so a row printed in several writes carries the same ``[0]`` tag in its middle too
+(``... -1[0]    1626.5 ...``); those inner tags of the line's own rank are removed.
+NCCL ``INFO``/``WARN`` lines and other tool chatter between rows are ignored.
 
 Emitted, per row and placement (``out_of_place`` then ``in_place``):
 
@@ -84,6 +89,7 @@ OPS = (
 )
 
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<(?:stdout|stderr)>:|\s*\d+: )")
+_RANK_TAG = re.compile(r"^\[(\d+)\] ?")
 _FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure|Invalid number of GPUs: ")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _RANK = re.compile(r"^#\s+Rank\s+\d+\s")
@@ -99,6 +105,13 @@ def _op_name(program: str) -> str | None:
     return None
 
 
+def _strip_prefix(raw: str) -> str:
+    m = _RANK_TAG.match(raw)
+    if m:
+        return raw[m.end() :].replace(f"[{m.group(1)}]", " ").rstrip()
+    return _PREFIX.sub("", raw, count=1).rstrip()
+
+
 def parse(text: str) -> list[Measurement]:
     if text.lstrip().startswith("{"):
         return _parse_json(text)
@@ -111,7 +124,7 @@ def _parse_text(text: str) -> list[Measurement]:
     pending_op: str | None = None
     seen_table = False
     for no, raw in enumerate(text.splitlines(), start=1):
-        line = _PREFIX.sub("", raw, count=1).rstrip()
+        line = _strip_prefix(raw)
         if not line.strip():
             continue
         if _FAILURE.search(line):
