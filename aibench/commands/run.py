@@ -339,12 +339,11 @@ def run(args: argparse.Namespace) -> int:
             run_obj = run_obj.replace(notes=tuple(notes))
     verdicts = [*judge(spec, run_obj), *consistency]
     run_obj = run_obj.replace(verdicts=tuple(verdicts))
-    store.save_run(run_obj, run_dir)
-    reports.write_all(run_obj, run_dir)
+    earlier: list[Any] = []
     if args.history:
-        from aibench.history import History
-
-        History(Path(args.history)).record(run_obj)
+        run_obj, earlier = _against_history(run_obj, Path(args.history))
+    store.save_run(run_obj, run_dir)
+    reports.write_all(run_obj, run_dir, history=earlier)
     _print_summary(run_obj, run_dir, quiet=args.quiet)
     if interrupted:
         return EXIT_INTERRUPTED
@@ -352,6 +351,50 @@ def run(args: argparse.Namespace) -> int:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
         return EXIT_CANNOT_RUN
     return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run_obj.verdicts) else EXIT_OK
+
+
+def _against_history(run: Any, db: Path) -> tuple[Any, list[Any]]:
+    """Record the run, judge it against its own history, return it and earlier runs.
+
+    A regression (outside the noise band of the last good runs, with the same key
+    environment) is a FAIL verdict; one across a changed environment (driver, NCCL,
+    kernel, tool versions) is a WARN that says what changed, never a silent comparison.
+    """
+    from aibench.history import History
+    from aibench.model import Outcome, Verdict
+
+    hist = History(db)
+    hist.record(run)
+    findings, _notes = hist.regressions(run.id)
+    extra = []
+    notes = list(run.notes)
+    for f in findings:
+        if not f.regression:
+            notes.append(f.text)
+            continue
+        tool = f.series.split("|", 1)[0]
+        extra.append(
+            Verdict(
+                check=f"regression:{f.series}",
+                outcome=Outcome.WARN if f.env_changed else Outcome.FAIL,
+                subject=tuple(n for n in f.series.rsplit("|", 1)[-1].split("+") if n),
+                description="against the history of earlier good runs",
+                expected=f"{f.band[0]:.4g} .. {f.band[1]:.4g} {f.unit}",
+                observed=f.value,
+                unit=f.unit,
+                reference=f.baseline_median,
+                aggregate="median",
+                reason=f.text,
+                benchmark=tool,
+            )
+        )
+    if extra or notes != list(run.notes):
+        run = run.replace(verdicts=(*run.verdicts, *extra), notes=tuple(notes))
+        hist.record(run)
+    earlier = [hist.load_run(r.id) for r in hist.runs() if r.suite == run.suite and r.id != run.id][
+        -20:
+    ]
+    return run, earlier
 
 
 def applicable(spec: Any, suite: Any) -> tuple[Any, int]:
