@@ -101,6 +101,10 @@ class TestBed:
     def shape(self, name: str, rate: str = "1gbit") -> None:
         net.shape(self.host(name), rate)
 
+    def shape_pair(self, a: str, b: str, rate: str = "1gbit") -> None:
+        """Shape only the link between hosts ``a`` and ``b``; ``unshape`` both to undo."""
+        net.shape_pair(self.host(a), self.host(b), rate)
+
     def unshape(self, name: str) -> None:
         net.unshape(self.host(name))
 

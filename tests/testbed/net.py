@@ -160,3 +160,33 @@ def link_down(host: Host) -> None:
 
 def link_up(host: Host) -> None:
     sh("ip", "link", "set", host.veth, "up")
+
+
+def shape_pair(a: Host, b: Host, rate: str = "1gbit") -> None:
+    """Limit only the traffic between ``a`` and ``b`` (both ways), other pairs untouched.
+
+    On each side's eth0: an htb root whose default class is unlimited, one class at
+    ``rate``, and a u32 filter sending packets for the other host's address there.
+    """
+    for src, dst in ((a, b), (b, a)):
+        ns = ("ip", "netns", "exec", src.netns)
+        sh(
+            *ns,
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            "eth0",
+            "root",
+            "handle",
+            "1:",
+            "htb",
+            "default",
+            "20",
+        )
+        sh(*ns, "tc", "class", "replace", "dev", "eth0", "parent", "1:", "classid", "1:10",
+           "htb", "rate", rate, "ceil", rate, "burst", "128kb")  # fmt: skip
+        sh(*ns, "tc", "class", "replace", "dev", "eth0", "parent", "1:", "classid", "1:20",
+           "htb", "rate", "100gbit", "burst", "1mb")  # fmt: skip
+        sh(*ns, "tc", "filter", "replace", "dev", "eth0", "parent", "1:", "protocol", "ip",
+           "prio", "1", "u32", "match", "ip", "dst", f"{dst.address}/32", "flowid", "1:10")  # fmt: skip
