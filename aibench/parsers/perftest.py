@@ -6,11 +6,13 @@ Test``, ``Atomic FETCH_AND_ADD BW Test`` ...) names the verb and the kind of tes
 
 Versions tested (golden fixtures): perftest 3.x/4.x banners without the ``PCIe relax
 order``/``ibv_wr* API`` lines and 4.5/5.x banners with them; tab- and space-separated
-banners; server sides (``Waiting for client to connect``, rdma_cm); single size and
-``-a``; ``MB/sec`` and ``Gb/sec`` (``--report_gbits``) tables. The latency table is read
-by its header names, so the 5-column format before perftest 2016 (t_min, t_max,
-t_typical) and the 9-column format since (t_avg, t_stdev, 99% and 99.9% percentiles)
-both work; the duration-mode latency table (``-D``: t_avg, tps) gives ``lat_avg``.
+banners; ``Post List`` and ``Bidirectional`` banners, the ``Connected:`` /
+``Completed:`` / ``Total run time`` lines of newest perftest; server sides (``Waiting for
+client to connect``, rdma_cm); single size and ``-a``; ``MB/sec`` and ``Gb/sec``
+(``--report_gbits``) tables. The latency table is read by its header names, so the
+5-column format before perftest 2016 (t_min, t_max, t_typical) and the 9-column format
+since (t_avg, t_stdev, 99% and 99.9% percentiles) both work; the duration-mode latency
+table (``-D``: t_avg, tps) gives ``lat_avg``.
 
 Units. perftest divides bytes/s by ``format_factor = (report_fmt == MBS) ? 0x100000 :
 125000000`` (``print_report_bw`` in src/perftest_parameters.c of linux-rdma/perftest):
@@ -37,9 +39,10 @@ header has) and ``iterations``. Dims on every record of a run: ``test``
 or no ``TX depth`` line means server; a bidirectional client prints nothing that tells
 it from a server, so it gets no ``side``), ``device``, ``link_layer`` (IB/Ethernet),
 ``transport`` (RC/UC/UD/XRC/DC: the banner's ``Connection type``), ``qps``, ``mtu``,
-``gid_index`` (when printed) and, for BW tests, ``bidirectional``. Also ignored: the
-``tps average`` column of duration-mode latency, per-port columns (``--report-per-port``)
-and the ``#sl`` column (``--raw_qos``).
+``gid_index`` (when printed; ``Gid index`` in perftest of 2016) and, for BW tests,
+``bidirectional``. Also ignored: the ``tps average`` column of duration-mode latency,
+per-port columns (``--report-per-port``) and the ``#sl`` column (``--raw_qos``). A
+non-finite cell (``inf``, ``nan``) is a ParseError: perftest prints finite numbers.
 
 Errors: perftest reports failures as lines such as ``Couldn't connect to HOST:PORT``,
 ``Unable to ...``, ``Failed to ...``, ``ethernet_read_keys: Couldn't read remote
@@ -50,6 +53,7 @@ with neither a result table nor such a line is a ParseError.
 
 from __future__ import annotations
 
+import math
 import re
 
 from aibench.errors import ParseError, ToolFailure
@@ -69,7 +73,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
     ("transport", re.compile(r"Connection type\s*:\s*(\S+)"), False),
     ("mtu", re.compile(r"Mtu\s*:\s*(\d+)"), True),
     ("link_layer", re.compile(r"Link type\s*:\s*(\S+)"), False),
-    ("gid_index", re.compile(r"GID index\s*:\s*(\d+)"), True),
+    ("gid_index", re.compile(r"GID index\s*:\s*(\d+)", re.IGNORECASE), True),
 )
 _ERROR = re.compile(
     r"^(?:[\w.]+: )?(?:Couldn't|Could not|Unable to|Failed|Can't|Cannot|Completion with error"
@@ -197,9 +201,12 @@ def parse(text: str) -> list[Measurement]:
 
 def _number(tok: str, name: str, no: int) -> float:
     try:
-        return float(tok)
+        v = float(tok)
     except ValueError:
         raise ParseError(TOOL, f"{name}: {tok!r} is not a number", no) from None
+    if not math.isfinite(v):  # perftest prints %.2f of finite doubles: inf/nan is damage
+        raise ParseError(TOOL, f"{name}: {tok!r} is not a finite number", no)
+    return v
 
 
 def _row(run: _Run, line: str, no: int) -> list[Measurement]:
