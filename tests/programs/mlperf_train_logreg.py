@@ -22,6 +22,7 @@ what the target needs ends the run with status "aborted".
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 
 import numpy as np
@@ -92,7 +93,7 @@ def main() -> int:
         log.end(key=c.RUN_STOP, metadata={"epoch_num": epoch})
     elif a.broken == "none":
         log.end(key=c.RUN_STOP, metadata={"status": status, "epoch_num": epoch})
-    print(f"epochs {epoch} accuracy {acc:.4f} status {status}")
+    print(f"host {socket.gethostname()} epochs {epoch} accuracy {acc:.4f} status {status}")
     return 0
 
 

@@ -134,3 +134,16 @@ def test_first_complaint_reads_the_checkers_own_lines() -> None:
     assert first_complaint(text) == (
         "CHECK for 'opt_name' failed in line 10: failed test:  v['value'] == 'adamw'"
     )
+
+
+def test_a_run_that_does_not_converge_counts_as_the_slowest(tmp_path: Path) -> None:
+    """--max-epochs 50: the seed-1 run stops short of the target (aborted), 2 and 3 reach it."""
+    res = train(tmp_path, "--max-epochs", "50")
+    assert res.status is StepStatus.OK, res.reason
+    status = {f.dims["run_index"]: f.value for f in res.facts if f.name == "status"}
+    assert status == {0: "aborted", 1: "success", 2: "success"}
+    ttt = {m.dims["run_index"]: m.value for m in res.measurements if m.metric == "time_to_train"}
+    (score,) = [m.value for m in res.measurements if m.metric == "score"]
+    # the aborted run is dropped as the slowest whatever its time; the faster success as
+    # the fastest; the slower success is the score
+    assert score == max(ttt[1], ttt[2])
