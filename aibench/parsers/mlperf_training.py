@@ -8,7 +8,8 @@ later) and the ``:::MLL <seconds> <key>: {json}`` lines of v0.6. Lines may carry
 
 Tested on published results of MLPerf Training v0.6, v4.0, v4.1 and v5.0 (resnet, ssd /
 retinanet, stable_diffusion, llama2_70b_lora, gpt3, gnn / rgat, transformer,
-llama31_405b) and on logs written with mlperf-logging 4.1.68 (ruleset 6.0.0, llama31_8b).
+llama31_405b), of MLPerf HPC v1.0 (cosmoflow, oc20) and on logs written with
+mlperf-logging 4.1.68 (ruleset 6.0.0, llama31_8b).
 
 Emits (tool ``mlperf-training``):
 
@@ -24,7 +25,10 @@ Emits (tool ``mlperf-training``):
   exactly; dims ``status`` when known), ``eval_accuracy`` (unit ``ratio`` as logged: an
   accuracy, a loss, a perplexity or FID/CLIP score, whatever the benchmark's quality
   metric is; one record per eval_accuracy event; dims ``epoch_num``, ``samples_count``,
-  ``metric`` from the event's metadata where present), ``global_batch_size`` and
+  ``metric`` from the event's metadata where present), ``eval_error`` (the same, for the
+  ``eval_error`` events of MLPerf HPC logs: cosmoflow logs it, often beside
+  eval_accuracy, and oc20 logs only it; unit ``ratio`` as logged, whatever the error's
+  own unit), ``global_batch_size`` and
   ``train_samples`` (count; the first one logged).
 * ``log_problems`` (count) and a Fact ``log_problem`` (the first problem, with its
   line) only when some marked lines could not be read or an eval_accuracy value is not a
@@ -64,6 +68,10 @@ _SUBMISSION = (
     ("division", ("submission_division",)),
 )
 _EVAL_DIMS = ("epoch_num", "samples_count", "metric")
+# the quality metrics a run logs per evaluation: eval_accuracy (Training, and HPC
+# cosmoflow/deepcam), eval_error (HPC: cosmoflow's MAE, oc20's force MAE; oc20 and some
+# cosmoflow logs have no eval_accuracy at all)
+_QUALITY = ("eval_accuracy", "eval_error")
 
 
 def _first(events: list[Event], keys: tuple[str, ...]) -> Event | None:
@@ -125,16 +133,16 @@ def _records(
     meas += _count("global_batch_size", _first(events, ("global_batch_size",)), problems)
     meas += _count("train_samples", _first(events, ("train_samples",)), problems)
     for ev in events:
-        if ev.key != "eval_accuracy":
+        if ev.key not in _QUALITY:
             continue
         v = number(ev.value)
         if v is None:
-            problems.append(Problem(ev.line, f"eval_accuracy is not a finite number: {ev.value!r}"))
+            problems.append(Problem(ev.line, f"{ev.key} is not a finite number: {ev.value!r}"))
             continue
         meas.append(
             Measurement(
                 tool=TOOL,
-                metric="eval_accuracy",
+                metric=ev.key,
                 value=v,
                 unit="ratio",
                 dims=FrozenDims(scalar_dims(ev.metadata, _EVAL_DIMS)),

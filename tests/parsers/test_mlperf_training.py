@@ -237,3 +237,34 @@ def test_quality_target_is_reported_when_logged() -> None:
     recs = parse("\n".join([*lines[: i + 1], extra, *lines[i + 1 :]]))
     assert facts(recs)["quality_target"] == 3.3
     assert "quality_target" not in facts(parse(text(VALID6)))
+
+
+def test_hpc_eval_error_is_kept_where_no_eval_accuracy_is_logged() -> None:
+    # MLPerf HPC v1.0 oc20 logs its quality (force MAE) only as eval_error
+    recs = parse(
+        text(FIX / "hpc_v1.0_CSCS_piz_daint_n256_oc20_strong_result_1_eval_error_only.txt")
+    )
+    errors = [r for r in recs if isinstance(r, Measurement) and r.metric == "eval_error"]
+    assert len(errors) == 25
+    assert not [r for r in recs if isinstance(r, Measurement) and r.metric == "eval_accuracy"]
+    assert (errors[0].value, dict(errors[0].dims)) == (0.062015305790935775, {"epoch_num": 1})
+    assert (errors[-1].value, dict(errors[-1].dims)) == (0.03571707186807961, {"epoch_num": 25})
+    ttt = next(r for r in recs if isinstance(r, Measurement) and r.metric == "time_to_train")
+    assert ttt.value == 1633462356149 - 1633417502125
+    assert facts(recs)["benchmark"] == "oc20"
+
+
+def test_hpc_cosmoflow_logs_both_quality_keys() -> None:
+    recs = parse(
+        text(
+            FIX
+            / "hpc_v1.0_NVIDIA_dgxa100_n16_cosmoflow_strong_result_1_eval_error_and_accuracy.txt"
+        )
+    )
+    by = {
+        m: [r.value for r in recs if isinstance(r, Measurement) and r.metric == m]
+        for m in ("eval_error", "eval_accuracy")
+    }
+    assert len(by["eval_error"]) == len(by["eval_accuracy"]) == 17
+    # cosmoflow's eval_accuracy is the negated error: two readings of one number
+    assert [-v for v in by["eval_accuracy"]] == by["eval_error"]
