@@ -149,7 +149,9 @@ def node_bars(
             unit=unit,
             bounds=lower_bounds(mine, unit),
             bad=bad_nodes,
-            ylabel=f"{label} ({unit})",
+            # the metric alone: the dims are in the plot's caption, and a long rotated
+            # label would stretch the figure
+            ylabel=f"{label.split(' [', 1)[0]} ({unit})",
         ),
         f"{how}; nodes with a FAIL or WARN {marking}; dashed lines are the spec bounds",
     )
