@@ -1,8 +1,9 @@
 """MLPerf Inference LoadGen logs: ``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``.
 
 Two parsers, one tool (``mlperf-inference``). Tested on published results of MLPerf
-Inference v0.5 and v4.1 (resnet/resnet50 Server, SingleStream; gptj-99 SingleStream;
-llama2-70b-99 Offline and Server; accuracy-mode summaries; a truncated INVALID summary)
+Inference v0.5, v1.0, v4.1 and v5.1 (resnet/resnet50 Server, SingleStream and v1.0
+MultiStream; gptj-99 SingleStream; llama2-70b-99 Offline and Server; dlrm-v2 Server;
+TEST01 compliance runs; accuracy-mode summaries; a truncated INVALID summary)
 and on logs written by mlcommons-loadgen 6.0.17 (Offline, Server, SingleStream,
 MultiStream, token latencies, INVALID runs, a run with a LoadGen error).
 
@@ -29,6 +30,15 @@ Measurements (dims ``scenario`` and ``mode`` on each; ``percentile`` where it ap
   ``target_ttft``, ``target_tpot`` (ns; only when not 0, since 0 means "not set"),
   ``min_duration`` (ms), ``min_query_count`` and ``samples_per_query`` (count);
 * ``warnings`` and ``errors`` (count) from the closing "N warnings encountered" lines.
+
+LoadGen 1.x MultiStream summaries carry ``Samples per query`` as the result
+(``samples_per_query``) and two latency blocks with the same keys: there the
+"Per-query latency:" block is ``query_latency*`` (the detail log's name) and the
+"Per-sample latency:" block ``latency*``; a summary with only the per-query block
+(LoadGen 2.0 and later) keeps ``latency*``. The "Intervals between each IssueQuery"
+percentiles are not latencies and are skipped. When the test parameters say
+``WARNING: sample_concatenate_permutation was set to true`` (LoadGen 5.x), the
+``samples_per_query`` setting is not what ran and is not reported.
 
 An accuracy-mode summary has no results block: it gives Facts only (``result_validity``
 None with the reason, ``warnings_encountered`` and ``errors_encountered`` as bools) and no
@@ -85,6 +95,7 @@ _COUNT_LINE = re.compile(r"^\s*(No|\d+)\s+(warnings?|errors?)\s+encountered", re
 # key (after the colon split) -> (metric, unit); percentile keys are handled by regex
 _SUMMARY_KEYS: dict[str, tuple[str, str]] = {
     "samples per second": ("samples_per_second", "samples/s"),
+    "samples per query": ("samples_per_query", "count"),
     "tokens per second": ("tokens_per_second", "tokens/s"),
     "completed samples per second": ("completed_samples_per_second", "samples/s"),
     "scheduled samples per second": ("scheduled_samples_per_second", "samples/s"),
@@ -171,6 +182,13 @@ def parse_summary(text: str) -> list[Record]:
         return _summary_without_results(lines)
     s = _Summary()
     section = "head"
+    # LoadGen 1.x MultiStream prints a "Per-query latency:" block AND a "Per-sample
+    # latency:" block with the same keys; the per-query one is then ``query_latency*``
+    # (the detail log's name for it), the per-sample one ``latency*``.
+    two_blocks = any(ln.strip().startswith("Per-sample latency:") for ln in lines)
+    block = ""
+    params_at = len(lines) + 1
+    concatenated = False  # LoadGen 5.x: the samples_per_query setting is not what ran
     es_kind: str | None = None
     recommendations: list[str] = []
     in_recs = False
@@ -188,6 +206,7 @@ def parse_summary(text: str) -> list[Record]:
             continue
         if ln.strip() == "Test Parameters Used":
             section, es_kind, in_recs = "params", None, False
+            params_at = n
             continue
         cm = _COUNT_LINE.match(ln)
         if cm:
@@ -244,6 +263,12 @@ def parse_summary(text: str) -> list[Record]:
             if lk == "result is":
                 validity = val
                 continue
+        if section == "stats" and lk in ("per-query latency", "per-sample latency"):
+            block = lk.split()[0]
+            continue
+        if section == "params" and ln.startswith("WARNING: sample_concatenate_permutation"):
+            concatenated = True
+            continue
         if section == "params":
             p = _PARAMS.get(lk)
             if p is not None:
@@ -253,17 +278,24 @@ def parse_summary(text: str) -> list[Record]:
                 if not (p[2] and v == 0):
                     s.measure(n, p[0], p[1], val)
             continue
+        query_block = section == "stats" and two_blocks and block == "per-query"
         if lk in _SUMMARY_KEYS:
             metric, unit = _SUMMARY_KEYS[lk]
+            if query_block and metric.startswith("latency"):
+                metric = "query_" + metric
             s.measure(n, metric, unit, val)
             continue
         for rx, metric in _PCT_KEYS:
             pm = rx.match(key)
             if pm:
+                if query_block and metric == "latency":
+                    metric = "query_latency"
                 s.measure(n, metric, "ns", val, percentile=percentile(pm.group(1)))
                 break
     if validity is None:
         raise ParseError(TOOL, "no 'Result is' line: the summary is cut or not a LoadGen summary")
+    if concatenated:
+        s.pending = [p for p in s.pending if not (p[1] == "samples_per_query" and p[0] > params_at)]
     facts: list[Record] = [
         _fact("scenario", s.scenario or None, "" if s.scenario else "no Scenario line"),
         _fact("mode", s.mode or None, "" if s.mode else "no Mode line"),

@@ -229,3 +229,62 @@ def test_every_fixture_is_detected_and_uses_known_units(folder: Path, parser: st
                 assert r.tool == "mlperf-inference"
             else:
                 assert r.source == "mlperf-inference"
+
+
+def test_v10_multistream_per_query_and_per_sample_blocks_are_told_apart() -> None:
+    # LoadGen 1.0 MultiStream prints both blocks with the same keys: per-query is
+    # query_latency (the detail log's name), per-sample is latency; "Samples per query"
+    # is that scenario's result.
+    recs = parse_summary(
+        text(
+            SUM / "v1.0_NVIDIA_AGX_Xavier_resnet50_MultiStream_old_samples_per_query_metric"
+            "_mlperf_log_summary.txt"
+        )
+    )
+    v = values(recs)
+    assert v[("query_latency", 99.0)] == 48637796
+    assert v[("latency", 99.0)] == 48424468
+    assert v[("latency_min", None)] == 44877689
+    assert v[("samples_per_query", None)] == 96
+    keys = [(r.metric, tuple(sorted(r.dims.items()))) for r in recs if isinstance(r, Measurement)]
+    assert len(keys) == len(set(keys))  # no metric twice under the same dims
+    # the "Intervals between each IssueQuery" percentiles (all 1) are not latencies
+    assert 1.0 not in {
+        r.value for r in recs if isinstance(r, Measurement) and "latency" in r.metric
+    }
+
+
+def test_newer_multistream_single_block_is_still_latency() -> None:
+    recs = parse_summary(
+        text(SUM / "loadgen6_PySUT_MultiStream_INVALID_error_mlperf_log_summary.txt")
+    )
+    assert ("latency", 99.0) in values(recs)
+    assert not [r for r in recs if isinstance(r, Measurement) and r.metric.startswith("query_")]
+
+
+def test_concatenated_samples_per_query_setting_is_not_reported() -> None:
+    name = (
+        "v5.1_ASUSTeK_AMD_llama2-70b-99_Offline_per_gpu_sample_concatenate_permutation_WARNING"
+        "_mlperf_log_summary.txt"
+    )
+    recs = parse_summary(text(SUM / name))
+    v = values(recs)
+    assert ("samples_per_query", None) not in v  # 3000 is the setting, not what ran
+    assert v[("samples_per_second", None)] == 15.9912
+    assert v[("tokens_per_second", None)] == 4163.89
+    assert v[("warnings", None)] == 1
+    plain = parse_summary(text(SUM / name).replace("WARNING: sample_concatenate_permutation", "x"))
+    assert values(plain)[("samples_per_query", None)] == 3000
+
+
+def test_llm_server_summary_ttft_tpot_v41() -> None:
+    recs = parse_summary(
+        text(SUM / "v4.1_NVIDIA_H200x8_llama2-70b-99_Server_VALID_TTFT_TPOT_mlperf_log_summary.txt")
+    )
+    v = values(recs)
+    assert v[("completed_tokens_per_second", None)] == 29228.22
+    assert v[("ttft", 99.0)] == 452744202
+    assert v[("tpot", 99.0)] == 146040006
+    assert v[("target_ttft", None)] == 2e9
+    assert v[("target_tpot", None)] == 2e8
+    assert facts(recs)["early_stopping_met"] is True
