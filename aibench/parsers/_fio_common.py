@@ -104,5 +104,22 @@ def number(value: Any, what: str, line: int | None) -> float:
     return f
 
 
+_DIMS_CACHE: dict[tuple[tuple[str, type, Scalar], ...], FrozenDims] = {}
+
+
+def frozen(dims: Mapping[str, Scalar]) -> FrozenDims:
+    """A FrozenDims for ``dims``, shared between the many records of one job and
+    direction (a memo without I/O: building FrozenDims is most of a record's cost)."""
+    if isinstance(dims, FrozenDims):
+        return dims
+    key = tuple((k, type(v), v) for k, v in dims.items())
+    found = _DIMS_CACHE.get(key)
+    if found is None:
+        if len(_DIMS_CACHE) > 4096:
+            _DIMS_CACHE.clear()
+        found = _DIMS_CACHE[key] = FrozenDims(dims)
+    return found
+
+
 def measurement(metric: str, value: float, unit: str, dims: Mapping[str, Scalar]) -> Measurement:
-    return Measurement(tool=TOOL, metric=metric, value=value, unit=unit, dims=FrozenDims(dims))
+    return Measurement(tool=TOOL, metric=metric, value=value, unit=unit, dims=frozen(dims))

@@ -72,7 +72,21 @@ _BIN |= {"KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB"}
 
 def convert(value: float | str, src: str, dst: str) -> float:
     """Exact conversion of a printed decimal (no binary-float noise such as 8291790.000000001)."""
-    return float(Fraction(str(value)) * factor(src, dst))
+    f = _factor(src, dst)
+    text = str(value)
+    if f.denominator == 1 and text.isdigit():
+        return float(int(text) * f.numerator)
+    return float(Fraction(text) * f)
+
+
+_FACTORS: dict[tuple[str, str], Fraction] = {}
+
+
+def _factor(src: str, dst: str) -> Fraction:
+    key = (src, dst)
+    if key not in _FACTORS:
+        _FACTORS[key] = factor(src, dst)
+    return _FACTORS[key]
 
 
 def _size(value: str, unit: str) -> float:
@@ -138,39 +152,43 @@ def parse_text(text: str) -> list[Measurement]:
     dims: dict[str, Scalar] = {}
     pct: tuple[str, str] | None = None
     for no, line in enumerate(lines, 1):
+        if not line:
+            pct = None
+            continue
         if pct is not None:
             if line.lstrip().startswith("|"):
+                assert job is not None
                 for item in _PCT_ITEM.finditer(line):
                     value = convert(item["v"], _LAT_UNITS[pct[1]], lat_unit)
-                    p = float(item["p"])
-                    assert job is not None
-                    job.records.append(
-                        measurement("clat_percentile", value, lat_unit, {**dims, "percentile": p})
-                    )
+                    pdims = {**dims, "percentile": float(item["p"])}
+                    job.records.append(measurement("clat_percentile", value, lat_unit, pdims))
                 continue
             pct = None
-        if line.startswith("fio: "):
-            errors.append(line.strip())
-            continue
-        if m := _OPTS.match(line):
-            options[m["name"]] = {
-                "rw": m["rw"],
-                "ioengine": m["ioengine"],
-                "iodepth": int(m["iodepth"]),
-            }
-            bs_by_job[m["name"]] = _split_bs(m["bs"])
-            continue
-        if m := _JOB.match(line):
-            job = _Job(m["name"], no, int(m["err"]), m["msg"] or "")
-            jobs.append(job)
-            direction = ""
-            continue
-        if _GROUP.match(line):
-            job = None
+        # cheap tests first: most lines of a report are none of the ones read here
+        if line[0] != " ":
+            if line.startswith("fio: "):
+                errors.append(line.strip())
+            elif ": (g=" in line and (m := _OPTS.match(line)):
+                options[m["name"]] = {
+                    "rw": m["rw"],
+                    "ioengine": m["ioengine"],
+                    "iodepth": int(m["iodepth"]),
+                }
+                bs_by_job[m["name"]] = _split_bs(m["bs"])
+            elif ": (groupid=" in line and (m := _JOB.match(line)):
+                job = _Job(m["name"], no, int(m["err"]), m["msg"] or "")
+                jobs.append(job)
+                direction = ""
+            elif line.startswith("Run status group"):
+                job = None
             continue
         if job is None:
             continue
-        if m := (_DIR3.match(line) or _DIR2.match(line)):
+        s = line.lstrip()
+        if s.startswith(("read", "write", "trim")):
+            m = _DIR3.match(line) or _DIR2.match(line)
+            if not m:
+                continue
             direction = m["dir"]
             dims = {"job": job.name, "direction": direction, **options.get(job.name, {})}
             bs = bs_by_job.get(job.name, {}).get(direction)
@@ -183,17 +201,18 @@ def parse_text(text: str) -> list[Measurement]:
                 measurement("io_bytes", _size(m["io"], m["iou"]), "B", dims),
                 measurement("runtime", float(m["run"]), "ms", dims),
             ]
-            continue
-        if line.strip() == "fsync/fdatasync/sync_file_range:":
+        elif s.startswith("fsync/fdatasync/sync_file_range:"):
             direction = "sync"
             dims = {"job": job.name, "direction": "sync", **options.get(job.name, {})}
             bs = bs_by_job.get(job.name, {}).get("write")
             if bs:
                 dims["bs"] = bs
+        elif not direction:
             continue
-        if not direction:
-            continue
-        if m := _LAT.match(line):
+        elif s.startswith(("slat (", "clat (", "lat (", "sync (")):
+            m = _LAT.match(line)
+            if not m:
+                continue
             key = "lat" if m["key"] == "sync" else m["key"]
             unit = _LAT_UNITS[m["unit"]]
             job.records.append(
@@ -202,11 +221,8 @@ def parse_text(text: str) -> list[Measurement]:
             if key == "lat":
                 stdev = convert(m["stdev"], unit, lat_unit)
                 job.records.append(measurement("lat_stdev", stdev, lat_unit, dims))
-            continue
-        if m := _PCT_HEAD.match(line):
-            if m["key"] in ("clat", "sync"):
-                pct = (m["key"], m["unit"])
-            continue
+        elif "percentiles (" in s and (m := _PCT_HEAD.match(line)) and m["key"] in ("clat", "sync"):
+            pct = (m["key"], m["unit"])
     if not jobs:
         raise ParseError(TOOL, "no job report (NAME: (groupid=..., jobs=...): err=...) found")
     records = [r for j in jobs for r in j.records]

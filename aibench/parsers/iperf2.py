@@ -155,22 +155,24 @@ def _parse_text(lines: list[str]) -> list[Measurement]:
     rows: list[_Row] = []
     sent: dict[str, int] = {}
     for no, line in enumerate(lines, 1):
-        if _ERROR.search(line):
+        if ("failed" in line or line.startswith("iperf: ")) and _ERROR.search(line):
             partial = _safe_records(rows, side, udp, sent)
             raise ToolFailure(TOOL, line.strip(), line=no, partial=list(partial))
-        if line.startswith("Client connecting to"):
-            side = "sender"
-            udp = udp or ", UDP port" in line
-        elif line.startswith("Server listening on"):
-            side = "receiver"
-            udp = udp or " UDP port" in line
-        if "Jitter" in line and "Lost/Total" in line:
-            udp = True
-        if re.match(r"^\[\s*\d+\]\s+Server Report:", line):
-            section = "report"
+        if not line.startswith("["):
+            if line.startswith("Client connecting to"):
+                side = "sender"
+                udp = udp or ", UDP port" in line
+            elif line.startswith("Server listening on"):
+                side = "receiver"
+                udp = udp or " UDP port" in line
             continue
-        if m := _SENT.match(line):
-            sent[m["id"]] = int(m["n"])
+        if " sec " not in line:
+            if "Jitter" in line and "Lost/Total" in line:
+                udp = True
+            elif "Server Report:" in line and re.match(r"^\[\s*\d+\]\s+Server Report:", line):
+                section = "report"
+            elif m := _SENT.match(line):
+                sent[m["id"]] = int(m["n"])
             continue
         m = _LINE.match(line)
         if not m:
