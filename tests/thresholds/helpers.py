@@ -14,15 +14,28 @@ NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def m(
-    tool: str, metric: str, value: float, unit: str, nodes: Sequence[str], *, step: str = "s",
-    repeat: int = 0, **dims: Any,
+    tool: str,
+    metric: str,
+    value: float,
+    unit: str,
+    nodes: Sequence[str],
+    *,
+    step: str = "s",
+    repeat: int = 0,
+    **dims: Any,
 ) -> Measurement:
     return Measurement(tool, metric, value, unit, dims, tuple(nodes), step, repeat)
 
 
 def step(
-    name: str, tool: str, nodes: Sequence[str], measurements: Iterable[Measurement] = (), *,
-    repeat: int = 0, status: StepStatus = StepStatus.OK, reason: str = "",
+    name: str,
+    tool: str,
+    nodes: Sequence[str],
+    measurements: Iterable[Measurement] = (),
+    *,
+    repeat: int = 0,
+    status: StepStatus = StepStatus.OK,
+    reason: str = "",
     facts: Iterable[Fact] = (),
 ) -> StepResult:
     ms = tuple(
@@ -30,20 +43,40 @@ def step(
         for x in measurements
     )
     return StepResult(
-        step_id=f"{name}/{'+'.join(nodes)}/r{repeat}", step=name, tool=tool, nodes=tuple(nodes),
-        repeat=repeat, status=status, measurements=ms, facts=tuple(facts), reason=reason,
+        step_id=f"{name}/{'+'.join(nodes)}/r{repeat}",
+        step=name,
+        tool=tool,
+        nodes=tuple(nodes),
+        repeat=repeat,
+        status=status,
+        measurements=ms,
+        facts=tuple(facts),
+        reason=reason,
     )
 
 
 def run(
-    steps: Iterable[StepResult], nodes: Sequence[str] = ("n1",), *,
-    labels: Mapping[str, Mapping[str, str]] | None = None, environment: Mapping[str, Any]
-    | None = None, rid: str = "r1", started: str = "2026-12-02T10:00:00Z",
+    steps: Iterable[StepResult],
+    nodes: Sequence[str] = ("n1",),
+    *,
+    labels: Mapping[str, Mapping[str, str]] | None = None,
+    environment: Mapping[str, Any] | None = None,
+    rid: str = "r1",
+    started: str = "2026-12-02T10:00:00Z",
 ) -> Run:
-    inv = {"name": "t", "nodes": [
-        {"name": n, "labels": dict((labels or {}).get(n, {}))} for n in nodes]}
-    return Run(id=rid, suite="t", spec="t", inventory=inv, steps=tuple(steps),
-               environment=dict(environment or {}), started=started)
+    inv = {
+        "name": "t",
+        "nodes": [{"name": n, "labels": dict((labels or {}).get(n, {}))} for n in nodes],
+    }
+    return Run(
+        id=rid,
+        suite="t",
+        spec="t",
+        inventory=inv,
+        steps=tuple(steps),
+        environment=dict(environment or {}),
+        started=started,
+    )
 
 
 def spec_from(tmp: Path, text: str, name: str = "spec.yaml") -> Spec:

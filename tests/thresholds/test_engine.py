@@ -35,14 +35,20 @@ TIERS = [
     ("    max: 100", "MB/s", [200_000, 210_000, 190_000], Outcome.FAIL),
     ("    reference: 204.8\n    lower: -0.05", "MB/s", [200_000, 200_000], Outcome.PASS),
     ("    reference: 300\n    lower: -0.1", "MB/s", [200_000], Outcome.FAIL),
-    ("    reference: 204.8\n    lower: -0.2\n    upper: 0.2\n    warn: {lower: -0.01}", "MB/s",
-     [190_000], Outcome.WARN),
+    (
+        "    reference: 204.8\n    lower: -0.2\n    upper: 0.2\n    warn: {lower: -0.01}",
+        "MB/s",
+        [190_000],
+        Outcome.WARN,
+    ),
     ("    warn: {min: 250}", "MB/s", [200_000], Outcome.WARN),
 ]
 
 
 @pytest.mark.parametrize(("bounds", "unit", "values", "outcome"), TIERS)
-def test_tiers(tmp_path: Path, bounds: str, unit: str, values: list[float], outcome: Outcome) -> None:
+def test_tiers(
+    tmp_path: Path, bounds: str, unit: str, values: list[float], outcome: Outcome
+) -> None:
     spec = spec_from(tmp_path, HEADER + BW_CHECK.format(unit=unit, bounds=bounds))
     (v,) = judge(spec, _fio_run(values), now=NOW)
     assert v.outcome is outcome, v
@@ -62,11 +68,22 @@ def test_median_of_repeats_and_expected_text(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("aggregate", "expected"),
-    [("median", 200.0), ("mean", 200.0), ("min", 100.0), ("max", 300.0), ("sum", 600.0),
-     ("p10", 120.0), ("p90", 280.0)],
+    [
+        ("median", 200.0),
+        ("mean", 200.0),
+        ("min", 100.0),
+        ("max", 300.0),
+        ("sum", 600.0),
+        ("p10", 120.0),
+        ("p90", 280.0),
+    ],
 )
 def test_aggregates(tmp_path: Path, aggregate: str, expected: float) -> None:
-    text = HEADER + BW_CHECK.format(unit="KiB/s", bounds="    min: 1") + f"    aggregate: {aggregate}\n"
+    text = (
+        HEADER
+        + BW_CHECK.format(unit="KiB/s", bounds="    min: 1")
+        + f"    aggregate: {aggregate}\n"
+    )
     (v,) = judge(spec_from(tmp_path, text), _fio_run([100, 200, 300]), now=NOW)
     assert v.observed == pytest.approx(expected)
 
@@ -85,14 +102,18 @@ UNITS = [
 
 
 @pytest.mark.parametrize(("check_unit", "value", "unit", "expected"), UNITS)
-def test_unit_conversion(tmp_path: Path, check_unit: str, value: float, unit: str,
-                         expected: float) -> None:
-    text = HEADER + f"""\
+def test_unit_conversion(
+    tmp_path: Path, check_unit: str, value: float, unit: str, expected: float
+) -> None:
+    text = (
+        HEADER
+        + f"""\
   - id: x
     select: {{tool: custom, metric: x}}
     unit: {check_unit}
     min: 0
 """
+    )
     r = run([step("s", "custom", ("n1",), [m("custom", "x", value, unit, ())])])
     (v,) = judge(spec_from(tmp_path, text), r, now=NOW)
     assert v.observed == pytest.approx(expected, rel=1e-12)
@@ -122,15 +143,22 @@ def test_nothing_measured_is_missing(tmp_path: Path) -> None:
 
 def test_failed_step_is_error_with_its_reason(tmp_path: Path) -> None:
     spec = spec_from(tmp_path, HEADER + BW_CHECK.format(unit="MB/s", bounds="    min: 1"))
-    bad = step("seq", "fio", ("n1",), [m("fio", "bw", 9e9, "KiB/s", (), direction="read")],
-               status=StepStatus.FAILED, reason="fio: O_DIRECT not supported")
+    bad = step(
+        "seq",
+        "fio",
+        ("n1",),
+        [m("fio", "bw", 9e9, "KiB/s", (), direction="read")],
+        status=StepStatus.FAILED,
+        reason="fio: O_DIRECT not supported",
+    )
     (v,) = judge(spec, run([bad]), now=NOW)
     assert v.outcome is Outcome.ERROR  # the partial measurement is not used
     assert "O_DIRECT not supported" in v.reason
     assert v.evidence == ("seq/n1/r0",)
     # one failed repeat among good ones: still ERROR, never PASS
-    good = step("seq", "fio", ("n1",), [m("fio", "bw", 9e9, "KiB/s", (), direction="read")],
-                repeat=1)
+    good = step(
+        "seq", "fio", ("n1",), [m("fio", "bw", 9e9, "KiB/s", (), direction="read")], repeat=1
+    )
     (v,) = judge(spec, run([bad, good]), now=NOW)
     assert v.outcome is Outcome.ERROR
 
@@ -138,13 +166,19 @@ def test_failed_step_is_error_with_its_reason(tmp_path: Path) -> None:
 def test_scopes(tmp_path: Path) -> None:
     base = "    select: {tool: perftest, metric: bw_avg}\n    unit: Gbit/s\n    min: 350\n"
     text = HEADER + "".join(
-        f"  - id: {scope}\n    scope: {scope}\n" + base for scope in ("node", "pair", "rail", "fleet")
+        f"  - id: {scope}\n    scope: {scope}\n" + base
+        for scope in ("node", "pair", "rail", "fleet")
     )
     steps = []
-    for a, b, dev, val in [("a", "b", "mlx5_0", 390), ("a", "b", "mlx5_1", 300),
-                           ("a", "c", "mlx5_0", 395), ("b", "c", "mlx5_0", 392)]:
-        steps.append(step("ib", "perftest", (a, b),
-                          [m("perftest", "bw_avg", val, "Gbit/s", (), device=dev)]))
+    for a, b, dev, val in [
+        ("a", "b", "mlx5_0", 390),
+        ("a", "b", "mlx5_1", 300),
+        ("a", "c", "mlx5_0", 395),
+        ("b", "c", "mlx5_0", 392),
+    ]:
+        steps.append(
+            step("ib", "perftest", (a, b), [m("perftest", "bw_avg", val, "Gbit/s", (), device=dev)])
+        )
     vs = judge(spec_from(tmp_path, text), run(steps, ("a", "b", "c")), now=NOW)
     by = {(v.check, v.subject): v for v in vs}
     assert {s for c, s in by if c == "node"} == {("a",), ("b",), ("c",)}
@@ -171,7 +205,9 @@ def test_coverage_lists_what_is_missing(tmp_path: Path) -> None:
 
 
 def test_pair_coverage(tmp_path: Path) -> None:
-    text = HEADER + """\
+    text = (
+        HEADER
+        + """\
   - id: tcp
     select: {tool: iperf3, metric: throughput, dims: {side: receiver}}
     scope: pair
@@ -179,8 +215,11 @@ def test_pair_coverage(tmp_path: Path) -> None:
     min: 1
     require: every_pair
 """
-    s = [step("t", "iperf3", p, [m("iperf3", "throughput", 9e9, "bit/s", (), side="receiver")])
-         for p in [("a", "b"), ("c", "a")]]
+    )
+    s = [
+        step("t", "iperf3", p, [m("iperf3", "throughput", 9e9, "bit/s", (), side="receiver")])
+        for p in [("a", "b"), ("c", "a")]
+    ]
     vs = judge(spec_from(tmp_path, text), run(s, ("a", "b", "c")), now=NOW)
     (cov,) = [v for v in vs if v.check == "tcp.coverage"]
     assert cov.outcome is Outcome.FAIL
@@ -201,10 +240,14 @@ WAIVER = """\
         (500_000, "2026-11-30", Outcome.PASS, "expired", "waiver expired"),
     ],
 )
-def test_waivers(tmp_path: Path, kib: float, expires: str, outcome: Outcome, state: str,
-                 text: str) -> None:
-    spec_text = HEADER + BW_CHECK.format(unit="MB/s", bounds="    min: 100") + WAIVER.format(
-        expires=expires)
+def test_waivers(
+    tmp_path: Path, kib: float, expires: str, outcome: Outcome, state: str, text: str
+) -> None:
+    spec_text = (
+        HEADER
+        + BW_CHECK.format(unit="MB/s", bounds="    min: 100")
+        + WAIVER.format(expires=expires)
+    )
     (v,) = judge(spec_from(tmp_path, spec_text), _fio_run([kib]), now=NOW)
     assert v.outcome is outcome
     assert v.waiver is not None
@@ -214,8 +257,13 @@ def test_waivers(tmp_path: Path, kib: float, expires: str, outcome: Outcome, sta
 
 
 def test_waiver_for_some_subjects_only(tmp_path: Path) -> None:
-    spec_text = HEADER + BW_CHECK.format(unit="MB/s", bounds="    min: 100") + (
-        "    waiver: {reason: known slow disk, owner: ops, expires: 2027-01-31, subjects: [n2]}\n")
+    spec_text = (
+        HEADER
+        + BW_CHECK.format(unit="MB/s", bounds="    min: 100")
+        + (
+            "    waiver: {reason: known slow disk, owner: ops, expires: 2027-01-31, subjects: [n2]}\n"
+        )
+    )
     vs = judge(spec_from(tmp_path, spec_text), _fio_run([50_000], nodes=("n1", "n2")), now=NOW)
     assert {v.subject: v.outcome for v in vs} == {("n1",): Outcome.FAIL, ("n2",): Outcome.WAIVED}
 
@@ -233,8 +281,21 @@ def test_fleet_outlier_warns_a_node_that_passes(tmp_path: Path) -> None:
     text = HEADER + BW_CHECK.format(unit="MB/s", bounds="    min: 100") + "    outliers: {}\n"
     nodes = tuple(f"n{i:02d}" for i in range(12))
     steps = [
-        step("seq", "fio", (n,), [m("fio", "bw", (2_000_000 if n != "n07" else 1_200_000)
-                                     + i * 1000, "KiB/s", (), direction="read")])
+        step(
+            "seq",
+            "fio",
+            (n,),
+            [
+                m(
+                    "fio",
+                    "bw",
+                    (2_000_000 if n != "n07" else 1_200_000) + i * 1000,
+                    "KiB/s",
+                    (),
+                    direction="read",
+                )
+            ],
+        )
         for i, n in enumerate(nodes)
     ]
     vs = judge(spec_from(tmp_path, text), run(steps, nodes), now=NOW)
@@ -246,18 +307,31 @@ def test_fleet_outlier_warns_a_node_that_passes(tmp_path: Path) -> None:
 
 
 def test_largest_and_node_count(tmp_path: Path) -> None:
-    text = HEADER + """\
+    text = (
+        HEADER
+        + """\
   - id: ar
     select: {tool: nccl-tests, metric: busbw, dims: {op: all_reduce}, largest: size_bytes,
              node_count: 1}
     unit: GB/s
     min: 460
 """
-    single = step("nccl", "nccl-tests", ("g1",), [
-        m("nccl-tests", "busbw", 100, "GB/s", (), op="all_reduce", size_bytes=1024),
-        m("nccl-tests", "busbw", 478, "GB/s", (), op="all_reduce", size_bytes=2**34)])
-    multi = step("nccl2", "nccl-tests", ("g1", "g2"), [
-        m("nccl-tests", "busbw", 300, "GB/s", (), op="all_reduce", size_bytes=2**34)])
+    )
+    single = step(
+        "nccl",
+        "nccl-tests",
+        ("g1",),
+        [
+            m("nccl-tests", "busbw", 100, "GB/s", (), op="all_reduce", size_bytes=1024),
+            m("nccl-tests", "busbw", 478, "GB/s", (), op="all_reduce", size_bytes=2**34),
+        ],
+    )
+    multi = step(
+        "nccl2",
+        "nccl-tests",
+        ("g1", "g2"),
+        [m("nccl-tests", "busbw", 300, "GB/s", (), op="all_reduce", size_bytes=2**34)],
+    )
     (v,) = judge(spec_from(tmp_path, text), run([single, multi], ("g1", "g2")), now=NOW)
     assert v.subject == ("g1",)
     assert v.observed == 478
@@ -290,16 +364,22 @@ FACTS = """\
 
 def test_fact_checks(tmp_path: Path) -> None:
     def facts(node: str, driver: str, swap: str, persist: list[str]) -> list[Fact]:
-        out = [Fact("nvidia-smi", "driver_version", driver, nodes=(node,)),
-               Fact("sysctl", "vm.swappiness", swap, nodes=(node,)),
-               Fact("thp", "enabled", None, nodes=(node,), reason="no such file")]
-        out += [Fact("nvidia-smi", "persistence_mode", p, dims={"gpu": i}, nodes=(node,))
-                for i, p in enumerate(persist)]
+        out = [
+            Fact("nvidia-smi", "driver_version", driver, nodes=(node,)),
+            Fact("sysctl", "vm.swappiness", swap, nodes=(node,)),
+            Fact("thp", "enabled", None, nodes=(node,), reason="no such file"),
+        ]
+        out += [
+            Fact("nvidia-smi", "persistence_mode", p, dims={"gpu": i}, nodes=(node,))
+            for i, p in enumerate(persist)
+        ]
         return out
 
     steps = [
         step("pre", "preflight", ("a",), facts=facts("a", "550.54.15", "10", ["Enabled"] * 2)),
-        step("pre", "preflight", ("b",), facts=facts("b", "535.86.10", "60", ["Enabled", "Disabled"])),
+        step(
+            "pre", "preflight", ("b",), facts=facts("b", "535.86.10", "60", ["Enabled", "Disabled"])
+        ),
         step("pre", "preflight", ("c",), status=StepStatus.UNREACHABLE, reason="ssh: timed out"),
     ]
     env = {"a": {"tools": {"fio": "3.33"}}, "b": {"tools": {"fio": "3.28"}}}
@@ -321,11 +401,29 @@ def test_fact_checks(tmp_path: Path) -> None:
 
 
 def test_absent_fact_fails_unless_allowed(tmp_path: Path) -> None:
-    text = HEADER + "  - id: d\n    fact: {source: nvidia-smi, name: driver_version}\n" \
+    text = (
+        HEADER + "  - id: d\n    fact: {source: nvidia-smi, name: driver_version}\n"
         "    op: version_ge\n    value: '550'\n"
-    r = run([step("pre", "nvidia-smi", ("a",), facts=[
-        Fact("nvidia-smi", "driver_version", None, nodes=("a",), reason="nvidia-smi not found")])],
-        ("a",))
+    )
+    r = run(
+        [
+            step(
+                "pre",
+                "nvidia-smi",
+                ("a",),
+                facts=[
+                    Fact(
+                        "nvidia-smi",
+                        "driver_version",
+                        None,
+                        nodes=("a",),
+                        reason="nvidia-smi not found",
+                    )
+                ],
+            )
+        ],
+        ("a",),
+    )
     (v,) = judge(spec_from(tmp_path, text), r, now=NOW)
     assert v.outcome is Outcome.FAIL
     assert "nvidia-smi not found" in v.reason
@@ -336,10 +434,17 @@ def test_absent_fact_fails_unless_allowed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("op", "value", "fact", "ok"),
-    [("version_ge", "550", "550.54.15", True), ("version_ge", "550.60", "550.54.15", False),
-     ("version_le", "560", "560.0.0", True), ("version_le", "560", "570.1", False),
-     ("ne", "Disabled", "Enabled", True), ("ge", 1024, "2015.5", True), ("lt", 5, "7", False),
-     ("absent", None, None, True), ("version_ge", "550", "N/A", False)],
+    [
+        ("version_ge", "550", "550.54.15", True),
+        ("version_ge", "550.60", "550.54.15", False),
+        ("version_le", "560", "560.0.0", True),
+        ("version_le", "560", "570.1", False),
+        ("ne", "Disabled", "Enabled", True),
+        ("ge", 1024, "2015.5", True),
+        ("lt", 5, "7", False),
+        ("absent", None, None, True),
+        ("version_ge", "550", "N/A", False),
+    ],
 )
 def test_fact_operators(tmp_path: Path, op: str, value: object, fact: object, ok: bool) -> None:
     val = "" if value is None else f"    value: {value!r}\n".replace("'", '"')
@@ -350,16 +455,21 @@ def test_fact_operators(tmp_path: Path, op: str, value: object, fact: object, ok
 
 
 def test_dim_operators(tmp_path: Path) -> None:
-    text = HEADER + """\
+    text = (
+        HEADER
+        + """\
   - id: p99
     select: {tool: fio, metric: clat_percentile, dims: {percentile: 99.0, rw: [randread, read],
              iodepth: {ge: 16}}}
     unit: us
     max: 500
 """
-    ms = [m("fio", "clat_percentile", 400_000, "ns", (), percentile=99.0, rw="randread", iodepth=32),
-          m("fio", "clat_percentile", 900_000, "ns", (), percentile=99.9, rw="randread", iodepth=32),
-          m("fio", "clat_percentile", 900_000, "ns", (), percentile=99.0, rw="randread", iodepth=1)]
+    )
+    ms = [
+        m("fio", "clat_percentile", 400_000, "ns", (), percentile=99.0, rw="randread", iodepth=32),
+        m("fio", "clat_percentile", 900_000, "ns", (), percentile=99.9, rw="randread", iodepth=32),
+        m("fio", "clat_percentile", 900_000, "ns", (), percentile=99.0, rw="randread", iodepth=1),
+    ]
     (v,) = judge(spec_from(tmp_path, text), run([step("r", "fio", ("a",), ms)], ("a",)), now=NOW)
     assert v.observed == pytest.approx(400.0)
     assert v.outcome is Outcome.PASS

@@ -31,19 +31,63 @@ def make_runs(n: int = 24, seed: int = 11) -> list[Run]:
         level = 478.0 if i < STEP_AT else 435.0
         steps = []
         for r in range(3):
-            steps.append(step("nccl", "nccl-tests", ("g1",), [
-                m("nccl-tests", "busbw", level * rnd.gauss(1, 0.006), "GB/s", (),
-                  op="all_reduce", size_bytes=2**33)], repeat=r))
-            steps.append(step("fio", "fio", ("g1",), [
-                m("fio", "bw", 5_000_000 * rnd.gauss(1, 0.01), "KiB/s", (), direction="read")],
-                repeat=r))
-            steps.append(step("tcp", "iperf3", ("g1", "g2"), [
-                m("iperf3", "throughput", 9.4e9 * rnd.gauss(1, 0.02), "bit/s", (),
-                  side="receiver")], repeat=r))
-        env = {"g1": {"driver_version": driver, "kernel": "Linux 6.8.0", "tools": {"fio": "3.33"}},
-               "g2": {"driver_version": driver, "kernel": "Linux 6.8.0"}}
-        r_ = run(steps, ("g1", "g2"), environment=env, rid=f"run{i:02d}",
-                 started=f"2026-11-{i + 1:02d}T03:00:00Z")
+            steps.append(
+                step(
+                    "nccl",
+                    "nccl-tests",
+                    ("g1",),
+                    [
+                        m(
+                            "nccl-tests",
+                            "busbw",
+                            level * rnd.gauss(1, 0.006),
+                            "GB/s",
+                            (),
+                            op="all_reduce",
+                            size_bytes=2**33,
+                        )
+                    ],
+                    repeat=r,
+                )
+            )
+            steps.append(
+                step(
+                    "fio",
+                    "fio",
+                    ("g1",),
+                    [m("fio", "bw", 5_000_000 * rnd.gauss(1, 0.01), "KiB/s", (), direction="read")],
+                    repeat=r,
+                )
+            )
+            steps.append(
+                step(
+                    "tcp",
+                    "iperf3",
+                    ("g1", "g2"),
+                    [
+                        m(
+                            "iperf3",
+                            "throughput",
+                            9.4e9 * rnd.gauss(1, 0.02),
+                            "bit/s",
+                            (),
+                            side="receiver",
+                        )
+                    ],
+                    repeat=r,
+                )
+            )
+        env = {
+            "g1": {"driver_version": driver, "kernel": "Linux 6.8.0", "tools": {"fio": "3.33"}},
+            "g2": {"driver_version": driver, "kernel": "Linux 6.8.0"},
+        }
+        r_ = run(
+            steps,
+            ("g1", "g2"),
+            environment=env,
+            rid=f"run{i:02d}",
+            started=f"2026-11-{i + 1:02d}T03:00:00Z",
+        )
         out.append(r_.replace(verdicts=(Verdict(check="x", outcome=Outcome.PASS),)))
     return out
 
@@ -149,8 +193,10 @@ def test_cli_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_environment_flattening() -> None:
-    env = {"g1": {"driver_version": "550", "tools": {"fio": "3.33"}, "memory_gib": 2015},
-           "_controller": {"python": "3.11"}}
+    env = {
+        "g1": {"driver_version": "550", "tools": {"fio": "3.33"}, "memory_gib": 2015},
+        "_controller": {"python": "3.11"},
+    }
     flat = flatten_environment(env)
     assert flat == {"g1:driver_version": "550", "g1:tools.fio": "3.33"}
     assert env_diff(flat, {**flat, "g1:tools.fio": "3.36"}) == ["tools.fio 3.33 -> 3.36 (g1)"]

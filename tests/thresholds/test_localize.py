@@ -68,9 +68,15 @@ def test_without_labels_the_group_shows_as_its_nodes() -> None:
 def test_pair_values_from_measurements() -> None:
     steps = []
     for r, (a, b) in enumerate([("x", "y"), ("y", "x"), ("x", "y")]):
-        ms = (Measurement("iperf3", "throughput", 9e9 + r, "bit/s", {"side": "receiver"}, (a, b)),
-              Measurement("iperf3", "throughput", 1.0, "bit/s", {"side": "sender"}, (a, b)))
+        ms = (
+            Measurement("iperf3", "throughput", 9e9 + r, "bit/s", {"side": "receiver"}, (a, b)),
+            Measurement("iperf3", "throughput", 1.0, "bit/s", {"side": "sender"}, (a, b)),
+        )
         steps.append(StepResult(f"t/{r}", "t", "iperf3", (a, b), r, "ok", measurements=ms))
-    values = pair_values([m for s in steps for m in s.measurements], tool="iperf3",
-                         metric="throughput", dims={"side": "receiver"})
+    values = pair_values(
+        [m for s in steps for m in s.measurements],
+        tool="iperf3",
+        metric="throughput",
+        dims={"side": "receiver"},
+    )
     assert values == {("x", "y"): 9e9 + 1}

@@ -20,27 +20,58 @@ BAD = [
     (HEAD + OK_CHECK.replace("min: 1", "mni: 1"), "checks[0].mni", "did you mean 'min'"),
     (HEAD + OK_CHECK.replace("MB/s", "MB/sec"), "checks[0].unit", "unknown unit 'MB/sec'"),
     (HEAD + OK_CHECK.replace("MB/s", "IOPS"), "checks[0]", "cannot judge fio bw"),
-    (HEAD + OK_CHECK.replace("metric: bw", "metric: bw, dims: {bs: {like: 1M}}"),
-     "checks[0].select.dims.bs.like", "unknown key"),
-    (HEAD + OK_CHECK + "    waiver: {reason: slow disk, owner: ops}\n", "checks[0].waiver.expires",
-     "required key is missing"),
-    (HEAD + OK_CHECK + "    waiver: {reason: slow disk, owner: ops, expires: someday}\n",
-     "checks[0].waiver.expires", "date"),
+    (
+        HEAD + OK_CHECK.replace("metric: bw", "metric: bw, dims: {bs: {like: 1M}}"),
+        "checks[0].select.dims.bs.like",
+        "unknown key",
+    ),
+    (
+        HEAD + OK_CHECK + "    waiver: {reason: slow disk, owner: ops}\n",
+        "checks[0].waiver.expires",
+        "required key is missing",
+    ),
+    (
+        HEAD + OK_CHECK + "    waiver: {reason: slow disk, owner: ops, expires: someday}\n",
+        "checks[0].waiver.expires",
+        "date",
+    ),
     (HEAD + OK_CHECK.replace("min: 1", "lower: -0.1"), "checks[0]", "reference"),
-    (HEAD + OK_CHECK.replace("min: 1", "min: 10\n    warn: {min: 5}"), "checks[0]",
-     "warn bounds must be inside"),
-    (HEAD + "  - id: f\n    fact: {source: nvidia-smi, name: driver_version}\n    op: version_ge\n"
-     "    value: latest\n", "checks[0]", "dotted numeric"),
-    (HEAD + "  - id: f\n    fact: {source: sysctl, name: vm.swappiness}\n    op: matches\n"
-     "    value: 10\n", "checks[0].op", "Input should be"),
+    (
+        HEAD + OK_CHECK.replace("min: 1", "min: 10\n    warn: {min: 5}"),
+        "checks[0]",
+        "warn bounds must be inside",
+    ),
+    (
+        HEAD
+        + "  - id: f\n    fact: {source: nvidia-smi, name: driver_version}\n    op: version_ge\n"
+        "    value: latest\n",
+        "checks[0]",
+        "dotted numeric",
+    ),
+    (
+        HEAD + "  - id: f\n    fact: {source: sysctl, name: vm.swappiness}\n    op: matches\n"
+        "    value: 10\n",
+        "checks[0].op",
+        "Input should be",
+    ),
     (HEAD + OK_CHECK + OK_CHECK, "", "duplicate check id 'a'"),
-    (HEAD + OK_CHECK.replace("scope: node", "") + "    scope: rack\n", "checks[0].scope",
-     "Input should be"),
+    (
+        HEAD + OK_CHECK.replace("scope: node", "") + "    scope: rack\n",
+        "checks[0].scope",
+        "Input should be",
+    ),
     ("schema_version: 2\nname: bad\nchecks: []\n", "schema_version", "Input should be 1"),
-    (HEAD + "  - id: a\n    select: {tool: fio, metric: bw}\n    unit: MB/s\n", "checks[0]",
-     "give bounds"),
+    (
+        HEAD + "  - id: a\n    select: {tool: fio, metric: bw}\n    unit: MB/s\n",
+        "checks[0]",
+        "give bounds",
+    ),
     (HEAD + "  - {id: a, unit: MB/s, min: 1}\n", "checks[0]", "exactly one of `select`"),
-    ("schema_version: 1\nname: bad\nchecks:\n  - id: a\n   select: x\n", "", "invalid YAML at line"),
+    (
+        "schema_version: 1\nname: bad\nchecks:\n  - id: a\n   select: x\n",
+        "",
+        "invalid YAML at line",
+    ),
 ]
 
 

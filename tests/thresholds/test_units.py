@@ -32,8 +32,9 @@ def test_time_and_rates() -> None:
     assert units.convert(3.0, "kIOPS", "iops") == 3000.0
 
 
-@pytest.mark.parametrize(("a", "b"), [("GB/s", "IOPS"), ("us", "MB"), ("Gbit/s", "s"),
-                                      ("IOPS", "pps")])
+@pytest.mark.parametrize(
+    ("a", "b"), [("GB/s", "IOPS"), ("us", "MB"), ("Gbit/s", "s"), ("IOPS", "pps")]
+)
 def test_cross_dimension_raises(a: str, b: str) -> None:
     with pytest.raises(units.UnitError, match="cannot convert"):
         units.convert(1.0, a, b)
