@@ -329,7 +329,7 @@ class SSHExecutor:
         if conn is None or conn.is_closed():
             return
         try:
-            await asyncio.wait_for(conn.run(f"kill -TERM -- -{int(pgid)}", check=False), 5.0)
+            await asyncio.wait_for(conn.run(f"kill -TERM -- -{int(pgid)}", check=False), 3.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait_closed(), self.kill_grace)
             # The leader may be gone while children that ignored TERM live on.
