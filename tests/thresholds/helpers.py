@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aibench.model import Fact, Measurement, Run, StepResult, StepStatus
+from aibench.model import Fact, FrozenDims, Measurement, Run, StepResult, StepStatus
 from aibench.thresholds import Spec, load_spec
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -24,7 +24,7 @@ def m(
     repeat: int = 0,
     **dims: Any,
 ) -> Measurement:
-    return Measurement(tool, metric, value, unit, dims, tuple(nodes), step, repeat)
+    return Measurement(tool, metric, value, unit, FrozenDims(dims), tuple(nodes), step, repeat)
 
 
 def step(

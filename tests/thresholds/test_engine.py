@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aibench.model import Fact, Outcome, StepStatus
+from aibench.model import Fact, FrozenDims, Outcome, StepStatus
 from aibench.thresholds import judge
 from tests.thresholds.helpers import HEADER, NOW, m, run, spec_from, step
 
@@ -370,7 +370,7 @@ def test_fact_checks(tmp_path: Path) -> None:
             Fact("thp", "enabled", None, nodes=(node,), reason="no such file"),
         ]
         out += [
-            Fact("nvidia-smi", "persistence_mode", p, dims={"gpu": i}, nodes=(node,))
+            Fact("nvidia-smi", "persistence_mode", p, dims=FrozenDims({"gpu": i}), nodes=(node,))
             for i, p in enumerate(persist)
         ]
         return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from aibench.model import Measurement, StepResult
+from aibench.model import FrozenDims, Measurement, StepResult, StepStatus
 from aibench.thresholds.localize import localize, pair_values
 
 NODES = [f"n{i:02d}" for i in range(64)]
@@ -69,10 +69,14 @@ def test_pair_values_from_measurements() -> None:
     steps = []
     for r, (a, b) in enumerate([("x", "y"), ("y", "x"), ("x", "y")]):
         ms = (
-            Measurement("iperf3", "throughput", 9e9 + r, "bit/s", {"side": "receiver"}, (a, b)),
-            Measurement("iperf3", "throughput", 1.0, "bit/s", {"side": "sender"}, (a, b)),
+            Measurement(
+                "iperf3", "throughput", 9e9 + r, "bit/s", FrozenDims({"side": "receiver"}), (a, b)
+            ),
+            Measurement(
+                "iperf3", "throughput", 1.0, "bit/s", FrozenDims({"side": "sender"}), (a, b)
+            ),
         )
-        steps.append(StepResult(f"t/{r}", "t", "iperf3", (a, b), r, "ok", measurements=ms))
+        steps.append(StepResult(f"t/{r}", "t", "iperf3", (a, b), r, StepStatus.OK, measurements=ms))
     values = pair_values(
         [m for s in steps for m in s.measurements],
         tool="iperf3",

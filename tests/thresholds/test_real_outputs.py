@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aibench.model import Outcome, StepResult, StepStatus, attach
+from aibench.model import Measurement, Outcome, StepResult, StepStatus, attach
 from aibench.parsers import parse
 from aibench.thresholds import judge, load_spec
 from tests.thresholds.helpers import NOW, run
@@ -23,9 +23,9 @@ def _step(
 ) -> StepResult:
     records = parse(tool, (FIX / tool / fixture).read_text(encoding="utf-8"))
     ms = attach(
-        [r for r in records if hasattr(r, "metric")],
+        [r for r in records if isinstance(r, Measurement)],
         nodes=nodes,
-        step=name,  # type: ignore[misc]
+        step=name,
         repeat=repeat,
     )
     return StepResult(
