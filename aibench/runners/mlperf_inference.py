@@ -6,7 +6,8 @@ these placeholders are replaced, in any argument: ``{output_dir}`` (where LoadGe
 write its logs: ``<workdir>/mlperf-inference/<step>/<label>.r<repeat>`` unless the option
 ``output_dir`` names one), ``{scenario}`` (Offline, Server, SingleStream, MultiStream),
 ``{mode}`` (PerformanceOnly, AccuracyOnly) and ``{run_index}`` (the repeat, from 0); any
-other ``{...}`` is a configuration error. The output directory is made first.
+other ``{...}`` is a configuration error. The output directory is made first and
+LoadGen logs an earlier run left there are removed.
 
 ``collect`` reads ``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt`` from the
 output directory (readable here when the node is this machine or the directory is on a
@@ -160,6 +161,13 @@ class MlperfInferenceRunner:
                     parser="mlperf-inference-summary",
                     setup=(
                         ProcessSpec(n.name, ("mkdir", "-p", outdir), role="setup", timeout=30),
+                        # logs left by an earlier run must never be read as this one's
+                        ProcessSpec(
+                            n.name,
+                            ("rm", "-f", f"{outdir}/{SUMMARY}", f"{outdir}/{DETAIL}"),
+                            role="setup",
+                            timeout=30,
+                        ),
                     ),
                     client=ProcessSpec(
                         n.name, fill(o.command, values), env=dict(o.env), timeout=o.timeout

@@ -11,15 +11,17 @@ another through this module's own sequencer::
 
 The command (an argv list: a container launch, a script, usually ``srun``/``sbatch``
 lines) may hold only these placeholders, replaced per run: ``{log_dir}`` (the run's own
-directory, ``DIR/run_<k>``), ``{run_index}`` (0 ...) and ``{seed}`` (``seed + k``). Each
-run's stdout and stderr go to its directory, and ``DIR/runs.json`` records each run's
-argv, exit code and wall time. ``DIR`` is ``<workdir>/mlperf-training/<step>/<label>.r<repeat>``
-unless the option ``run_dir`` names one. PYTHON is the option ``python``; by default this
+directory, ``DIR/run_<k>``, emptied before the run), ``{run_index}`` (0 ...) and
+``{seed}`` (``seed + k``). Each run's stdout and stderr go to its directory, and
+``DIR/runs.json`` records each run's argv, exit code and wall time. ``DIR`` is
+``<workdir>/mlperf-training/<step>/<label>.r<repeat>`` unless the option ``run_dir``
+names one. PYTHON is the option ``python``; by default this
 interpreter on a local node, else ``python3`` (the launch node must have aibench).
 
 ``collect`` (run here, so the run directory must be on this machine or a shared file
 system) takes each run's MLLOG file (the option ``log_file``, default
-``{log_dir}/result.txt``; with ``log_file: stdout`` the run's stdout), copies it into the
+``{log_dir}/result.txt``, always under ``{log_dir}``; with ``log_file: stdout`` the run's
+stdout), copies it into the
 step's raw folder as ``<label>.r<repeat>.result_<k>.txt`` (the MLPerf submission name),
 runs mlperf-logging's checker on it::
 
@@ -106,8 +108,8 @@ class MlperfTrainingOptions(Strict):
     @classmethod
     def _log_file(cls, v: str) -> str:
         if v != "stdout":
-            if not _LOG_FILE.match(v):
-                raise ValueError(f"log_file {v!r}: a path, or 'stdout'")
+            if not _LOG_FILE.match(v) or not v.startswith("{log_dir}/") or ".." in v:
+                raise ValueError(f"log_file {v!r}: a path under {{log_dir}}/, or 'stdout'")
             check_placeholders([v], PLACEHOLDERS)
         return v
 
@@ -166,7 +168,13 @@ class MlperfTrainingRunner:
                 round=slot.round,
                 parser="mlperf-training",
                 network=len(group) > 1,
-                setup=(ProcessSpec(head.name, ("mkdir", "-p", run_dir), role="setup", timeout=30),),
+                setup=(
+                    ProcessSpec(head.name, ("mkdir", "-p", run_dir), role="setup", timeout=30),
+                    # a record left by an earlier run must never be read as this one's
+                    ProcessSpec(
+                        head.name, ("rm", "-f", f"{run_dir}/{RUNS_FILE}"), role="setup", timeout=30
+                    ),
+                ),
                 client=ProcessSpec(
                     head.name,
                     tuple(argv),
@@ -349,7 +357,8 @@ def sequence(
     done: list[dict[str, Any]] = []
     for k in range(runs):
         log_dir = run_dir / f"run_{k}"
-        log_dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(log_dir, ignore_errors=True)  # nothing of an earlier run is read
+        log_dir.mkdir(parents=True)
         argv = fill(command, {"log_dir": str(log_dir), "run_index": str(k), "seed": str(seed + k)})
         t0 = time.monotonic()
         print(f"mlperf-training: run {k} of {runs}: {' '.join(argv)}", flush=True)

@@ -319,7 +319,11 @@ class NcclTestsRunner:
         setup: tuple[ProcessSpec, ...] = ()
         if json_file:
             parent = json_file.rsplit("/", 1)[0]
-            setup = (ProcessSpec(head.name, ("mkdir", "-p", parent), role="setup", timeout=30),)
+            setup = (
+                ProcessSpec(head.name, ("mkdir", "-p", parent), role="setup", timeout=30),
+                # a file left by an earlier run must never be read as this one's
+                ProcessSpec(head.name, ("rm", "-f", json_file), role="setup", timeout=30),
+            )
         return [
             Invocation(
                 step=step,

@@ -28,7 +28,10 @@ def test_placeholders_are_filled_and_the_output_dir_made_first() -> None:
     d = "/w/mlperf-inference/inf/n1.r1"
     assert list(inv.client.argv) == ["run.sh", f"--out={d}", "Server", "PerformanceOnly", "r1"]
     assert dict(inv.client.env) == {"OMP_NUM_THREADS": "4"}
-    assert [s.argv for s in inv.setup] == [("mkdir", "-p", d)]
+    assert [s.argv for s in inv.setup] == [
+        ("mkdir", "-p", d),
+        ("rm", "-f", f"{d}/mlperf_log_summary.txt", f"{d}/mlperf_log_detail.txt"),
+    ]
     assert inv.artifacts == (f"{d}/mlperf_log_summary.txt", f"{d}/mlperf_log_detail.txt")
 
 

@@ -39,7 +39,7 @@ def test_the_client_is_the_sequencer_with_the_rules_run_count() -> None:
     assert inv.client.host == "g1"
     assert inv.client.timeout == 10 * 3600 + 60
     assert inv.artifacts == tuple(f"{d}/run_{k}/result.txt" for k in range(10))
-    assert [s.argv for s in inv.setup] == [("mkdir", "-p", d)]
+    assert [s.argv for s in inv.setup] == [("mkdir", "-p", d), ("rm", "-f", f"{d}/runs.json")]
 
 
 def test_runs_and_stdout_logs() -> None:
@@ -55,7 +55,9 @@ def test_runs_and_stdout_logs() -> None:
     [
         ({"benchmark": "resnet", "command": ["t"]}, "not in MLPerf Training 6.0; .*or give runs"),
         ({"benchmark": "llama31_8b", "command": ["t", "{logdir}"]}, "unknown placeholder"),
-        ({"benchmark": "llama31_8b", "command": ["t"], "log_file": "{x}/r.txt"}, "placeholder"),
+        ({"benchmark": "llama31_8b", "command": ["t"], "log_file": "{x}/r.txt"}, "under"),
+        ({"benchmark": "llama31_8b", "command": ["t"], "log_file": "/data/r.txt"}, "under"),
+        ({"benchmark": "llama31_8b", "command": ["t"], "log_file": "{log_dir}/{x}"}, "placeholder"),
         ({"benchmark": "llama31_8b", "command": ["t"], "ruleset": "6"}, "ruleset"),
         ({"benchmark": "llama31_8b", "command": ["t"], "repeats": 3}, "unknown key"),
     ],

@@ -106,7 +106,8 @@ def test_json_output_file_is_per_step_label_and_repeat_with_its_directory_made_f
     (inv,) = plan("nccl-tests", {"json_output": True}, [SOLO], slot, step="nccl-ar")
     path = "/var/tmp/ab/nccl-tests/nccl-ar.ws.r2.json"
     assert list(inv.client.argv[-2:]) == ["-J", path]
-    assert [s.argv for s in inv.setup] == [("mkdir", "-p", "/var/tmp/ab/nccl-tests")]
+    assert [s.argv for s in inv.setup] == [("mkdir", "-p", "/var/tmp/ab/nccl-tests"),
+                                           ("rm", "-f", path)]
     assert inv.artifacts == (path,)
     assert inv.step_id == "nccl-ar/ws/r2"
 
