@@ -102,3 +102,53 @@ def test_srun_pmix_on_the_slurm_cluster(
     got = ranks(tmp_path, res)
     assert [r for r, _ in got] == ["0/4", "1/4", "2/4", "3/4"]
     assert len({ns for _, ns in got}) == 2, "two ranks on each of two hosts"
+
+
+SUITE = """\
+schema_version: 1
+name: nccl-over-ssh
+steps:
+  - name: nccl-all-reduce-pair
+    tool: nccl-tests
+    placement: all
+    nodes: [abt-h1, abt-h2]
+    options:
+      launcher: mpirun
+      ranks_per_node: 2
+      launcher_args: [--oversubscribe]
+      bin_dir: {bin}
+      nccl_debug: INFO
+      interfaces: {subnet}.0/24
+      btl: self,tcp
+      allow_run_as_root: {root}
+"""
+
+
+def test_cli_over_ssh_mpirun_starts_on_the_first_host_and_reaches_the_second(
+    tmp_path: Path, testbed_hosts: TestBed, bin_dir: Path
+) -> None:
+    """The production path: the SSH executor runs mpirun on abt-h1, which starts the ranks
+    over ssh (the inventory's ssh config as plm_rsh_agent) on abt-h1 and abt-h2."""
+    import json
+    import subprocess
+    import sys
+
+    from aibench.model import Run
+
+    inv = testbed_hosts.write_inventory(tmp_path / "inventory.yaml", executor="ssh")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.format(bin=bin_dir, subnet=SUBNET, root=str(is_root()).lower()))
+    res = subprocess.run(
+        [sys.executable, "-m", "aibench", "run", "--suite", str(suite), "--inventory", str(inv),
+         "--output-dir", str(tmp_path / "runs"), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode in (0, 1), res.stderr
+    (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
+    run = Run.from_dict(json.loads((run_dir / "run.json").read_text()))
+    (step,) = run.steps
+    check_all_reduce(step)
+    assert step.processes[-1].host == "abt-h1"
+    got = ranks(run_dir, step)
+    assert [r for r, _ in got] == ["0/4", "1/4", "2/4", "3/4"]
+    assert len({ns for _, ns in got}) == 2
