@@ -395,8 +395,8 @@ class Hardware(Strict):
 
     gpu: str | None = Field(None, description="accelerator model: H100-SXM, H200, B200, MI300X")
     gpus: Annotated[int, Field(ge=0)] = Field(0, description="accelerators per node")
-    nvlink: str | None = Field(
-        None, description="intra-node fabric: nvlink4, nvlink5, infinity-fabric"
+    nvlink: Literal["nvlink3", "nvlink4", "nvlink5", "infinity-fabric"] | None = Field(
+        None, description="intra-node fabric: nvlink3, nvlink4, nvlink5, infinity-fabric"
     )
     nics: list[NIC] = Field(default_factory=list, description="network ports")
     drives: list[Drive] = Field(default_factory=list, description="local drives")

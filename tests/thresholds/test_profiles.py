@@ -75,3 +75,26 @@ def test_default_bounds_are_the_documented_floors() -> None:
         1,
         "Gbit/s",
     )
+
+
+def test_every_spec_field_is_documented() -> None:
+    from pathlib import Path
+
+    from aibench.thresholds import spec as s
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "spec.md").read_text(encoding="utf-8")
+    for model in (
+        s.SpecModel,
+        s.Check,
+        s.Select,
+        s.Tier,
+        s.Waiver,
+        s.Outliers,
+        s.FactSelect,
+        s.Hardware,
+        s.NIC,
+        s.Drive,
+    ):
+        for name, f in model.model_fields.items():
+            assert f"`{f.alias or name}`" in doc, f"{model.__name__}.{name} not in docs/spec.md"
+            assert f.description, f"{model.__name__}.{name} has no description"
