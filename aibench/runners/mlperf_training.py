@@ -236,9 +236,9 @@ class MlperfTrainingRunner:
         dims = {"run_index": k}
         log = Path(inv.artifacts[k]) if k < len(inv.artifacts) else None
         if log is None or not log.is_file():
-            code = run.get("exit_code")
+            code, why = run.get("exit_code"), run.get("reason") or ""
             return [Fact(TOOL, "compliance", None, dims=FrozenDims(dims), reason="no log")], (
-                f"no MLLOG file {log} (exit code {code})"
+                f"no MLLOG file {log} (exit code {code}{': ' + why if why else ''})"
             )
         stem = f"{inv.label}.r{inv.repeat}.result_{k}"
         kept = raw / f"{stem}.txt"

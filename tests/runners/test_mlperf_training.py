@@ -149,3 +149,13 @@ def test_a_run_that_does_not_converge_counts_as_the_slowest(tmp_path: Path) -> N
     # the aborted run is dropped as the slowest whatever its time; the faster success as
     # the fastest; the slower success is the score
     assert score == max(ttt[1], ttt[2])
+
+
+def test_a_command_that_cannot_start_is_named_for_each_run(tmp_path: Path) -> None:
+    o = {"benchmark": "dlrm_dcnv2", "runs": 2, "command": [str(tmp_path / "no-train"), "{seed}"]}
+    (res,) = run(tmp_path / "run", suite_of("mlperf-training", o, workdir=tmp_path / "w"),
+                 [node("ws", "127.0.0.1")])
+    assert res.status is StepStatus.FAILED
+    assert "run 0: no MLLOG file" in res.reason
+    assert "exit code 127: cannot start" in res.reason
+    assert res.reason.endswith("(and 1 more)")

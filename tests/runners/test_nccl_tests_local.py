@@ -106,3 +106,11 @@ def test_a_crashing_binary_fails_with_its_own_words(tmp_path: Path) -> None:
     assert "exit code 2" in res.reason
     assert "unknown option '--nonsense'" in res.reason
     assert res.measurements == ()
+
+
+def test_a_missing_binary_is_named(tmp_path: Path) -> None:
+    options = {"bin_dir": str(tmp_path / "nowhere")}
+    (res,) = run(tmp_path / "run", suite_of("nccl-tests", options), [node("ws", "127.0.0.1")])
+    assert res.status is StepStatus.FAILED
+    assert "all_reduce_perf" in res.reason
+    assert res.measurements == ()
