@@ -48,8 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from aibench.errors import UserError
     from aibench.store import load_run, save_run
     from aibench.thresholds import judge, load_spec
-    from aibench.thresholds.engine import node_labels
-    from aibench.thresholds.localize import localize, pair_values
+    from aibench.thresholds.localize import run_suspects
 
     run_dir = Path(args.run_dir)
     if not run_dir.exists():
@@ -58,15 +57,7 @@ def run(args: argparse.Namespace) -> int:
     spec_name = args.spec or the_run.spec or "default"
     spec = load_spec(spec_name)
     verdicts = judge(spec, the_run)
-    suspects = []
-    for tool, metric, dims in (
-        ("iperf3", "throughput", {"side": "receiver"}),
-        ("perftest", "bw_avg", None),
-        ("nccl-tests", "busbw", None),
-    ):
-        values = pair_values(the_run.measurements, tool=tool, metric=metric, dims=dims)
-        if len(values) >= 3:
-            suspects += [(tool, s) for s in localize(values, labels=node_labels(the_run))]
+    suspects = run_suspects(the_run)
     failing = any(v.outcome.failing for v in verdicts)
     if args.format == "json":
         json.dump(

@@ -301,7 +301,10 @@ def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
     samples = sum(len(v) for v in g.series.values())
     repeats = max(len(v) for v in g.series.values())
     if len(g.series) == 1:
+        (only,) = g.series.values()
         agg = f"{check.aggregate} of {repeats} repeat(s)"
+        if len(only) > 1:
+            agg += f" ({num(min(only))}..{num(max(only))}, CV {stats.cv(only) * 100:.1f}%)"
     else:
         combine = check.combine or check.aggregate
         agg = f"{check.aggregate} of repeats, {combine} of {len(g.series)} series"

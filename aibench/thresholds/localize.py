@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from aibench.model import Measurement
+from aibench.model import Measurement, Run
 
 Pair = tuple[str, str]
 
@@ -146,3 +146,31 @@ def localize(
     for p in sorted(slow(), key=lambda p: residual[p]):
         convict("link", f"{p[0]}+{p[1]}", [p], {p})
     return suspects
+
+
+# The pairwise results localization reads from a run: (tool, metric, dims).
+NETWORK_SERIES: tuple[tuple[str, str, Mapping[str, object] | None], ...] = (
+    ("iperf3", "throughput", {"side": "receiver"}),
+    ("perftest", "bw_avg", None),
+    ("nccl-tests", "busbw", None),
+)
+
+
+def run_suspects(run: Run, *, min_pairs: int = 3) -> list[tuple[str, Suspect]]:
+    """(tool, suspect) for every pairwise network series of ``run`` (OK steps only).
+
+    The inventory's node labels (leaf, rack ...) are the candidate groups.
+    """
+    ok = [m for s in run.steps if s.ok for m in s.measurements]
+    nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
+    labels = {
+        str(n["name"]): {str(k): str(v) for k, v in (n.get("labels") or {}).items()}
+        for n in nodes
+        if isinstance(n, Mapping) and "name" in n
+    }
+    out: list[tuple[str, Suspect]] = []
+    for tool, metric, dims in NETWORK_SERIES:
+        values = pair_values(ok, tool=tool, metric=metric, dims=dims)
+        if len(values) >= min_pairs:
+            out += [(tool, s) for s in localize(values, labels=labels)]
+    return out

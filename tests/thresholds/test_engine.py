@@ -61,7 +61,7 @@ def test_median_of_repeats_and_expected_text(tmp_path: Path) -> None:
     assert v.observed == pytest.approx(204.8)  # 200000 KiB/s = 204.8 MB/s exactly
     assert v.expected == ">= 100 MB/s"
     assert v.unit == "MB/s"
-    assert v.aggregate == "median of 3 repeat(s)"
+    assert v.aggregate == "median of 3 repeat(s) (102..307, CV 50.0%)"
     assert v.benchmark == "fio"
     assert v.evidence == ("seq/n1/r0", "seq/n1/r1", "seq/n1/r2")
 
