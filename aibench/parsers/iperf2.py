@@ -48,6 +48,7 @@ _LINE = re.compile(
     rf"(?P<xfer>{_NUM})\s+(?P<xunit>[KMGT]?Bytes)\s+"
     rf"(?P<rate>{_NUM})\s+(?P<runit>[KMGT]?bits/sec)(?P<rest>.*)$"
 )
+_HEAD = re.compile(rf"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s")
 _UDP_REST = re.compile(rf"^\s+(?P<jitter>{_NUM})\s+ms\s+(?P<lost>-?\d+)/\s*(?P<total>\d+)\s+\(")
 _TCP_E_REST = re.compile(r"^\s+\d+/\d+\s+(?P<rtry>\d+)\s+\d+K/\d+")
 _SENT = re.compile(r"^\[\s*(?P<id>\d+)\]\s+Sent\s+(?P<n>\d+)\s+datagrams")
@@ -82,31 +83,36 @@ def _m(metric: str, value: float, unit: str, dims: dict[str, Scalar]) -> Measure
     return Measurement(tool=TOOL, metric=metric, value=value, unit=unit, dims=FrozenDims(dims))
 
 
-def _finals(rows: list[_Row]) -> dict[str, _Row]:
-    """Per stream, the line covering the whole test; ParseError when one is missing."""
-    by: dict[str, list[_Row]] = {}
-    for r in rows:
-        by.setdefault(r.stream, []).append(r)
+Ends = dict[str, tuple[float, int]]  # stream -> (latest interval end, its line)
+
+
+def _see(ends: Ends, stream: str, t1: float, line: int) -> None:
+    prev = ends.get(stream)
+    if prev is None or t1 >= prev[0]:
+        ends[stream] = (t1, line)
+
+
+def _finals(rows: list[_Row], ends: Ends) -> dict[str, _Row]:
+    """Per stream, the line covering the whole test (from 0 to the stream's latest end);
+    ParseError when one is missing. ``rows`` holds the lines that start at 0."""
     out: dict[str, _Row] = {}
-    for sid, rs in by.items():
-        end = max(r.t1 for r in rs)
-        finals = [r for r in rs if r.t0 == 0 and r.t1 == end]
-        if not finals:
+    for r in rows:
+        if r.t1 == ends[r.stream][0]:
+            out[r.stream] = r
+    for sid, (end, line) in ends.items():
+        if sid not in out:
             raise ParseError(
-                TOOL,
-                f"stream {sid} has no final 0-{end:g} sec line (output cut?)",
-                line=rs[-1].line,
+                TOOL, f"stream {sid} has no final 0-{end:g} sec line (output cut?)", line=line
             )
-        out[sid] = finals[-1]
     return out
 
 
 def _records(
-    rows: list[_Row], side: str | None, udp: bool, sent: dict[str, int]
+    rows: list[_Row], ends: Ends, side: str | None, udp: bool, sent: dict[str, int]
 ) -> list[Measurement]:
-    if not rows:
+    if not ends:
         return []
-    finals = _finals(rows)
+    finals = _finals(rows, ends)
     streams = {k: v for k, v in finals.items() if k != "SUM"}
     base: dict[str, Scalar] = {"protocol": "udp" if udp else "tcp", "streams": max(len(streams), 1)}
     if side:
@@ -144,8 +150,14 @@ def _records(
     return out
 
 
+_TO_BITS = {u: factor(c, "bit/s") for u, c in _RATE_UNITS.items()}
+
+
 def _rate(value: str, unit: str) -> float:
-    return float(Fraction(value) * factor(_RATE_UNITS[unit], "bit/s"))
+    f = _TO_BITS[unit]  # whole numbers: powers of 1000
+    if value.isdigit():
+        return float(int(value) * f.numerator)
+    return float(Fraction(value) * f)
 
 
 def _parse_text(lines: list[str]) -> list[Measurement]:
@@ -153,10 +165,11 @@ def _parse_text(lines: list[str]) -> list[Measurement]:
     udp = False
     section = "own"
     rows: list[_Row] = []
+    ends: dict[str, Ends] = {"own": {}, "report": {}}
     sent: dict[str, int] = {}
     for no, line in enumerate(lines, 1):
         if ("failed" in line or line.startswith("iperf: ")) and _ERROR.search(line):
-            partial = _safe_records(rows, side, udp, sent)
+            partial = _safe_records(rows, ends["own"], side, udp, sent)
             raise ToolFailure(TOOL, line.strip(), line=no, partial=list(partial))
         if not line.startswith("["):
             if line.startswith("Client connecting to"):
@@ -174,6 +187,13 @@ def _parse_text(lines: list[str]) -> list[Measurement]:
             elif m := _SENT.match(line):
                 sent[m["id"]] = int(m["n"])
             continue
+        h = _HEAD.match(line)
+        if not h:
+            continue
+        t1 = float(h["t1"])
+        _see(ends[section], h["id"], t1, no)
+        if float(h["t0"]) != 0:
+            continue  # an interval: only its end is needed
         m = _LINE.match(line)
         if not m:
             continue
@@ -188,8 +208,8 @@ def _parse_text(lines: list[str]) -> list[Measurement]:
                 no,
                 section,
                 m["id"],
-                float(m["t0"]),
-                float(m["t1"]),
+                0.0,
+                t1,
                 _rate(m["rate"], m["runit"]),
                 jitter,
                 lost,
@@ -199,24 +219,25 @@ def _parse_text(lines: list[str]) -> list[Measurement]:
         )
     own = [r for r in rows if r.section == "own"]
     report = [r for r in rows if r.section == "report"]
-    if not rows:
+    if not ends["own"] and not ends["report"]:
         raise ParseError(TOOL, "no report lines ([ID] interval sec transfer bandwidth)")
-    out = _records(own, side, udp, sent)
-    out += _records(report, "receiver", udp, {})
+    out = _records(own, ends["own"], side, udp, sent)
+    out += _records(report, ends["report"], "receiver", udp, {})
     return out
 
 
 def _safe_records(
-    rows: list[_Row], side: str | None, udp: bool, sent: dict[str, int]
+    rows: list[_Row], ends: Ends, side: str | None, udp: bool, sent: dict[str, int]
 ) -> list[Measurement]:
     try:
-        return _records([r for r in rows if r.section == "own"], side, udp, sent)
+        return _records([r for r in rows if r.section == "own"], ends, side, udp, sent)
     except ParseError:
         return []
 
 
 def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
     rows: list[_Row] = []
+    ends: Ends = {}
     udp_sender = False
     udp = False
     for no, line in lines:
@@ -240,9 +261,11 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
         if total is not None and total < 0:
             udp_sender = True  # a client's own UDP line: the receiver's counts are unknown (-1)
             jitter = lost = total = None
-        rows.append(_Row(no, "own", sid, start, end, rate, jitter, lost, total))
+        _see(ends, sid, end, no)
+        if start == 0:
+            rows.append(_Row(no, "own", sid, start, end, rate, jitter, lost, total))
     side = ("sender" if udp_sender else "receiver") if udp else None
-    return _records(rows, side, udp, {})
+    return _records(rows, ends, side, udp, {})
 
 
 def parse(text: str) -> list[Measurement]:
