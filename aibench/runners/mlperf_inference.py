@@ -3,16 +3,16 @@
 Runs the configured ``command`` (an argv list: a container launch, a script, an ``srun``
 line ...) once per invocation on each node of the placement (``each`` by default). Only
 these placeholders are replaced, in any argument: ``{output_dir}`` (where LoadGen must
-write its logs: ``<workdir>/mlperf-inference/<step>/<label>.r<repeat>`` unless the option
-``output_dir`` names one), ``{scenario}`` (Offline, Server, SingleStream, MultiStream),
-``{mode}`` (PerformanceOnly, AccuracyOnly) and ``{run_index}`` (the repeat, from 0); any
-other ``{...}`` is a configuration error. The output directory is made first and
-LoadGen logs an earlier run left there are removed.
+write its logs: ``<dir>/mlperf-inference/<step>/<label>.r<repeat>``, ``<dir>`` being the
+option ``shared_dir`` or else the suite's workdir), ``{scenario}`` (Offline, Server,
+SingleStream, MultiStream), ``{mode}`` (PerformanceOnly, AccuracyOnly) and
+``{run_index}`` (the repeat, from 0); any other ``{...}`` is a configuration error. The
+output directory is made first and LoadGen logs an earlier run left there are removed.
 
 ``collect`` reads ``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt`` from the
-output directory (readable here when the node is this machine or the directory is on a
-shared file system; else the summary LoadGen copies to stdout, when the harness sets
-``copy_summary_to_stdout``), copies them into the step's raw folder as
+output directory (readable here when the node is this machine or ``shared_dir`` is on a
+file system this machine shares with the nodes; else the summary LoadGen copies to
+stdout, when the harness sets ``copy_summary_to_stdout``), copies them into the step's raw folder as
 ``<label>.r<repeat>.mlperf_log_{summary,detail}.txt``, and parses them with the
 ``mlperf-inference-summary`` and ``mlperf-inference-detail`` parsers: the summary's
 records, plus the detail's facts the summary does not give (``loadgen_version``,
@@ -105,7 +105,11 @@ class MlperfInferenceOptions(Strict):
     benchmark: str | None = Field(
         None, pattern=r"^[A-Za-z0-9_.-]+$", description="model name for reports (resnet50 ...)"
     )
-    output_dir: str | None = Field(None, description="where LoadGen writes its logs")
+    shared_dir: str | None = Field(
+        None,
+        description="a directory this machine and the nodes share (the logs are read here); "
+        "default: the suite's workdir, right when the node is this machine",
+    )
     env: dict[str, str] = Field(default_factory=dict, description="environment of the harness")
     timeout: Annotated[float, Field(gt=0)] = Field(3600.0, description="seconds per run")
 
@@ -115,11 +119,11 @@ class MlperfInferenceOptions(Strict):
         check_placeholders(v, PLACEHOLDERS)
         return v
 
-    @field_validator("output_dir")
+    @field_validator("shared_dir")
     @classmethod
     def _dir(cls, v: str | None) -> str | None:
         if v is not None and not _PATH.match(v):
-            raise ValueError(f"output_dir must be an absolute path without spaces: {v!r}")
+            raise ValueError(f"shared_dir must be an absolute path without spaces: {v!r}")
         return v
 
     @field_validator("env")
@@ -141,9 +145,8 @@ class MlperfInferenceRunner:
         out: list[Invocation] = []
         for n in group:
             label = label_for((n.name,))
-            outdir = o.output_dir or (
-                f"{slot.workdir}/mlperf-inference/{step}/{label}.r{slot.repeat}"
-            )
+            base = (o.shared_dir or slot.workdir).rstrip("/")
+            outdir = f"{base}/mlperf-inference/{step}/{label}.r{slot.repeat}"
             values = {
                 "output_dir": outdir,
                 "scenario": o.scenario,

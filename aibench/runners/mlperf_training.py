@@ -14,16 +14,16 @@ lines) may hold only these placeholders, replaced per run: ``{log_dir}`` (the ru
 directory, ``DIR/run_<k>``, emptied before the run), ``{run_index}`` (0 ...) and
 ``{seed}`` (``seed + k``). Each run's stdout and stderr go to its directory, and
 ``DIR/runs.json`` records each run's argv, exit code and wall time. ``DIR`` is
-``<workdir>/mlperf-training/<step>/<label>.r<repeat>`` unless the option ``run_dir``
-names one. PYTHON is the option ``python``; by default this
-interpreter on a local node, else ``python3`` (the launch node must have aibench).
+``<dir>/mlperf-training/<step>/<label>.r<repeat>``, ``<dir>`` being the option
+``shared_dir`` or else the suite's workdir. PYTHON is the option ``python``; by default
+this interpreter on a local node, else ``python3`` (the launch node must have aibench).
 
-``collect`` (run here, so the run directory must be on this machine or a shared file
-system) takes each run's MLLOG file (the option ``log_file``, default
-``{log_dir}/result.txt``, always under ``{log_dir}``; with ``log_file: stdout`` the run's
-stdout), copies it into the
-step's raw folder as ``<label>.r<repeat>.result_<k>.txt`` (the MLPerf submission name),
-runs mlperf-logging's checker on it::
+``collect`` (run here, so the run directory must be on this machine or on a file system
+it shares with the launch node: ``shared_dir``) takes each run's MLLOG file (the option
+``log_file``, default ``{log_dir}/result.txt``, always under ``{log_dir}``; with
+``log_file: stdout`` the run's stdout), copies it into the step's raw folder as
+``<label>.r<repeat>.result_<k>.txt`` (the MLPerf submission name), runs mlperf-logging's
+checker on it::
 
     python -m mlperf_logging.compliance_checker --usage training --ruleset X
            --log_output RAW/<label>.r<repeat>.result_<k>.compliance.log LOG
@@ -91,7 +91,11 @@ class MlperfTrainingOptions(Strict):
     log_file: str = Field(
         "{log_dir}/result.txt", description="where a run's MLLOG file is, or 'stdout'"
     )
-    run_dir: str | None = Field(None, description="where the runs' directories are made")
+    shared_dir: str | None = Field(
+        None,
+        description="a directory this machine and the launch node share (logs are read "
+        "here); default: the suite's workdir, right when the launch node is this machine",
+    )
     python: str | None = Field(None, description="interpreter on the launch node")
     env: dict[str, str] = Field(default_factory=dict, description="environment of every run")
     run_timeout: Annotated[float, Field(gt=0)] = Field(
@@ -113,7 +117,7 @@ class MlperfTrainingOptions(Strict):
             check_placeholders([v], PLACEHOLDERS)
         return v
 
-    @field_validator("run_dir", "python")
+    @field_validator("shared_dir", "python")
     @classmethod
     def _path(cls, v: str | None) -> str | None:
         if v is not None and not (_PATH.match(v) or re.match(r"^python3?(\.\d+)?$", v)):
@@ -151,7 +155,8 @@ class MlperfTrainingRunner:
         head = group[0]
         names = tuple(n.name for n in group)
         label = label_for(names)
-        run_dir = o.run_dir or f"{slot.workdir}/mlperf-training/{step}/{label}.r{slot.repeat}"
+        base = (o.shared_dir or slot.workdir).rstrip("/")
+        run_dir = f"{base}/mlperf-training/{step}/{label}.r{slot.repeat}"
         python = o.python or (sys.executable if head.executor == "local" else "python3")
         n = o.run_count()
         argv = [python, "-m", "aibench.runners.mlperf_training", "--runs", str(n)]

@@ -36,10 +36,11 @@ def test_placeholders_are_filled_and_the_output_dir_made_first() -> None:
 
 
 def test_one_invocation_per_node() -> None:
-    o = {"command": ["h", "{output_dir}"], "scenario": "Offline", "output_dir": "/data/lg"}
-    invs = plan("mlperf-inference", o, [node("a"), node("b")])
-    assert [(i.nodes, i.client.argv) for i in invs] == [(("a",), ("h", "/data/lg")),
-                                                        (("b",), ("h", "/data/lg"))]
+    o = {"command": ["h", "{output_dir}"], "scenario": "Offline", "shared_dir": "/data/lg"}
+    invs = plan("mlperf-inference", o, [node("a"), node("b")], step="inf")
+    d = "/data/lg/mlperf-inference/inf"
+    assert [(i.nodes, i.client.argv) for i in invs] == [(("a",), ("h", f"{d}/a.r0")),
+                                                        (("b",), ("h", f"{d}/b.r0"))]
 
 
 @pytest.mark.parametrize(

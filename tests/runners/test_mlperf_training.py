@@ -44,10 +44,11 @@ def test_the_client_is_the_sequencer_with_the_rules_run_count() -> None:
 
 def test_runs_and_stdout_logs() -> None:
     o = {"benchmark": "anything", "runs": 3, "command": ["t"], "log_file": "stdout",
-         "run_dir": "/data/runs"}
-    (inv,) = plan("mlperf-training", o, [node("g1")])
+         "shared_dir": "/data/runs/"}
+    (inv,) = plan("mlperf-training", o, [node("g1")], step="t")
     assert inv.client.argv[inv.client.argv.index("--runs") + 1] == "3"
-    assert inv.artifacts == tuple(f"/data/runs/run_{k}/stdout.txt" for k in range(3))
+    d = "/data/runs/mlperf-training/t/g1.r0"
+    assert inv.artifacts == tuple(f"{d}/run_{k}/stdout.txt" for k in range(3))
 
 
 @pytest.mark.parametrize(

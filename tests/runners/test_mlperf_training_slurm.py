@@ -34,7 +34,7 @@ def test_three_runs_through_srun_are_checked_and_scored(
                str(PROGRAMS / "mlperf_train_logreg.py"), "--log-file", "{log_dir}/result.txt",
                "--seed", "{seed}"]
     options = {"benchmark": "dlrm_dcnv2", "runs": 3, "seed": 1, "command": command,
-               "run_dir": str(run_dir), "env": {"SLURM_CONF": str(testbed_slurm.conf)},
+               "shared_dir": str(run_dir), "env": {"SLURM_CONF": str(testbed_slurm.conf)},
                "run_timeout": 60}
     (res,) = run(tmp_path, suite_of("mlperf-training", options), [node("login", "127.0.0.1")])
     assert res.status is StepStatus.OK, res.reason
@@ -43,6 +43,6 @@ def test_three_runs_through_srun_are_checked_and_scored(
     assert [m.metric for m in res.measurements if m.metric == "score"] == ["score"]
     # the runs really went through Slurm: each ran on a bed node (its own host name)
     for k in range(3):
-        said = (run_dir / f"run_{k}" / "stdout.txt").read_text().splitlines()[-1]
+        said = (run_dir / "mlperf-training" / "s" / "login.r0" / f"run_{k}" / "stdout.txt").read_text().splitlines()[-1]
         assert said.startswith("host abt-h"), said
     assert (tmp_path / "raw" / "s" / "login.r0.runs.json").is_file()
