@@ -110,26 +110,6 @@ def test_suite_over_ssh_with_one_shaped_link(shaped: TestBed, tmp_path: Path) ->
         assert shaped.pids(h.name) == []
 
 
-@pytest.mark.slurm
-def test_suite_through_slurm_with_one_shaped_link(
-    shaped: TestBed, testbed_slurm: SlurmCluster, tmp_path: Path
-) -> None:
-    inv = shaped.write_inventory(tmp_path / "inventory.yaml", executor="slurm")
-    rc, text = finish(aibench_run(inv, tmp_path / "runs", "suite-e2e.yaml", env=testbed_slurm.env))
-    assert rc == 1, text
-    run = load_run(tmp_path / "runs")
-    check_shaped_run(run)
-    # the allocation aibench made is gone
-    r = subprocess.run(
-        ["squeue", "-h", "-o", "%j %T"],
-        capture_output=True,
-        text=True,
-        env=testbed_slurm.env,
-        check=False,
-    )
-    assert "aibench RUNNING" not in r.stdout
-
-
 def _journal(out: Path) -> dict[str, dict[str, Any]]:
     try:
         path = run_dir(out) / "steps.jsonl"
@@ -210,3 +190,46 @@ def test_faults_mid_run(testbed_hosts: TestBed, tmp_path: Path) -> None:
     assert len(steps) == 4 + 1 + 6
     for h in ("abt-h1", "abt-h3", "abt-h4"):
         _wait_for(lambda h=h: bed.pids(h) == [], 10, f"no process left on {h}")
+
+
+@pytest.mark.slurm
+def test_suite_through_slurm_as_a_batch_job_with_one_shaped_link(
+    shaped: TestBed, testbed_slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    """`aibench submit`: sbatch runs `aibench run` on a bed host; every step is an srun step
+    of that job (the executor finds SLURM_JOB_ID and uses the allocation)."""
+    testbed_hosts = shaped
+    # the job runs on a bed host, whose /tmp is private: its inputs and the run directory
+    # go beside the cluster's state
+    inv = testbed_hosts.write_inventory(
+        testbed_slurm.root / "submit-inventory.yaml", executor="slurm"
+    )
+    out = testbed_slurm.root / "submit-runs"
+    r = subprocess.run(
+        [sys.executable, "-m", "aibench", "submit", "--suite", str(HERE / "suite-e2e.yaml"),
+         "--inventory", str(inv), "--spec", str(HERE / "spec-e2e.yaml"), "--nodes", "4",
+         "--partition", "debug", "--time", "5", "--output-dir", str(out)],
+        cwd=ROOT, env=testbed_slurm.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    job = r.stdout.split("submitted job ")[1].split(";")[0].strip()
+
+    def state() -> str:
+        s = subprocess.run(
+            ["scontrol", "show", "job", job, "-o"],
+            capture_output=True, text=True, env=testbed_slurm.env, check=False,
+        )  # fmt: skip
+        return s.stdout.split("JobState=")[1].split()[0] if "JobState=" in s.stdout else ""
+
+    _wait_for(lambda: state() in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), 90, "the job")
+    log = (out / f"aibench-job-{job}.out").read_text()
+    assert list(out.glob("2*")), log
+    check_shaped_run(load_run(out))
+    assert "FAIL    iperf3-tcp-throughput [abt-h2,abt-h3]" in log
+    # the job's exit code is aibench's: 1, one check failed
+    assert state() == "FAILED", log
+    s = subprocess.run(
+        ["scontrol", "show", "job", job, "-o"],
+        capture_output=True, text=True, env=testbed_slurm.env, check=False,
+    )  # fmt: skip
+    assert "ExitCode=1:0" in s.stdout

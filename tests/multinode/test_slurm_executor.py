@@ -229,10 +229,21 @@ def test_batch_script_quotes_and_runs_under_sbatch(
     assert "#SBATCH --nodes=1" in text
     assert "#SBATCH --partition=debug" in text
     r = subprocess.run(
-        ["sbatch", "--parsable", "--wait", str(script)],
+        ["sbatch", "--parsable", str(script)],
         capture_output=True, text=True, env=testbed_slurm.env, timeout=60, check=False,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
+    job = r.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # sbatch --wait polls too slowly for a test
+        show = subprocess.run(
+            ["scontrol", "show", "job", job, "-o"],
+            capture_output=True, text=True, env=testbed_slurm.env, check=False,
+        )  # fmt: skip
+        if "JobState=COMPLETED" in show.stdout or "JobState=FAILED" in show.stdout:
+            break
+        time.sleep(0.1)
+    assert "JobState=COMPLETED" in show.stdout, show.stdout
     argv = json.loads(out.read_text().strip().splitlines()[-1])
     assert argv == ["run", "--suite", "it's $(odd)", "--inventory", str(tmp_path / "inv; rm.yaml")]
 
