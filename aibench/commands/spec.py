@@ -29,7 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     show = sub.add_parser("show", help="validate a spec and print its checks")
     show.add_argument("spec", metavar="NAME|FILE")
     explain = sub.add_parser("explain", help="print the derivation of a profile's numbers")
-    explain.add_argument("spec", metavar="NAME|FILE")
+    explain.add_argument("spec", metavar="NAME|FILE", nargs="?")
+    explain.add_argument(
+        "--inventory", metavar="FILE", help="derive from the inventory's node facts instead"
+    )
 
 
 def _check_line(c: object) -> str:
@@ -62,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
             desc = " ".join(spec.description.split())
             print(f"{name:<16} {desc[:100]}")
         return EXIT_OK
+    if args.action == "explain" and args.inventory:
+        return _explain_inventory(args.inventory)
+    if not args.spec:
+        from aibench.errors import UserError
+
+        raise UserError("spec explain needs a spec name or file, or --inventory FILE")
     spec = load_spec(args.spec)
     print(f"{spec.name}  ({spec.source}, sha256 {spec.sha256[:12]})")
     if spec.description:
@@ -83,6 +92,26 @@ def run(args: argparse.Namespace) -> int:
         if c.waiver:
             w = c.waiver
             print(f"      waiver: {w.owner} until {w.expires.isoformat()}: {w.reason}")
+    return EXIT_OK
+
+
+def _explain_inventory(path: str) -> int:
+    """The derivation for every distinct node class of an inventory."""
+    from pathlib import Path
+
+    from aibench.inventory import load_inventory
+    from aibench.thresholds.derive import explain, hardware_from_facts
+
+    inventory = load_inventory(Path(path))
+    classes: dict[tuple[str, ...], list[str]] = {}
+    for node in inventory.nodes:
+        lines = tuple(explain(hardware_from_facts(node.facts)))
+        classes.setdefault(lines, []).append(node.name)
+    for lines, names in classes.items():
+        shown = ", ".join(names[:8]) + (f" (+{len(names) - 8} more)" if len(names) > 8 else "")
+        print(f"{len(names)} node(s): {shown}")
+        for line in lines or ("(no gpus or hcas with rate_gbps in the facts: nothing derived)",):
+            print(f"  {line}")
     return EXIT_OK
 
 

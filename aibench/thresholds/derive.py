@@ -13,7 +13,9 @@ checks, so that a number in a profile can be traced to a datasheet and a measure
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aibench.thresholds.spec import Hardware
 
@@ -214,3 +216,46 @@ def derive(hw: Hardware) -> list[Expectation]:
 def explain(hw: Hardware) -> list[str]:
     """The derivation, one line per expectation."""
     return [e.text for e in derive(hw)]
+
+
+# Accelerator model (as an inventory names it) -> intra-node fabric.
+_FABRIC_OF = (
+    ("MI300", "infinity-fabric"),
+    ("MI325", "infinity-fabric"),
+    ("A100", "nvlink3"),
+    ("H100", "nvlink4"),
+    ("H200", "nvlink4"),
+    ("H800", "nvlink4"),
+    ("B200", "nvlink5"),
+    ("B300", "nvlink5"),
+    ("GB200", "nvlink5"),
+)
+
+
+def hardware_from_facts(facts: Mapping[str, Any]) -> Hardware:
+    """A node description from an inventory node's facts (``gpus``, ``hcas``).
+
+    ``gpus: {model, count}`` gives the accelerators and, from the model name, the
+    intra-node fabric; every HCA with a ``rate_gbps`` becomes a compute rail. Facts the
+    inventory does not give are left out (nothing is guessed for them).
+    """
+    gpus = facts.get("gpus") if isinstance(facts.get("gpus"), Mapping) else {}
+    model = str(gpus.get("model", "")) if gpus else ""
+    fabric = next((f for key, f in _FABRIC_OF if key in model.upper()), None)
+    nics = [
+        {
+            "name": str(h["name"]),
+            "rate_gbps": float(h["rate_gbps"]),
+            "kind": "roce" if h.get("gid_index") is not None else "ib",
+        }
+        for h in facts.get("hcas") or []
+        if isinstance(h, Mapping) and h.get("rate_gbps")
+    ]
+    return Hardware.model_validate(
+        {
+            "gpu": model or None,
+            "gpus": int(gpus.get("count", 0)) if gpus else 0,
+            "nvlink": fabric,
+            "nics": nics,
+        }
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aibench.cli import main
@@ -98,3 +100,22 @@ def test_every_spec_field_is_documented() -> None:
         for name, f in model.model_fields.items():
             assert f"`{f.alias or name}`" in doc, f"{model.__name__}.{name} not in docs/spec.md"
             assert f.description, f"{model.__name__}.{name} has no description"
+
+
+def test_spec_explain_from_an_inventory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hcas = ", ".join(f"{{name: mlx5_{i}, rate_gbps: 400}}" for i in range(8))
+    inv = tmp_path / "cluster.yaml"
+    inv.write_text(
+        "schema_version: 1\nname: c\ndefaults:\n  executor: ssh\n"
+        "  gpus: {model: H100-SXM5-80GB, count: 8}\n"
+        f"nodes:\n  - name: gpu[001-003]\n    hcas: [{hcas}]\n"
+        "  - name: cpu001\n    gpus: {model: none, count: 0}\n",
+        encoding="utf-8",
+    )
+    assert main(["spec", "explain", "--inventory", str(inv)]) == 0
+    out = capsys.readouterr().out
+    assert "3 node(s): gpu001, gpu002, gpu003" in out
+    assert "all_reduce busbw 8×H100-SXM5-80GB NVLink4 (ring, NVLS off): 450 GB/s" in out
+    assert "ib_write_bw per rail, mlx5_7 (compute, ib): 400 Gbit/s line × 0.9" in out
+    assert "1 node(s): cpu001" in out
+    assert "nothing derived" in out
