@@ -24,7 +24,7 @@ from aibench.parsers import Parser
 
 SOURCE = "ibstat"
 _CA = re.compile(r"^CA '([^']+)'\s*$")
-_PORT = re.compile(r"^Port (\d+):\s*$")
+_PORT = re.compile(r"^Port ([0-9]+):\s*$")
 _KV = re.compile(r"^([A-Za-z][A-Za-z ]*?):\s*(.*?)\s*$")
 
 _CA_KEYS = {
@@ -75,7 +75,7 @@ def parse(text: str) -> list[Fact]:
         name, kind, unit = table[key]
         dims: dict[str, str | int] = {"hca": hca} if port is None else {"hca": hca, "port": port}
         if kind == "int":
-            if not value.isdigit():
+            if not re.fullmatch(r"[0-9]+", value):
                 raise ParseError(SOURCE, f"{key}: not a number: {value!r}", line=lineno)
             out.append(Fact(SOURCE, name, int(value), unit, FrozenDims(dims)))
         else:

@@ -49,7 +49,7 @@ def _value(kind: str, raw: str, key: str, line: int) -> tuple[FactValue, str | N
         m = _ENUM.match(raw)
         return (m.group(1) if m else raw), None
     if kind in ("int", "mtu"):
-        m = re.match(r"^(\d+)", raw)
+        m = re.match(r"^([0-9]+)", raw)
         if m is None:
             raise ParseError(SOURCE, f"{key}: not a number: {raw!r}", line=line)
         return int(m.group(1)), ("count" if kind == "int" else "B")
@@ -75,7 +75,7 @@ def parse(text: str) -> list[Fact]:
         if hca is None:
             raise ParseError(SOURCE, f"{key} before any hca_id line", line=lineno)
         if key == "port":
-            if not raw.isdigit():
+            if not re.fullmatch(r"[0-9]+", raw):
                 raise ParseError(SOURCE, f"port: not a number: {raw!r}", line=lineno)
             port = int(raw)
             continue

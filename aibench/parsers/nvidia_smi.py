@@ -149,7 +149,7 @@ def _make(
     return Fact(SOURCE, name, value, unit, FrozenDims(d), reason=reason)
 
 
-_NUM = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z%/]*)$")
+_NUM = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z%/]*)$", re.ASCII)
 
 
 def _number(raw: str, line: int | None, what: str) -> tuple[float | int, str]:
@@ -551,6 +551,8 @@ def parse_query_gpu(text: str) -> list[Fact]:
     out: list[Fact] = []
     for pos, (lineno, cells) in enumerate(rows):
         row = dict(zip(header, cells, strict=True))
+        if "index" in row and not re.fullmatch(r"[0-9]+", row["index"].strip()):
+            raise ParseError("nvidia-smi", f"index: not a GPU index: {row['index']!r}", line=lineno)
         gpu = int(row["index"]) if "index" in row else pos
         for field, raw in row.items():
             if field in _CSV_FIELDS:

@@ -140,8 +140,13 @@ def _group(text: str) -> tuple[dict[str, list[tuple[int, str]]], dict[str, str]]
     return files, errors
 
 
+_DIGITS = re.compile(r"^[0-9]+$")
+
+
 def _int(text: str, what: str, line: int) -> int:
     try:
+        if not re.fullmatch(r"-?[0-9]+", text.strip()):
+            raise ValueError(text)
         return int(text.strip())
     except ValueError:
         raise ParseError(
@@ -204,7 +209,7 @@ def _cpuinfo(lines: list[tuple[int, str]]) -> list[Fact]:
 def _meminfo(lines: list[tuple[int, str]]) -> list[Fact]:
     vals: dict[str, tuple[int, int]] = {}
     for lineno, line in lines:
-        m = re.match(r"^(\w+):\s+(\d+)(?: kB)?$", line.strip())
+        m = re.match(r"^(\w+):\s+([0-9]+)(?: kB)?$", line.strip())
         if m:
             vals[m.group(1)] = (int(m.group(2)), lineno)
     if "MemTotal" not in vals:
@@ -230,6 +235,8 @@ def _limits(lines: list[tuple[int, str]]) -> list[Fact]:
                         "node-files", f"/proc/self/limits: {label}: two limits expected"
                     )
                 for which, raw in zip(("soft", "hard"), parts[:2], strict=True):
+                    if raw != "unlimited" and not _DIGITS.match(raw):
+                        raise ParseError("node-files", f"/proc/self/limits: {label}: {raw!r}")
                     value: FactValue = raw if raw == "unlimited" else int(raw)
                     unit = "count" if name == "nofile" else "B"
                     out.append(
@@ -245,6 +252,8 @@ def _count_ranges(text: str) -> int:
     for part in text.strip().split(","):
         if not part:
             continue
+        if not re.fullmatch(r"[0-9]+(-[0-9]+)?", part):
+            raise ParseError("node-files", f"/sys/devices/system/node/online: {text.strip()!r}")
         lo, _, hi = part.partition("-")
         n += (int(hi) - int(lo) + 1) if hi else 1
     return n
@@ -355,7 +364,7 @@ def _int_col(tool: str, raw: object, col: str) -> int | None:
         return None
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
-    if isinstance(raw, str) and raw.strip().isdigit():
+    if isinstance(raw, str) and _DIGITS.match(raw.strip()):
         return int(raw)
     raise ParseError(tool, f"{col}: not a byte count: {raw!r} (use lsblk/findmnt -b)")
 
@@ -488,6 +497,8 @@ def parse_tool_versions(text: str) -> list[Fact]:
             raise ParseError(
                 "tool-versions", f"{tool}: the block has no '@@ rc' line (cut off?)", line=lineno
             )
+        if not re.fullmatch(r"-?[0-9]+", rc_line[6:].strip()):
+            raise ParseError("tool-versions", f"{tool}: {rc_line!r} has no exit code", line=lineno)
         rc = int(rc_line[6:].strip())
         path = next((ln[8:].strip() for ln in lines if ln.startswith("@@ path ")), None)
         body = "\n".join(ln for ln in lines if not ln.startswith("@@ "))
