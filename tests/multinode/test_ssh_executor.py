@@ -313,3 +313,26 @@ def test_unreachable_host_reason(inventory: Inventory, tmp_path: Path) -> None:
     assert "timed out" in r1 or "unreachable" in r1.lower()
     assert r2 == "abt-h1 (10.213.7.1:2222): connection refused"
     assert res.unreachable  # type: ignore[attr-defined]
+
+
+def test_jump_host(testbed_hosts: TestBed, inventory: Inventory, tmp_path: Path) -> None:
+    """Through abt-h1 to abt-h2: abt-h2's sshd sees the connection come from abt-h1."""
+    from dataclasses import replace
+
+    n = inventory.node("abt-h2")
+    node = replace(n, ssh=replace(n.ssh, jump_host="root@10.213.7.1"))
+    log = testbed_hosts.ssh.host_dir(testbed_hosts.host("abt-h2")) / "sshd.log"
+    before = log.read_text()
+
+    async def main() -> tuple[int | None, str]:
+        ex = SSHExecutor()
+        try:
+            res = await ex.run(node, Command(("hostname",)), tmp_path / "o", tmp_path / "e")
+        finally:
+            await ex.close()
+        return res.exit_code, (tmp_path / "o").read_text()
+
+    code, out = arun(main())
+    assert (code, out) == (0, "abt-h2\n")
+    new = log.read_text()[len(before) :]
+    assert "Accepted publickey for root from 10.213.7.1 " in new
