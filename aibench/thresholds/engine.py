@@ -499,9 +499,16 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
     fs = check.fact
     assert fs is not None
     base = _base(check)
+    unreachable: dict[str, str] = {}
     if fs.source == "environment":
         facts = _environment_facts(run, fs.name)
         steps: list[StepResult] = []
+        env = run.environment if isinstance(run.environment, Mapping) else {}
+        unreachable = {
+            str(n): str(f["unreachable"])
+            for n, f in env.items()
+            if isinstance(f, Mapping) and f.get("unreachable")
+        }
     else:
         facts = [
             f
@@ -537,7 +544,17 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
         subj = (n,) if n else ()
         evidence = tuple(sorted(s.step_id for s in steps if n in s.nodes))
         if not items:
-            if failed_by_node.get(n):
+            if n in unreachable:
+                out.append(
+                    Verdict(
+                        **base,
+                        outcome=Outcome.ERROR,
+                        subject=subj,
+                        culprits=subj,
+                        reason=f"node unreachable: {unreachable[n]}",
+                    )
+                )
+            elif failed_by_node.get(n):
                 s = failed_by_node[n][0]
                 out.append(
                     Verdict(

@@ -382,7 +382,11 @@ def test_fact_checks(tmp_path: Path) -> None:
         ),
         step("pre", "preflight", ("c",), status=StepStatus.UNREACHABLE, reason="ssh: timed out"),
     ]
-    env = {"a": {"tools": {"fio": "3.33"}}, "b": {"tools": {"fio": "3.28"}}}
+    env = {
+        "a": {"tools": {"fio": "3.33"}},
+        "b": {"tools": {"fio": "3.28"}},
+        "c": {"unreachable": "ssh: timed out"},
+    }
     r = run(steps, ("a", "b", "c", "d"), environment=env)
     vs = judge(spec_from(tmp_path, HEADER + FACTS), r, now=NOW)
     got = {(v.check, v.subject[0]): v for v in vs}
@@ -398,6 +402,8 @@ def test_fact_checks(tmp_path: Path) -> None:
     assert got[("kernel", "a")].outcome is Outcome.PASS
     assert got[("kernel", "b")].outcome is Outcome.FAIL
     assert got[("kernel", "d")].outcome is Outcome.MISSING
+    assert got[("kernel", "c")].outcome is Outcome.ERROR
+    assert "unreachable" in got[("kernel", "c")].reason
 
 
 def test_absent_fact_fails_unless_allowed(tmp_path: Path) -> None:
