@@ -32,11 +32,13 @@ Measurements (dims ``scenario`` and ``mode`` on each; ``percentile`` where it ap
 * ``warnings`` and ``errors`` (count) from the closing "N warnings encountered" lines.
 
 LoadGen 1.x MultiStream summaries carry ``Samples per query`` as the result
-(``samples_per_query``) and two latency blocks with the same keys: there the
-"Per-query latency:" block is ``query_latency*`` (the detail log's name) and the
-"Per-sample latency:" block ``latency*``; a summary with only the per-query block
-(LoadGen 2.0 and later) keeps ``latency*``. The "Intervals between each IssueQuery"
-percentiles are not latencies and are skipped. When the test parameters say
+(``samples_per_query``) and two latency blocks with the same keys: the "Per-query
+latency:" block is ``latency*``, as in the single block of later MultiStream summaries
+(so ``latency`` p99 is the per-query latency MultiStream is judged on), and the
+"Per-sample latency:" block is ``sample_latency*``. Beware: the detail log names these
+the other way round (``latency`` per sample, ``query_latency`` per query), as LoadGen's
+keys do. The "Intervals between each IssueQuery" percentiles are not latencies and are
+skipped. When the test parameters say
 ``WARNING: sample_concatenate_permutation was set to true`` (LoadGen 5.x), the
 ``samples_per_query`` setting is not what ran and is not reported.
 
@@ -183,9 +185,8 @@ def parse_summary(text: str) -> list[Record]:
     s = _Summary()
     section = "head"
     # LoadGen 1.x MultiStream prints a "Per-query latency:" block AND a "Per-sample
-    # latency:" block with the same keys; the per-query one is then ``query_latency*``
-    # (the detail log's name for it), the per-sample one ``latency*``.
-    two_blocks = any(ln.strip().startswith("Per-sample latency:") for ln in lines)
+    # latency:" block with the same keys: per-query stays ``latency*`` (as in the one
+    # block of newer MultiStream summaries), per-sample is ``sample_latency*``.
     block = ""
     params_at = len(lines) + 1
     concatenated = False  # LoadGen 5.x: the samples_per_query setting is not what ran
@@ -278,18 +279,18 @@ def parse_summary(text: str) -> list[Record]:
                 if not (p[2] and v == 0):
                     s.measure(n, p[0], p[1], val)
             continue
-        query_block = section == "stats" and two_blocks and block == "per-query"
+        sample_block = section == "stats" and block == "per-sample"
         if lk in _SUMMARY_KEYS:
             metric, unit = _SUMMARY_KEYS[lk]
-            if query_block and metric.startswith("latency"):
-                metric = "query_" + metric
+            if sample_block and metric.startswith("latency"):
+                metric = "sample_" + metric
             s.measure(n, metric, unit, val)
             continue
         for rx, metric in _PCT_KEYS:
             pm = rx.match(key)
             if pm:
-                if query_block and metric == "latency":
-                    metric = "query_latency"
+                if sample_block and metric == "latency":
+                    metric = "sample_latency"
                 s.measure(n, metric, "ns", val, percentile=percentile(pm.group(1)))
                 break
     if validity is None:
