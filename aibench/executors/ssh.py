@@ -256,16 +256,14 @@ class SSHExecutor:
     @staticmethod
     def _host_key_problem(node: Node, known: str) -> str:
         """Why the host key was refused: no entry for the host, or a different key."""
-        names = {node.host, node.name}
-        if node.ssh.port != 22:
-            names |= {f"[{n}]:{node.ssh.port}" for n in list(names)}
         listed = False
-        with contextlib.suppress(OSError):
-            for line in Path(known).read_text().splitlines():
-                fields = line.split()
-                if fields and not line.startswith("#") and names & set(fields[0].split(",")):
+        # asyncssh matches hashed entries, patterns and [host]:port forms as ssh does
+        with contextlib.suppress(OSError, ValueError, asyncssh.Error):
+            kh = asyncssh.read_known_hosts(known)
+            for host in {node.host, node.name}:
+                trusted, cas, revoked = kh.match(host, "", node.ssh.port)[:3]
+                if trusted or cas or revoked:
                     listed = True
-                    break
         if listed:
             return (
                 f"host key mismatch: the key offered differs from the one in {known}; "

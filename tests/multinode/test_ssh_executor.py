@@ -336,3 +336,28 @@ def test_jump_host(testbed_hosts: TestBed, inventory: Inventory, tmp_path: Path)
     assert (code, out) == (0, "abt-h2\n")
     new = log.read_text()[len(before) :]
     assert "Accepted publickey for root from 10.213.7.1 " in new
+
+
+def test_host_key_mismatch_in_a_hashed_known_hosts(
+    testbed_hosts: TestBed, inventory: Inventory, tmp_path: Path
+) -> None:
+    import subprocess
+
+    lines = testbed_hosts.ssh.known_hosts.read_text().splitlines()
+    h2_key = next(ln for ln in lines if ln.startswith("10.213.7.2 ")).split(" ", 1)[1]
+    known = tmp_path / "known_hosts"
+    known.write_text(f"10.213.7.1 {h2_key}\n")
+    subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(known)], check=True, capture_output=True)
+    assert known.read_text().startswith("|1|")  # no host name in clear any more
+    node = _with_known_hosts(inventory, "abt-h1", known)
+
+    async def main() -> str | None:
+        ex = SSHExecutor()
+        try:
+            return await ex.check(node)
+        finally:
+            await ex.close()
+
+    reason = arun(main())
+    assert reason is not None
+    assert "host key mismatch" in reason
