@@ -52,6 +52,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -217,8 +218,15 @@ class MlperfTrainingRunner:
         converged: list[bool] = []
         failures: list[str] = []
         benchmark = o["benchmark"]
-        for k, run in enumerate(runs):
-            got, problem = self._one_run(inv, out.raw_dir, k, run, benchmark, o["ruleset"])
+        # the checker is a process per log: check the runs' logs side by side (the parser
+        # registry is loaded first, here: its first load is not meant for threads)
+        parsers.get("mlperf-training")
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            checked = list(pool.map(
+                lambda kr: self._one_run(inv, out.raw_dir, kr[0], kr[1], benchmark, o["ruleset"]),
+                enumerate(runs),
+            ))
+        for k, (got, problem) in enumerate(checked):
             records += got
             if problem:
                 failures.append(f"run {k}: {problem}")
