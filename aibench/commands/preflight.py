@@ -95,10 +95,15 @@ def run(args: argparse.Namespace) -> int:
         verdicts=tuple(verdicts),
         notes=tuple(f"{n} unreachable: {r}" for n, r in sorted(unreachable.items())),
     )
+    skipped = 0
     if spec is not None:
         from aibench.thresholds import judge
 
-        run_obj = run_obj.replace(verdicts=tuple(verdicts) + tuple(judge(spec, run_obj)))
+        # Only the spec's fact checks: its benchmark checks belong to `aibench run`.
+        fact_checks = {c.id for c in spec.checks if getattr(c, "fact", None) is not None}
+        skipped = len(spec.checks) - len(fact_checks)
+        judged = [v for v in judge(spec, run_obj) if v.check in fact_checks]
+        run_obj = run_obj.replace(verdicts=tuple(verdicts) + tuple(judged))
     out = sys.stdout
     print(table(facts, nodes), file=out)
     problems = [r for r in results if r.status is not StepStatus.OK]
@@ -116,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
                 f"  {v.outcome.value:<7} {v.check} [{subject}] {observed} expected {v.expected}",
                 file=out,
             )
+    if skipped:
+        print(
+            f"({skipped} benchmark checks of {spec.name} not judged here: use aibench run)",
+            file=out,
+        )
     if args.output:
         store.write_json_atomic(Path(args.output), run_obj.to_dict())
         print(f"results: {args.output}", file=out)
