@@ -100,7 +100,7 @@ def main() -> int:
         sys.stdout.flush()
         if "J" in opts and ns.json_fixture:
             Path(opts["J"]).write_text(Path(ns.json_fixture).read_text(encoding="utf-8"))
-    return ns.exit_code
+    return int(ns.exit_code)
 
 
 if __name__ == "__main__":
