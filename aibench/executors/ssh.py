@@ -13,11 +13,15 @@ Contract:
   quotes, ``$(...)`` or ``;`` arrives verbatim. The node's login shell must be a POSIX
   shell (sh, bash, dash, zsh).
 * **Every remote process is its own process group.** The wrapper is
-  ``exec setsid -w sh -c '<report $$ on stderr>; cd; exec env -- NAME=value... argv'``
-  (util-linux ``setsid``), so the tool leads a new session; its PGID comes back as the
-  first stderr line (not written to the log). A timeout, a cancellation or a server stop
-  sends ``kill -TERM -- -PGID`` over the same connection, then ``kill -KILL`` after
-  ``kill_grace`` seconds, so forked children go too.
+  ``exec setsid -w sh -c '<report $$ on stderr>; cd; env -- NAME=value... argv & wait;
+  kill the rest of the group'`` (util-linux ``setsid``): the wrapper sh leads a new
+  session and process group, whose PGID comes back as the first stderr line (not written
+  to the log). When the tool exits, whatever it forked and left running is sent TERM (as
+  the local executor does), so a leftover child cannot hold the session open. A
+  timeout, a cancellation or a server stop sends ``kill -TERM -- -PGID`` over the same
+  connection, then ``kill -KILL`` after ``kill_grace`` seconds. A tool killed by a signal
+  reports the shell's status 128+N. If the connection itself is lost, the remote group
+  cannot be signalled; it is left to end on its own (no SIGHUP reaches it: no tty).
 * **Output is streamed**: stdout and stderr are written to the raw log files as the data
   arrives, so an interrupted run keeps what it measured.
 * **Unreachable**: a refused, timed-out or rejected connection, or a connection lost
@@ -57,9 +61,13 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PGID_MARK = b"AIBENCH-PGID "
 # The fixed part of every remote command. $1 is the working directory ("" for none);
 # the rest is env's argument list. No inventory or suite value is ever part of it.
+# The tool runs as a child of that sh (the group leader); when it exits, the sh TERMs
+# what is left of the group (forked children that kept running), ignoring TERM itself,
+# and exits with the tool's status.
 _INNER = (
     'printf "AIBENCH-PGID %s\\n" "$$" >&2; d=$1; shift; '
-    'if [ -n "$d" ]; then cd -- "$d" || exit 126; fi; exec env "$@"'
+    'if [ -n "$d" ]; then cd -- "$d" || exit 126; fi; '
+    'env "$@" & p=$!; wait "$p"; rc=$?; trap "" TERM; kill -TERM 0 2>/dev/null; exit "$rc"'
 )
 _NOT_FOUND = re.compile(rb"env: .*No such file or directory")
 

@@ -361,3 +361,25 @@ def test_host_key_mismatch_in_a_hashed_known_hosts(
     reason = arun(main())
     assert reason is not None
     assert "host key mismatch" in reason
+
+
+def test_children_left_behind_are_ended_when_the_tool_exits(
+    testbed_hosts: TestBed, inventory: Inventory, tmp_path: Path
+) -> None:
+    """A forked child that keeps stdout open must neither hold the step nor outlive it."""
+    t0 = time.monotonic()
+    res, out, _ = arun(
+        _run_one(
+            inventory.node("abt-h4"),
+            Command(("sh", "-c", "sleep 300 & echo parent done; exit 4"), timeout=30),
+            tmp_path,
+        )
+    )
+    assert res.exit_code == 4
+    assert not res.timed_out
+    assert out == "parent done\n"
+    assert time.monotonic() - t0 < 10
+    deadline = time.monotonic() + 5
+    while testbed_hosts.pids("abt-h4") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert testbed_hosts.pids("abt-h4") == []
