@@ -16,11 +16,12 @@ DESCRIPTION = """\
 Collect the preflight facts (CPU, memory, NUMA, kernel, sysctl, governor, THP, limits,
 disks and data-directory mounts, GPUs, DCGM, HCAs, Xid events, container runtimes, tool
 versions) on every node of the inventory, print them side by side with the values that
-differ from the other nodes marked, and compare the golden configuration (driver,
-firmware, kernel, NCCL, BIOS, GPU count) across the fleet.
+differ from the other nodes marked, compare the golden configuration (driver,
+firmware, kernel, NCCL, BIOS, GPU count) across the fleet, and check what the inventory
+declares (gpus.count, hcas with their rate, data_dirs) against what was found.
 
-Exit status: 0 when every check passes (or warns), 1 when a consistency check or a spec
-check fails, 3 when no node could be inspected at all.
+Exit status: 0 when every check passes (or warns), 1 when a consistency, inventory or
+spec check fails (or could not be verified), 3 when no node could be inspected at all.
 """
 
 EPILOG = """\
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from aibench.commands.run import Executors, Reporter, _filter_nodes
     from aibench.inventory import load_inventory, local_inventory
     from aibench.model import Run, StepStatus
-    from aibench.preflight import environment_from_facts
+    from aibench.preflight import environment_from_facts, expected
     from aibench.preflight.collect import collect, facts_of, table
     from aibench.preflight.consistency import check_results
     from aibench.suite import load_suite
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             )
     facts = facts_of(results)
     nodes = [n.name for n in inventory.nodes]
-    verdicts = check_results(results)
+    verdicts = check_results(results) + expected.check(inventory, facts)
     environment: dict[str, Any] = dict(environment_from_facts(facts))
     for node, reason in unreachable.items():
         environment.setdefault(node, {})["unreachable"] = reason

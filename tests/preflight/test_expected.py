@@ -1,0 +1,94 @@
+"""The inventory's declared GPUs, HCAs and data directories against the collected facts."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from aibench import parsers
+from aibench.inventory import Inventory, Node
+from aibench.model import Fact, Outcome
+from aibench.preflight.expected import check
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def real(parser: str, path: str, node: str) -> list[Fact]:
+    recs = parsers.parse(parser, (FIX / path).read_text())
+    return [dataclasses.replace(r, nodes=(node,)) for r in recs if isinstance(r, Fact)]
+
+
+def outcomes(verdicts: list) -> dict[tuple[str, str], str]:  # type: ignore[type-arg]
+    return {(v.check, v.subject[0]): v.outcome.value for v in verdicts}
+
+
+def test_declared_gpus_hcas_and_dirs_against_the_real_captures() -> None:
+    node = Node(
+        name="gpu01",
+        facts={
+            "gpus": {"model": "H100-SXM5-80GB", "count": 8},
+            "hcas": [
+                {"name": "mlx5_0", "port": 1, "rate_gbps": 400},
+                {"name": "mlx5_bond_0", "port": 1, "rate_gbps": 400},
+                {"name": "mlx5_3", "port": 1},
+            ],
+            "data_dirs": ["/data"],
+        },
+    )
+    facts = (
+        real("nvidia-smi-q", "nvidia-smi-q/h100-mig-590.48.01-load.txt", "gpu01")
+        + real("ibstat", "ibstat/h100-all-active-mixed-ib-ethernet.txt", "gpu01")
+        + [
+            Fact(
+                "mount",
+                "target",
+                None,
+                dims={"path": "/data"},
+                nodes=("gpu01",),
+                reason="findmnt -T /data: findmnt: can't read /data: No such file or directory",
+            )
+        ]
+    )
+    vs = check(Inventory(name="t", nodes=(node,)), facts)
+    got = {(v.check, v.expected): (v.outcome, v.observed_text) for v in vs}
+    # the capture has one GPU (MIG enabled), the inventory says 8
+    assert got[("inventory.gpu_count", "8 (inventory)")] == (Outcome.FAIL, "1")
+    assert got[("inventory.hca_state", "mlx5_0 port 1 Active")] == (Outcome.PASS, "Active")
+    rates = [v for v in vs if v.check == "inventory.hca_rate"]
+    assert [(v.outcome, v.observed_text) for v in rates] == [
+        (Outcome.PASS, "400 Gbit/s"),
+        (Outcome.FAIL, "200 Gbit/s"),  # the Ethernet bond runs at 200
+    ]
+    # mlx5_3 is not in this node's ibstat listing at all
+    assert got[("inventory.hca_state", "mlx5_3 port 1 Active")] == (Outcome.FAIL, "not listed")
+    data = got[("inventory.data_dir", "/data mounted")]
+    assert data[0] is Outcome.FAIL
+    assert "No such file or directory" in data[1]
+
+
+def test_hcas_declared_but_no_tool_readable_is_missing_not_pass() -> None:
+    node = Node(name="n1", facts={"hcas": [{"name": "mlx5_0"}]})
+    facts = [
+        Fact("ibstat", "hca_count", None, nodes=("n1",), reason="ibstat: not installed"),
+        Fact("ibv_devinfo", "hca_count", None, nodes=("n1",), reason="ibv_devinfo: not installed"),
+    ]
+    (v,) = check(Inventory(name="t", nodes=(node,)), facts)
+    assert v.outcome is Outcome.MISSING
+    assert "ibstat: not installed" in v.observed_text
+
+
+def test_ibv_devinfo_is_used_where_ibstat_is_missing() -> None:
+    node = Node(name="n1", facts={"hcas": [{"name": "mlx4_0", "port": 2, "rate_gbps": 40}]})
+    facts = [
+        *real("ibv-devinfo", "ibv-devinfo/mlx4-2hca-2port-one-down.txt", "n1"),
+        Fact("ibstat", "hca_count", None, nodes=("n1",), reason="ibstat: not installed"),
+    ]
+    vs = check(Inventory(name="t", nodes=(node,)), facts)
+    assert [(v.check, v.outcome, v.observed_text) for v in vs] == [
+        ("inventory.hca_state", Outcome.FAIL, "PORT_DOWN")
+    ]
+
+
+def test_nothing_declared_nothing_judged() -> None:
+    facts = real("nvidia-smi-q", "nvidia-smi-q/h100-mig-590.48.01-load.txt", "n1")
+    assert check(Inventory(name="t", nodes=(Node(name="n1"),)), facts) == []
