@@ -68,7 +68,7 @@ _CSV = re.compile(r"^\d{14},[^,]*,\d+,[^,]*,\d+,-?\d+,")
 @dataclass(frozen=True)
 class _Row:
     line: int
-    section: str  # "own" or "report" (a UDP client's Server Report)
+    section: str  # unused by the text path ("")
     stream: str  # id, or "SUM"
     t0: float
     t1: float
@@ -160,42 +160,32 @@ def _rate(value: str, unit: str) -> float:
     return float(Fraction(value) * f)
 
 
-def _parse_text(lines: list[str]) -> list[Measurement]:
-    side: str | None = None
-    udp = False
-    section = "own"
+_HEAD_M = re.compile(_HEAD.pattern, re.MULTILINE)
+_LINE_M = re.compile(_LINE.pattern, re.MULTILINE)
+_SENT_M = re.compile(_SENT.pattern, re.MULTILINE)
+_REPORT_M = re.compile(r"^\[\s*\d+\]\s+Server Report:", re.MULTILINE)
+_START_M = re.compile(r"^(?:Client connecting to|Server listening on)[^\n]*", re.MULTILINE)
+_UDP_HEAD_M = re.compile(r"^\[ ID\][^\n]*Jitter[^\n]*Lost/Total", re.MULTILINE)
+
+
+def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
+    """The final lines and, per stream, the latest end (as a text offset).
+
+    One regex pass over the text (an interval line costs one match); only the last line
+    starting at 0 of each stream is read in full."""
+    ends: Ends = {}
+    zero: dict[str, tuple[float, int]] = {}  # stream -> latest line starting at 0
+    for h in _HEAD_M.finditer(text, start, stop):
+        sid, t1 = h["id"], float(h["t1"])
+        prev = ends.get(sid)
+        if prev is None or t1 >= prev[0]:
+            ends[sid] = (t1, h.start())
+            if h["t0"].strip("0.") == "":
+                zero[sid] = (t1, h.start())
     rows: list[_Row] = []
-    ends: dict[str, Ends] = {"own": {}, "report": {}}
-    sent: dict[str, int] = {}
-    for no, line in enumerate(lines, 1):
-        if ("failed" in line or line.startswith("iperf: ")) and _ERROR.search(line):
-            partial = _safe_records(rows, ends["own"], side, udp, sent)
-            raise ToolFailure(TOOL, line.strip(), line=no, partial=list(partial))
-        if not line.startswith("["):
-            if line.startswith("Client connecting to"):
-                side = "sender"
-                udp = udp or ", UDP port" in line
-            elif line.startswith("Server listening on"):
-                side = "receiver"
-                udp = udp or " UDP port" in line
-            continue
-        if " sec " not in line:
-            if "Jitter" in line and "Lost/Total" in line:
-                udp = True
-            elif "Server Report:" in line and re.match(r"^\[\s*\d+\]\s+Server Report:", line):
-                section = "report"
-            elif m := _SENT.match(line):
-                sent[m["id"]] = int(m["n"])
-            continue
-        h = _HEAD.match(line)
-        if not h:
-            continue
-        t1 = float(h["t1"])
-        _see(ends[section], h["id"], t1, no)
-        if float(h["t0"]) != 0:
-            continue  # an interval: only its end is needed
-        m = _LINE.match(line)
-        if not m:
+    for sid, (t1, pos) in zero.items():
+        m = _LINE_M.match(text, pos, stop)
+        if not m or t1 != ends[sid][0]:
             continue
         rest = m["rest"]
         jitter = lost = total = rtry = None
@@ -203,36 +193,41 @@ def _parse_text(lines: list[str]) -> list[Measurement]:
             jitter, lost, total = float(u["jitter"]), int(u["lost"]), int(u["total"])
         elif t := _TCP_E_REST.match(rest):
             rtry = int(t["rtry"])
-        rows.append(
-            _Row(
-                no,
-                section,
-                m["id"],
-                0.0,
-                t1,
-                _rate(m["rate"], m["runit"]),
-                jitter,
-                lost,
-                total,
-                rtry,
-            )
-        )
-    own = [r for r in rows if r.section == "own"]
-    report = [r for r in rows if r.section == "report"]
-    if not ends["own"] and not ends["report"]:
+        rate = _rate(m["rate"], m["runit"])
+        rows.append(_Row(pos, "", sid, 0.0, t1, rate, jitter, lost, total, rtry))
+    return rows, ends
+
+
+def _parse_text(text: str) -> list[Measurement]:
+    if "failed" in text or "iperf: " in text:
+        for no, line in enumerate(text.splitlines(keepends=True), 1):
+            if _ERROR.search(line):
+                before = "".join(text.splitlines(keepends=True)[: no - 1])
+                try:
+                    partial = _parse_text(before)
+                except ParseError:
+                    partial = []
+                raise ToolFailure(TOOL, line.strip(), line=no, partial=list(partial))
+    first = _START_M.search(text)
+    side: str | None = None
+    udp = _UDP_HEAD_M.search(text) is not None
+    if first:
+        side = "sender" if first[0].startswith("Client") else "receiver"
+        udp = udp or "UDP port" in first[0]
+    report = _REPORT_M.search(text)
+    split = report.start() if report else len(text)
+    sent = {m["id"]: int(m["n"]) for m in _SENT_M.finditer(text, 0, split)}
+    own_rows, own_ends = _section(text, 0, split)
+    rep_rows, rep_ends = _section(text, split, len(text)) if report else ([], {})
+    if not own_ends and not rep_ends:
         raise ParseError(TOOL, "no report lines ([ID] interval sec transfer bandwidth)")
-    out = _records(own, ends["own"], side, udp, sent)
-    out += _records(report, ends["report"], "receiver", udp, {})
-    return out
-
-
-def _safe_records(
-    rows: list[_Row], ends: Ends, side: str | None, udp: bool, sent: dict[str, int]
-) -> list[Measurement]:
     try:
-        return _records([r for r in rows if r.section == "own"], ends, side, udp, sent)
-    except ParseError:
-        return []
+        out = _records(own_rows, own_ends, side, udp, sent)
+        out += _records(rep_rows, rep_ends, "receiver", udp, {})
+    except ParseError as exc:  # its line is a text offset here
+        offset = exc.line or 0
+        raise ParseError(TOOL, exc.reason, line=text.count("\n", 0, offset) + 1) from None
+    return out
 
 
 def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
@@ -270,13 +265,12 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
 
 def parse(text: str) -> list[Measurement]:
     lines = text.splitlines()
-    csv = [(no, ln) for no, ln in enumerate(lines, 1) if _CSV.match(ln)]
-    if csv:
+    if any(_CSV.match(ln) for ln in lines[:50]):
         for no, ln in enumerate(lines, 1):
             if _ERROR.search(ln):
                 raise ToolFailure(TOOL, ln.strip(), line=no)
-        return _parse_csv(csv)
-    return _parse_text(lines)
+        return _parse_csv([(no, ln) for no, ln in enumerate(lines, 1) if _CSV.match(ln)])
+    return _parse_text(text)
 
 
 _DETECT = re.compile(
