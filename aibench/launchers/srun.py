@@ -8,7 +8,9 @@ argv, in this order::
 Host names are Slurm node names. srun exports its own environment to the ranks
 (``--export=ALL`` is Slurm's default), so the job's environment is set on the srun
 process itself and recorded as such. ``--mpi=pmix`` is what Open MPI programs need
-(``pmi2`` and ``none`` fail in MPI_Init). Tested with Slurm 22.05.8 and Open MPI 4.1.4.
+(``pmi2`` and ``none`` fail in MPI_Init). Run it outside any job step (a login node, an
+``salloc``/``sbatch`` shell): inside a step srun sees only that step's nodes. Tested with
+Slurm 22.05.8 and Open MPI 4.1.4.
 """
 
 from __future__ import annotations

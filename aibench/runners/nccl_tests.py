@@ -9,7 +9,12 @@ Builds ``BIN_DIR/<collective>_perf -b MIN -e MAX -f FACTOR|-i STEP -n ITERS -w W
   ``--mca`` interface settings, ``plm_rsh_agent`` with the inventory's ``ssh.config_file``)
   or ``srun --mpi=pmix`` (Slurm node names, ``--ntasks-per-node``, ``--gpus-per-task``,
   ``--gpu-bind``). On one node mpirun is given ``--host localhost:K``: it runs on that
-  node itself.
+  node itself. The launcher runs where the group's first node's executor puts it: on
+  this machine for ``executor: local`` (a login node, the usual place for srun), over
+  ssh on that node for ``executor: ssh``. Not from inside a Slurm job step
+  (``executor: slurm``): srun there sees only the step's one node ("Only allocated 1
+  nodes asked for 2", tried with Slurm 22.05), so a multi-node group on such nodes is a
+  UserError with a hint.
 
 Ranks per node default to the node's GPU count (``gpus.count`` in the inventory) divided
 by ``gpus_per_process``: one process per GPU unless told otherwise. The environment
@@ -42,7 +47,7 @@ from pydantic import Field, field_validator, model_validator
 
 from aibench import parsers
 from aibench.config import Strict
-from aibench.errors import ParseError, ToolFailure
+from aibench.errors import ParseError, ToolFailure, UserError
 from aibench.inventory import Node
 from aibench.launchers import HostSlots, Job, get
 from aibench.model import Fact, FrozenDims, Measurement
@@ -285,6 +290,14 @@ class NcclTestsRunner:
         program = self.program(o, head, json_file)
         env = environment(o)
         which = self.launcher_for(o, group, rpn)
+        if len(group) > 1 and head.executor == "slurm":
+            raise UserError(
+                f"step {step}: nccl-tests over {len(group)} nodes cannot be launched from "
+                f"inside a Slurm job step on {head.name} (a launcher there sees only the "
+                "step's own node)",
+                hint="run aibench on the login node with these nodes as executor: local "
+                "and launcher: srun (or mpirun over ssh)",
+            )
         if which == "none":
             if len(group) > 1:
                 raise ValueError("nccl-tests across several nodes needs a launcher (mpirun, srun)")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from aibench.inventory import load_inventory
+from aibench.errors import UserError
+from aibench.inventory import Inventory, load_inventory
 from aibench.orchestrator import build_plan
 from aibench.suite import load_suite
 
@@ -18,11 +20,18 @@ def test_there_are_gpu_example_suites() -> None:
     assert [p.name for p in SUITES] == ["suite-gpu-acceptance.yaml", "suite-gpu-slurm.yaml"]
 
 
+def login_node_view(inv: Inventory) -> Inventory:
+    """The Slurm inventory as seen from a login node: launchers run here (executor local)."""
+    return replace(inv, nodes=tuple(replace(n, executor="local") for n in inv.nodes))
+
+
 @pytest.mark.parametrize("path", SUITES, ids=lambda p: p.name)
 @pytest.mark.parametrize("inventory", ["inventory-ssh.yaml", "inventory-slurm.yaml"])
 def test_example_suite_plans(path: Path, inventory: str) -> None:
     suite = load_suite(str(path))
     inv = load_inventory(EXAMPLES / inventory)
+    if inventory == "inventory-slurm.yaml":
+        inv = login_node_view(inv)
     plan = build_plan(suite, inv)
     tools = {r.tool for r in plan.rounds}
     assert tools <= {"nccl-tests", "perftest", "mlperf-inference", "mlperf-training"}
@@ -53,3 +62,11 @@ def test_acceptance_example_over_the_ssh_inventory() -> None:
     (train,) = by_step["training-llama31-8b"]
     argv = train.client.argv  # type: ignore[attr-defined]
     assert argv[argv.index("--runs") + 1] == "10"
+
+
+def test_a_multi_node_launcher_inside_a_slurm_job_step_is_refused_with_a_hint() -> None:
+    suite = load_suite(str(EXAMPLES / "suite-gpu-slurm.yaml"))
+    inv = load_inventory(EXAMPLES / "inventory-slurm.yaml")  # executor: slurm
+    with pytest.raises(UserError, match="inside a Slurm job step") as exc:
+        build_plan(suite, inv)
+    assert "executor: local" in (exc.value.hint or "")
