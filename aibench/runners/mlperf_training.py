@@ -17,6 +17,9 @@ directory, ``DIR/run_<k>``, emptied before the run), ``{run_index}`` (0 ...) and
 ``<dir>/mlperf-training/<step>/<label>.r<repeat>``, ``<dir>`` being the option
 ``shared_dir`` or else the suite's workdir. PYTHON is the option ``python``; by default
 this interpreter on a local node, else ``python3`` (the launch node must have aibench).
+On ``executor: slurm`` nodes the sequencer itself runs inside a one-node job step, where
+``srun`` sees only that node: submit each run as its own job (``sbatch --wait``) there,
+or run aibench on the login node with the launch node as ``executor: local``.
 
 ``collect`` (run here, so the run directory must be on this machine or on a file system
 it shares with the launch node: ``shared_dir``) takes each run's MLLOG file (the option
