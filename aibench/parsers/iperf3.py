@@ -3,6 +3,9 @@
 Reads ``iperf3 -c HOST -J`` (one JSON document; the client's or the server's),
 ``--json-stream`` (one JSON event per line: ``start``, ``interval``, ``end``, ``error``)
 and the normal text output. Tested on iperf 3.0.7, 3.0.11, 3.9 and 3.12 output.
+``--json-stream`` (iperf3 3.17+) is read from its documented event format; iperf 3.12,
+the version tested against, has no such option, so that path is tested with real ``-J``
+captures re-expressed as events.
 
 Emitted (from the end of the test; intervals are not emitted):
 
