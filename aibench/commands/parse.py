@@ -52,10 +52,11 @@ class FileResult:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.usage = "aibench parse [--tool NAME] [--format {table,json,csv}] TOOL FILE..."
     p.add_argument(
         "args",
         nargs="+",
-        metavar="TOOL FILE",
+        metavar="TOOL FILE...",
         help="the parser name (or 'auto') then one or more files; '-' is standard input",
     )
     p.add_argument(
