@@ -71,7 +71,8 @@ def facts(res: StepResult) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("scenario", "metric", "unit"),
-    [("Offline", "samples_per_second", "samples/s"), ("SingleStream", "latency", "ns")],
+    [("Offline", "samples_per_second", "samples/s"), ("SingleStream", "latency", "ns"),
+     ("MultiStream", "latency", "ns")],
 )
 def test_real_loadgen_run_is_collected_parsed_and_valid(
     tmp_path: Path, scenario: str, metric: str, unit: str
@@ -116,3 +117,14 @@ def test_a_harness_that_fails_gives_its_last_words(tmp_path: Path) -> None:
     assert res.status is StepStatus.FAILED
     assert "exit code 2" in res.reason
     assert "unrecognized arguments: --no-such-flag" in res.reason
+
+
+def test_a_server_run_too_short_for_early_stopping_is_invalid_and_says_so(tmp_path: Path) -> None:
+    """Server at 500 queries/s for 0.5 s: about 250 queries, fewer than early stopping needs."""
+    res = run_sut(tmp_path, "Server", "--server-qps", "500")
+    assert res.status is StepStatus.OK, res.reason
+    f = facts(res)
+    assert f["scenario"] == "Server"
+    assert f["result"] == "INVALID: early_stopping_met not satisfied"
+    assert f["perf_constraints_met"] is True
+    assert f["primary_metric"].startswith("completed_samples_per_second = ")
