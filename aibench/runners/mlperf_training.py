@@ -38,7 +38,8 @@ run_stop - run_start, dims ``benchmark``, ``status``) and the Facts ``compliance
 Per benchmark: Measurement ``score`` (ms, dim ``benchmark``: the mean after dropping the
 fastest and slowest, one non-converged run counting as the slowest), Facts
 ``runs_required`` (from the rules of ``ruleset``), ``runs`` and ``runs_satisfied``,
-``score_valid`` (False with the reason: too few runs, too many non-converged ...). A run
+``score_valid`` (False with the reason: too few runs, too many non-converged ...),
+``mlperf_logging_version`` (the checker's package). A run
 that fails compliance makes the step fail with the checker's reason (what was measured is
 kept as evidence).
 
@@ -241,6 +242,7 @@ class MlperfTrainingRunner:
             else:
                 failures.append(f"run {k}: no time to train")
         records += self._score(benchmark, o["ruleset"], len(runs), times, converged)
+        records.append(checker_version())
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
             raise ToolFailure(TOOL, failures[0] + more, partial=list(records))
@@ -318,6 +320,16 @@ def compliance(log: Path, ruleset: str, log_output: Path) -> tuple[bool, tuple[s
     )
     text = proc.stdout + proc.stderr
     return proc.returncode == 0, (first_complaint(text) if proc.returncode else "", text)
+
+
+def checker_version() -> Fact:
+    """The mlperf-logging version whose checker judged the logs (it runs here)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return Fact(TOOL, "mlperf_logging_version", version("mlperf-logging"))
+    except PackageNotFoundError:
+        return Fact(TOOL, "mlperf_logging_version", None, reason="mlperf-logging not installed")
 
 
 def first_complaint(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,7 @@ def test_three_real_runs_are_checked_timed_and_scored(tmp_path: Path) -> None:
     assert by["score_valid"].value is False
     assert by["score_valid"].reason == "3 runs, the rules need 10"
     assert (raw / "ws.r0.runs.json").is_file()
+    assert by["mlperf_logging_version"].value == version("mlperf-logging")
 
 
 def test_a_log_that_fails_compliance_fails_the_step_with_the_checkers_reason(
