@@ -300,7 +300,10 @@ class NcclTestsRunner:
             )
         if which == "none":
             if len(group) > 1:
-                raise ValueError("nccl-tests across several nodes needs a launcher (mpirun, srun)")
+                raise UserError(
+                    f"step {step}: nccl-tests across {len(group)} nodes needs a launcher",
+                    hint="set launcher: mpirun or srun (or auto)",
+                )
             argv, launch_env = program, env
         else:
             if which == "srun":

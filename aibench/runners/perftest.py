@@ -34,7 +34,7 @@ from pydantic import Field, field_validator, model_validator
 
 from aibench import parsers
 from aibench.config import Strict
-from aibench.errors import ParseError, ToolFailure
+from aibench.errors import ParseError, ToolFailure, UserError
 from aibench.executors.base import ReadyCheck
 from aibench.inventory import Node
 from aibench.model import FrozenDims, Measurement
@@ -155,9 +155,9 @@ def rails(o: PerftestOptions, client: Node, server: Node) -> list[Rail]:
         pairs = [p for p in pairs if p[0]["name"] in o.rails]
         missing = sorted(set(o.rails) - {p[0]["name"] for p in pairs})
         if missing:
-            raise ValueError(f"node {client.name} has no HCA {', '.join(missing)} (rails)")
+            raise UserError(f"node {client.name} has no HCA {', '.join(missing)} (option rails)")
     if len(pairs) > RAIL_STRIDE:
-        raise ValueError(f"at most {RAIL_STRIDE} rails per node, {client.name} has {len(pairs)}")
+        raise UserError(f"at most {RAIL_STRIDE} rails per node, {client.name} has {len(pairs)}")
     return pairs
 
 
@@ -206,7 +206,10 @@ class PerftestRunner:
         self, step: str, options: PerftestOptions, group: Sequence[Node], slot: Slot
     ) -> list[Invocation]:
         if len(group) != 2:
-            raise ValueError(f"perftest runs on pairs; got a group of {len(group)}")
+            raise UserError(
+                f"step {step}: perftest runs on pairs; got a group of {len(group)}",
+                hint="use placement pairs, ring, sample or groups",
+            )
         o = options
         client, server = group
         same = client.name == server.name

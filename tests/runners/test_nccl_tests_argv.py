@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from aibench.errors import ConfigError
+from aibench.errors import ConfigError, UserError
 from aibench.runners.base import Slot
 from tests.runners.helpers import node, plan
 
@@ -131,7 +131,7 @@ def test_bad_options_are_config_errors(options: dict[str, Any], message: str) ->
 
 
 def test_several_nodes_without_a_launcher_is_refused() -> None:
-    with pytest.raises(ValueError, match="needs a launcher"):
+    with pytest.raises(UserError, match="needs a launcher"):
         plan("nccl-tests", {"launcher": "none"}, [G1, G2])
 
 

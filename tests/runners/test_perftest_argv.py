@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aibench.errors import ConfigError
+from aibench.errors import ConfigError, UserError
 from aibench.model import StepStatus
 from aibench.runners.base import Slot
 from tests.runners.helpers import node, plan, run, suite_of
@@ -120,9 +120,9 @@ def test_bad_options(options: dict[str, Any], message: str) -> None:
 
 
 def test_unknown_rail_and_wrong_group_size() -> None:
-    with pytest.raises(ValueError, match="no HCA mlx5_7"):
+    with pytest.raises(UserError, match="no HCA mlx5_7"):
         plan("perftest", {"rails": ["mlx5_7"]}, [A, B])
-    with pytest.raises(ValueError, match="pairs"):
+    with pytest.raises(UserError, match="pairs"):
         plan("perftest", {}, [A])
 
 
