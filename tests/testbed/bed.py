@@ -2,7 +2,7 @@
 
 Only one bed exists on a machine at a time (the names are fixed): ``up`` first takes an
 exclusive ``flock`` on ``LOCK`` and waits for it (up to ``LOCK_WAIT`` s) while another test
-session holds the bed; the kernel drops the lock of a killed session, so what a killed
+test run holds the bed; the kernel drops the lock of a killed run, so what a killed
 run left behind is then removed as stale.
 
 ``TestBed.up(n, root)`` removes whatever a killed earlier run left (namespaces, veths,
@@ -41,7 +41,7 @@ def _lock() -> int:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(fd)
-                raise RuntimeError(f"the test bed is held by another session ({LOCK})") from None
+                raise RuntimeError(f"the test bed is held by another test run ({LOCK})") from None
             time.sleep(0.5)
 
 
