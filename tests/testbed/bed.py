@@ -2,7 +2,7 @@
 
 Only one bed exists on a machine at a time (the names are fixed): ``up`` first takes an
 exclusive ``flock`` on ``LOCK`` and waits for it (up to ``LOCK_WAIT`` s) while another test
-test run holds the bed; the kernel drops the lock of a killed run, so what a killed
+run holds the bed; the kernel drops the lock of a killed run, so what a killed
 run left behind is then removed as stale.
 
 ``TestBed.up(n, root)`` removes whatever a killed earlier run left (namespaces, veths,
