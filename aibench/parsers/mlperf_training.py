@@ -6,9 +6,9 @@ later) and the ``:::MLL <seconds> <key>: {json}`` lines of v0.6. Lines may carry
 (``0: ``, ``[1,0]<stdout>:``) and may be mixed with any other output; see
 :mod:`aibench.parsers._mlperf_mllog` for the line rules.
 
-Tested on published results of MLPerf Training v0.6, v4.0, v4.1 and v5.0 (resnet, ssd /
-retinanet, stable_diffusion, llama2_70b_lora, gpt3, gnn / rgat, transformer,
-llama31_405b), of MLPerf HPC v1.0 (cosmoflow, oc20) and on logs written with
+Tested on published results of MLPerf Training v0.6, v1.1, v4.0, v4.1 and v5.0 (resnet,
+maskrcnn, ssd / retinanet, stable_diffusion, llama2_70b_lora, gpt3, gnn / rgat,
+transformer, llama31_405b), of MLPerf HPC v1.0 (cosmoflow, oc20) and on logs written with
 mlperf-logging 4.1.68 (ruleset 6.0.0, llama31_8b).
 
 Emits (tool ``mlperf-training``):
@@ -25,11 +25,14 @@ Emits (tool ``mlperf-training``):
   exactly; dims ``status`` when known), ``eval_accuracy`` (unit ``ratio`` as logged: an
   accuracy, a loss, a perplexity or FID/CLIP score, whatever the benchmark's quality
   metric is; one record per eval_accuracy event; dims ``epoch_num``, ``samples_count``,
-  ``metric`` from the event's metadata where present), ``eval_error`` (the same, for the
+  ``metric`` from the event's metadata where present; an event whose value is an object
+  of numbers, as maskrcnn's ``{"BBOX": 0.377, "SEGM": 0.339}``, gives one record per
+  entry with the entry's name as the ``metric`` dim), ``eval_error`` (the same, for the
   ``eval_error`` events of MLPerf HPC logs: cosmoflow logs it, often beside
   eval_accuracy, and oc20 logs only it; unit ``ratio`` as logged, whatever the error's
   own unit), ``global_batch_size`` and
-  ``train_samples`` (count; the first one logged).
+  ``train_samples`` (count; the first one logged; a one-element list such as
+  Graphcore's ``[3259535]`` is read as its element).
 * ``log_problems`` (count) and a Fact ``log_problem`` (the first problem, with its
   line) only when some marked lines could not be read or an eval_accuracy value is not a
   finite number (null, true, "True", NaN: logged, not crashed on, never turned into 0).
@@ -86,10 +89,17 @@ def _fact(name: str, value: str | bool | int | float | None, reason: str = "") -
     return Fact(source=TOOL, name=name, value=value, reason=reason)
 
 
+def _number(value: object) -> float | None:
+    """``number``, also of a one-element list (Graphcore's ``"train_samples": [3259535]``)."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return number(value)
+
+
 def _count(name: str, ev: Event | None, problems: list[Problem]) -> list[Record]:
     if ev is None:
         return []
-    v = number(ev.value)
+    v = _number(ev.value)
     if v is None:
         problems.append(Problem(ev.line, f"{ev.key} is not a number: {ev.value!r}"))
         return []
@@ -133,22 +143,29 @@ def _records(
     meas += _count("global_batch_size", _first(events, ("global_batch_size",)), problems)
     meas += _count("train_samples", _first(events, ("train_samples",)), problems)
     for ev in events:
-        if ev.key not in _QUALITY:
-            continue
-        v = number(ev.value)
-        if v is None:
-            problems.append(Problem(ev.line, f"{ev.key} is not a finite number: {ev.value!r}"))
-            continue
-        meas.append(
-            Measurement(
-                tool=TOOL,
-                metric=ev.key,
-                value=v,
-                unit="ratio",
-                dims=FrozenDims(scalar_dims(ev.metadata, _EVAL_DIMS)),
-            )
-        )
+        if ev.key in _QUALITY:
+            meas += _quality(ev, problems)
     return facts + meas, start, stop
+
+
+def _quality(ev: Event, problems: list[Problem]) -> list[Record]:
+    """One record per quality value; a dict value (maskrcnn's {"BBOX": .., "SEGM": ..})
+    gives one record per entry, its key as the ``metric`` dim."""
+    dims = scalar_dims(ev.metadata, _EVAL_DIMS)
+    if isinstance(ev.value, dict) and ev.value and "metric" not in dims:
+        items = [(str(k), v) for k, v in ev.value.items()]
+    else:
+        items = [("", ev.value)]
+    out: list[Record] = []
+    for name, raw in items:
+        v = _number(raw)
+        if v is None:
+            what = f"{ev.key}[{name!r}]" if name else ev.key
+            problems.append(Problem(ev.line, f"{what} is not a finite number: {raw!r}"))
+            continue
+        d = {**dims, "metric": name} if name else dims
+        out.append(Measurement(tool=TOOL, metric=ev.key, value=v, unit="ratio", dims=FrozenDims(d)))
+    return out
 
 
 def _problem_records(problems: list[Problem]) -> list[Record]:

@@ -268,3 +268,50 @@ def test_hpc_cosmoflow_logs_both_quality_keys() -> None:
     assert len(by["eval_error"]) == len(by["eval_accuracy"]) == 17
     # cosmoflow's eval_accuracy is the negated error: two readings of one number
     assert [-v for v in by["eval_accuracy"]] == by["eval_error"]
+
+
+def test_maskrcnn_dict_eval_accuracy_gives_one_record_per_metric() -> None:
+    # MLPerf Training v1.1 maskrcnn logs {"BBOX": .., "SEGM": ..} per evaluation
+    recs = parse(
+        text(
+            FIX
+            / "v1.1_NVIDIA_dgxa100_n51_pytorch_maskrcnn_result_2_eval_accuracy_BBOX_SEGM_dict.txt"
+        )
+    )
+    evals = [r for r in recs if isinstance(r, Measurement) and r.metric == "eval_accuracy"]
+    assert len(evals) == 32
+    last = {r.dims["metric"]: r.value for r in evals if r.dims["epoch_num"] == 16}
+    assert last == {"BBOX": 0.3772295332601115, "SEGM": 0.3424857087000742}
+    assert "log_problem" not in facts(recs)
+    ttt = next(r for r in recs if isinstance(r, Measurement) and r.metric == "time_to_train")
+    assert ttt.value == 1634341791958 - 1634341613943
+
+
+def test_dict_eval_accuracy_with_a_bad_entry_keeps_the_good_one() -> None:
+    log = "\n".join(
+        [
+            ':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "INTERVAL_START", '
+            '"key": "run_start", "value": null, "metadata": {}}',
+            ':::MLLOG {"namespace": "", "time_ms": 2, "event_type": "POINT_IN_TIME", '
+            '"key": "eval_accuracy", "value": {"BBOX": 0.3, "SEGM": null}, '
+            '"metadata": {"epoch_num": 1}}',
+            ':::MLLOG {"namespace": "", "time_ms": 3, "event_type": "INTERVAL_END", '
+            '"key": "run_stop", "value": null, "metadata": {"status": "success"}}',
+        ]
+    )
+    recs = parse(log)
+    evals = [r for r in recs if isinstance(r, Measurement) and r.metric == "eval_accuracy"]
+    assert [(r.value, r.dims["metric"]) for r in evals] == [(0.3, "BBOX")]
+    assert "SEGM" in str(facts(recs)["log_problem"])
+
+
+def test_one_element_list_count_is_read_as_its_element() -> None:
+    # Graphcore's v1.1 bert logs "train_samples": [3060640]; its run_stop is (wrongly)
+    # an INTERVAL_START event, which does not matter to the time to train
+    recs = parse(
+        text(FIX / "v1.1_Graphcore_ipu-pod128_popart_bert_result_1_train_samples_list.txt")
+    )
+    by = {r.metric: r.value for r in recs if isinstance(r, Measurement)}
+    assert by["train_samples"] == 3060640
+    assert by["time_to_train"] == 1634891738705 - 1634891360870
+    assert "log_problem" not in facts(recs)
