@@ -85,6 +85,9 @@ class PerftestOptions(Strict):
     port: Annotated[int, Field(ge=1024, le=65000)] | None = Field(
         None, description="first TCP port; default: the suite's base_port"
     )
+    bin_dir: str | None = Field(
+        None, description="directory of the perftest binaries; default: the PATH"
+    )
     extra: list[str] = Field(default_factory=list, description="more perftest options")
     timeout: Annotated[float, Field(gt=0)] = Field(120.0, description="seconds per run")
 
@@ -112,6 +115,13 @@ class PerftestOptions(Strict):
         for name in v or []:
             if not _WORD.match(name):
                 raise ValueError(f"not a device name: {name!r}")
+        return v
+
+    @field_validator("bin_dir")
+    @classmethod
+    def _bin_dir(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^/[A-Za-z0-9_./+@%=-]*$", v):
+            raise ValueError(f"bin_dir must be an absolute path without spaces: {v!r}")
         return v
 
     @field_validator("extra")
@@ -170,7 +180,7 @@ class PerftestRunner:
     def common(
         self, o: PerftestOptions, hca: Mapping[str, Any], port: int, out: str | None
     ) -> list[str]:
-        args: list[str] = [o.test]
+        args: list[str] = [f"{o.bin_dir.rstrip('/')}/{o.test}" if o.bin_dir else o.test]
         if hca.get("name"):
             args += ["-d", str(hca["name"])]
         if hca.get("port") is not None:
