@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = OWN + (other_rows() if args.all else [])
     print(
         f"{'parser':<26}{'format':<9}{'fixture':<40}{'MB':>7}{'best s':>9}{'MB/s':>9}"
-        f"{'records':>10}  result"
+        f"{'records':>10}{'krec/s':>9}  result"
     )
     for name, fixture, build, label in rows:
         if args.only and name != args.only:
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             best = min(best, time.perf_counter() - t0)
         print(
             f"{name:<26}{label:<9}{fixture[:39]:<40}{mb:>7.1f}{best:>9.3f}{mb / best:>9.1f}"
-            f"{nrec:>10}  {result}"
+            f"{nrec:>10}{nrec / best / 1e3:>9.1f}  {result}"
         )
     return 0
 
