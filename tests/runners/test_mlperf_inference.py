@@ -71,8 +71,7 @@ def facts(res: StepResult) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("scenario", "metric", "unit"),
-    [("Offline", "samples_per_second", "samples/s"), ("SingleStream", "latency", "ns"),
-     ("MultiStream", "latency", "ns")],
+    [("Offline", "samples_per_second", "samples/s"), ("SingleStream", "latency", "ns")],
 )
 def test_real_loadgen_run_is_collected_parsed_and_valid(
     tmp_path: Path, scenario: str, metric: str, unit: str
@@ -128,3 +127,21 @@ def test_a_server_run_too_short_for_early_stopping_is_invalid_and_says_so(tmp_pa
     assert f["result"] == "INVALID: early_stopping_met not satisfied"
     assert f["perf_constraints_met"] is True
     assert f["primary_metric"].startswith("completed_samples_per_second = ")
+
+
+def test_multistream_reports_its_p99_query_latency(tmp_path: Path) -> None:
+    """MultiStream (8 samples a query): the primary metric is the 99th percentile latency.
+
+    Whether 0.5 s holds enough queries for early stopping depends on the machine's load,
+    so validity is not asserted, only that it is stated and explained.
+    """
+    res = run_sut(tmp_path, "MultiStream")
+    assert res.status is StepStatus.OK, res.reason
+    f = facts(res)
+    assert f["scenario"] == "MultiStream"
+    (p99,) = [m for m in res.measurements
+              if m.metric == "latency" and m.dims.get("percentile") == 99.0]
+    assert p99.unit == "ns"
+    assert f["primary_metric"] == f"latency p99 = {p99.value:g} ns"
+    assert f["result"] == "VALID" or f["result"].startswith("INVALID: ")
+    assert f["result_validity"] in ("VALID", "INVALID")
