@@ -1,13 +1,13 @@
-"""PyTorch ``torchrun``: one agent per node, joined by a c10d rendezvous on the first host.
+"""PyTorch ``torchrun``: one torchrun per node, joined by a c10d rendezvous on the first host.
 
 One host: ``torchrun --standalone --nnodes 1 --nproc-per-node K PROGRAM...``. Several::
 
     torchrun --nnodes N --nproc-per-node K --node-rank R --rdzv-backend c10d
              --rdzv-endpoint HOST0:PORT --rdzv-id JOB PROGRAM...
 
-The agent of node rank 0 is the launch's ``argv``; the others are in ``others`` with
-their host, to be started at the same time. The environment is the agents' own (torchrun
-hands it to the workers). Tested with torch 2.13 (argv construction).
+The torchrun of node rank 0 is the launch's ``argv``; the others are in ``others`` with
+their host, to be started at the same time. The environment is torchrun's own (it hands
+it to the workers). Tested with torch 2.13 (argv construction).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from aibench.launchers import Job, Launch
 class Torchrun:
     name: ClassVar[str] = "torchrun"
 
-    def agent(self, job: Job, rank: int) -> tuple[str, ...]:
+    def per_node(self, job: Job, rank: int) -> tuple[str, ...]:
         k = str(job.ranks_per_node)
         if len(job.hosts) == 1:
             argv = ["torchrun", "--standalone", "--nnodes", "1", "--nproc-per-node", k]
@@ -32,8 +32,8 @@ class Torchrun:
         return (*argv, *job.extra_args, *job.program)
 
     def wrap(self, job: Job) -> Launch:
-        others = tuple((h.host, self.agent(job, i)) for i, h in enumerate(job.hosts) if i)
-        return Launch(self.agent(job, 0), dict(job.env), others)
+        others = tuple((h.host, self.per_node(job, i)) for i, h in enumerate(job.hosts) if i)
+        return Launch(self.per_node(job, 0), dict(job.env), others)
 
 
 LAUNCHER = Torchrun()

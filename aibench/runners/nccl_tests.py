@@ -222,7 +222,7 @@ def ssh_config(node: Node) -> str | None:
 
     ssh does not expand ``~`` in ``-F`` and Open MPI runs the agent without a shell, so
     ``~/x`` becomes this user's home on a local launch node, and ``x`` (relative to the
-    login directory, where an ssh session starts) on a remote one.
+    login directory, where an ssh login starts) on a remote one.
     """
     path = node.ssh.config_file
     if not path or not path.startswith("~/"):

@@ -91,7 +91,7 @@ def test_srun(job: Job, argv: list[str]) -> None:
     assert dict(launch.env) == dict(job.env)
 
 
-def test_torchrun_one_agent_per_node() -> None:
+def test_torchrun_one_process_per_node() -> None:
     job = Job(("train.py", "--lr", "0.1"), (HostSlots("h1", 4), HostSlots("h2", 4)), job_id="j7")
     launch = LAUNCHERS.get("torchrun").wrap(job)
     common = ["--rdzv-backend", "c10d", "--rdzv-endpoint", "h1:29500", "--rdzv-id", "j7",

@@ -146,5 +146,5 @@ def test_a_tilde_in_the_ssh_config_is_resolved_for_mpiruns_ssh(executor: str, ex
     b = node("b", "10.0.0.2", executor=executor, ssh_config="~/.ssh/config")
     (inv,) = plan("nccl-tests", {}, [a, b])
     argv = list(inv.client.argv)
-    agent = argv[argv.index("plm_rsh_agent") + 1]
-    assert agent == expected.format(home=os.path.expanduser("~"))
+    rsh = argv[argv.index("plm_rsh_agent") + 1]
+    assert rsh == expected.format(home=os.path.expanduser("~"))
