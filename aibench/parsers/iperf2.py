@@ -246,13 +246,14 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
             sid = "SUM" if int(f[5]) < 0 else str(int(f[5]))
             start, end, rate = float(t0), float(t1), float(int(f[8]))
             jitter = lost = total = None
-            if len(f) == 14:
+            if len(f) == 14 and start == 0:
                 udp = True
                 jitter, lost, total = float(f[9]), int(f[10]), int(f[11])
         except ValueError:
             raise ParseError(TOOL, "CSV line with a field that is not a number", line=no) from None
         if not sep:
             raise ParseError(TOOL, f"CSV interval {f[6]!r} is not START-END", line=no)
+        udp = udp or len(f) == 14
         if total is not None and total < 0:
             udp_sender = True  # a client's own UDP line: the receiver's counts are unknown (-1)
             jitter = lost = total = None
@@ -266,9 +267,10 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
 def parse(text: str) -> list[Measurement]:
     lines = text.splitlines()
     if any(_CSV.match(ln) for ln in lines[:50]):
-        for no, ln in enumerate(lines, 1):
-            if _ERROR.search(ln):
-                raise ToolFailure(TOOL, ln.strip(), line=no)
+        if "failed" in text or "iperf: " in text:
+            for no, ln in enumerate(lines, 1):
+                if _ERROR.search(ln):
+                    raise ToolFailure(TOOL, ln.strip(), line=no)
         return _parse_csv([(no, ln) for no, ln in enumerate(lines, 1) if _CSV.match(ln)])
     return _parse_text(text)
 
