@@ -7,7 +7,8 @@ One host: ``torchrun --standalone --nnodes 1 --nproc-per-node K PROGRAM...``. Se
 
 The torchrun of node rank 0 is the launch's ``argv``; the others are in ``others`` with
 their host, to be started at the same time. The environment is torchrun's own (it hands
-it to the workers). Tested with torch 2.13 (argv construction).
+it to the workers). Only the argv is tested (table tests); no runner of this project
+uses torchrun yet.
 """
 
 from __future__ import annotations
