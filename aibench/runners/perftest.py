@@ -18,9 +18,11 @@ Latency tools (``*_lat``) take no ``--report_gbits``, ``-q`` or ``-b``.
 Without HCA facts one rail is planned with the ``device``/``ib_port``/``gid_index``
 options (none: perftest's first device). Output is parsed by the ``perftest`` parser in
 ``collect``, which adds the rail (dims ``device``, ``server_device``). ``--out_json``
-exists from perftest 4.5-0.20 on; use it only where the version has it. Tested with
-perftest 6.06 (argv; this machine has no RDMA device: the tool says "Unable to find the
-Infiniband/RoCE device", which is what a node without one reports).
+exists from perftest 4.5-0.20 on; use it only where the version has it. ``bin_dir``
+names the binaries' directory (default: the PATH). Tested with perftest 6.06 on a
+machine without an RDMA device (the server exits with "Unable to find the
+Infiniband/RoCE device", which the step reports), and across hosts over ssh with a
+replay of real reports in place of the binaries.
 """
 
 from __future__ import annotations
