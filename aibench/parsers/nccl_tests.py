@@ -25,7 +25,10 @@ are first stripped of an ``mpirun --tag-output`` prefix (``[1,0]<stdout>:``), an
 (``[0] ``). The MPICH launcher tags every chunk it reads from the pipe, not every line,
 so a row printed in several writes carries the same ``[0]`` tag in its middle too
 (``... -1[0]    1626.5 ...``); those inner tags of the line's own rank are removed.
-NCCL ``INFO``/``WARN`` lines and other tool chatter between rows are ignored.
+NCCL ``INFO``/``WARN`` lines and other tool chatter between rows are ignored. A log
+whose head was cut (no ``# nThread`` line, as when only ``# Using devices`` onwards was
+kept) is read from its results header on; the rank count is then unknown, which only
+matters for the pre-2.13 ``error`` tolerance (taken as for 2 ranks).
 
 Emitted, per row and placement (``out_of_place`` then ``in_place``):
 
@@ -144,13 +147,19 @@ def _parse_text(text: str) -> list[Measurement]:
                 section = Section(op=pending_op, start=no)
                 pending_op = None
                 continue
+            names = line.lstrip("#").split()
+            is_header = "size" in names and "busbw" in names
+            if section is None and is_header:
+                # the head of the log (# nThread ...) was cut, as by `tail` or a copy
+                # that starts at "# Using devices": the table is still whole
+                section = Section(op=pending_op, start=no)
+                pending_op = None
             if section is None:
                 continue
             if _RANK.match(line):
                 section.ranks += 1
                 continue
-            names = line.lstrip("#").split()
-            if "size" in names and "busbw" in names:
+            if is_header:
                 section.set_header(names, no)
                 seen_table = True
                 continue
@@ -248,6 +257,8 @@ def detect(text: str) -> bool:
     head = text[:20000]
     if "# nThread" in head and ("busbw" in head or "Using devices" in head):
         return True
+    if "out-of-place" in head and "algbw" in head and "busbw" in head:
+        return True  # the head (# nThread ...) was cut
     return head.lstrip().startswith("{") and '"nccl_version"' in head and '"results"' in head
 
 

@@ -29,7 +29,7 @@ def _read(p: Path) -> str:
 
 
 def test_real_logs_are_all_covered() -> None:
-    assert len(REAL_LOGS) == 9
+    assert len(REAL_LOGS) == 11
 
 
 @pytest.mark.parametrize("path", REAL_LOGS, ids=[p.name for p in REAL_LOGS])
@@ -313,3 +313,20 @@ def test_detect() -> None:
         assert PARSER.detect(_read(p)), p.name
     perftest = FIX.parent / "perftest" / "ib_write_lat_client_RoCE_rdma_cm_9col.txt"
     assert not PARSER.detect(_read(perftest))
+
+
+def test_log_with_its_head_cut_is_read_from_the_results_header() -> None:
+    # NVIDIA/nccl-tests issue #290: the posted log starts at "# Using devices"
+    cut = parse(
+        _read(
+            FIX / "2025-03_v2.13-2.16fmt_2node_16gpu_H100_srun_label_head_cut_at_Using_devices.txt"
+        )
+    )
+    assert len([m for m in cut if m.metric == "busbw"]) == 22
+    assert [m.value for m in cut if m.metric == "avg_busbw"] == [85.5294]
+    assert not [m for m in cut if m.metric == "wrong"]  # validation 0: N/A, never 0
+    whole = _read(
+        FIX / "2025-03_v2.13-2.16fmt_2node_16gpu_H100_srun_label_validation0_wrong_NA.txt"
+    )
+    head_cut = whole[whole.index(" 0: # Using devices") :]
+    assert parse(head_cut) == parse(whole)
