@@ -31,6 +31,10 @@ read from here (a local node or a shared file system), else stdout is parsed.
 Output is parsed by the ``nccl-tests`` parser in ``collect``, which adds the ``op`` dim
 that logs before 2.17 do not carry and a ``version`` Fact. Placements: ``each`` (intra-
 node, the default), ``all``, ``pairs`` (to find the bad node), ``groups``.
+
+Tested without GPUs: the binaries replaced by a replay of real nccl-tests 2.17.8 output,
+launched by Open MPI 4.1.4 ``mpirun`` (local ranks, and over ssh across hosts) and by
+Slurm 22.05.8 ``srun --mpi=pmix``; the options are those of nccl-tests 2.17.
 """
 
 from __future__ import annotations
