@@ -45,9 +45,10 @@ per-port columns (``--report-per-port``) and the ``#sl`` column (``--raw_qos``).
 non-finite cell (``inf``, ``nan``) is a ParseError: perftest prints finite numbers.
 
 Errors: perftest reports failures as lines such as ``Couldn't connect to HOST:PORT``,
-``Unable to ...``, ``Failed to ...``, ``ethernet_read_keys: Couldn't read remote
-address``, ``Completion with error``. Any such line is a ToolFailure whose reason is the
-tool's lines (joined with `` | ``) and whose ``partial`` holds the rows read. Output
+``Unable to ...``, ``Failed to ...``, ``Did not detect devices`` (no RDMA device at
+all), ``ethernet_read_keys: Couldn't read remote address``, ``Completion with error``.
+Any such line is a ToolFailure whose reason is the tool's lines (joined with `` | ``)
+and whose ``partial`` holds the rows read. Output
 with neither a result table nor such a line is a ParseError.
 """
 
@@ -77,7 +78,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
 )
 _ERROR = re.compile(
     r"^(?:[\w.]+: )?(?:Couldn't|Could not|Unable to|Failed|Can't|Cannot|Completion with error"
-    r"|Problems? |Error|ERROR|No IB devices|IB device \S+ not found|Invalid)"
+    r"|Problems? |Error|ERROR|No IB devices|IB device \S+ not found|Invalid"
+    r"|Did not detect devices)"
 )
 _BW_UNITS = {"MB/sec": "MiB/s", "MiB/sec": "MiB/s", "Gb/sec": "Gbit/s"}
 _BYTES_PER_UNIT = {"MiB/s": 2**20, "Gbit/s": 125_000_000}

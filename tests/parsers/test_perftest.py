@@ -253,3 +253,14 @@ def test_non_finite_cell_is_a_parse_error(bad: str) -> None:
     damaged = text.replace(row, row.replace("0.95", bad, 1))
     with pytest.raises(ParseError, match=r"not a (finite )?number"):
         parse(damaged)
+
+
+def test_no_rdma_device_names_the_cause() -> None:
+    # captured with perftest 4.5+0.17-1 on Debian 12 without any RDMA device
+    name = "ib_write_bw_error_no_RDMA_device_Did_not_detect_devices_captured_perftest4.5.txt"
+    with pytest.raises(ToolFailure) as exc:
+        parse(_read(name))
+    assert exc.value.line == 1
+    assert exc.value.reason.startswith("Did not detect devices | ")
+    assert "Unable to find the Infiniband/RoCE device" in exc.value.reason
+    assert exc.value.partial == []
