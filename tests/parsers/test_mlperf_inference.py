@@ -287,3 +287,15 @@ def test_llm_server_summary_ttft_tpot_v41() -> None:
     assert v[("target_ttft", None)] == 2e9
     assert v[("target_tpot", None)] == 2e8
     assert facts(recs)["early_stopping_met"] is True
+
+
+def test_real_multistream_summary_latency_is_the_detail_query_latency() -> None:
+    # a real MultiStream run (8 samples per query): per-sample and per-query latencies
+    # differ; the summary's latency is per query, the detail's latency per sample
+    name = "v5.1_HPE_ML30_RTX4000Ada_retinanet_MultiStream"
+    s = values(parse_summary(text(SUM / f"{name}_mlperf_log_summary.txt")))
+    d = values(parse_detail(text(DET / f"{name}_mlperf_log_detail.txt")))
+    assert s[("latency", 99.0)] == d[("query_latency", 99.0)] == 29959756
+    assert d[("latency", 99.0)] == 29863862  # per sample
+    assert s[("latency_min", None)] == d[("query_latency_min", None)] == 28400158
+    assert s[("early_stopping_latency", 99.0)] == 29964648
