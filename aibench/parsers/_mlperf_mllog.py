@@ -4,7 +4,8 @@ Two line forms are read:
 
 * ``:::MLLOG {json}`` (MLPerf Training v0.7 and later, LoadGen detail logs since about
   v1.0): a JSON object with ``key``, ``value``, ``time_ms``, ``event_type``,
-  ``namespace`` and ``metadata``;
+  ``namespace`` and ``metadata`` (some v0.7 loggers wrote ``time_s`` in seconds instead
+  of ``time_ms``: read exactly, as ms);
 * ``:::MLL <seconds> <key>: {json}`` (MLPerf Training v0.6): the timestamp is in seconds
   and the JSON object carries ``value`` and ``metadata``.
 
@@ -194,7 +195,8 @@ def _mllog_event(obj: Any, line: int) -> Event | Problem:
         line=line,
         key=key,
         value=obj.get("value"),
-        time_ms=_time(obj.get("time_ms"), 1),
+        # early v0.7 loggers (Alibaba's) wrote "time_s" (seconds) instead of "time_ms"
+        time_ms=_time(obj["time_ms"], 1) if "time_ms" in obj else _time(obj.get("time_s"), 1000),
         metadata=meta if isinstance(meta, dict) else {},
         event_type=et if isinstance(et, str) else "",
     )

@@ -315,3 +315,28 @@ def test_one_element_list_count_is_read_as_its_element() -> None:
     assert by["train_samples"] == 3060640
     assert by["time_to_train"] == 1634891738705 - 1634891360870
     assert "log_problem" not in facts(recs)
+
+
+def test_v07_time_s_seconds_are_read_as_exact_milliseconds() -> None:
+    # lines of mlcommons/training_results_v0.7 Alibaba/results/v100-1280/result_2.txt
+    # (resnet on 1280 V100): that logger wrote "time_s" in seconds, not "time_ms"
+    log = "\n".join(
+        [
+            ':::MLLOG {"namespace": "main", "time_s": 0.0, "key": "submission_benchmark", '
+            '"value": "resnet", "metadata": {"lineno": 1, "file": "/run/setup.py"}}',
+            ':::MLLOG {"metadata": {"lineno": 183, "file": "train_imagenet.py"}, "value": null, '
+            '"key": "run_start", "namespace": "", "time_s": 1593420638.864, '
+            '"event_type": "INTERVAL_START" }',
+            ':::MLLOG {"metadata": {"epoch_num": 3, "lineno": 971, "file": "common/fit.py"}, '
+            '"value": 0.01723, "key": "eval_accuracy", "namespace": "", '
+            '"time_s": 1593420648.253, "event_type": "POINT_IN_TIME" }',
+            ':::MLLOG {"metadata": {"status": "success", "lineno": 976, "file": '
+            '"common/fit.py"}, "value": null, "key": "run_stop", "namespace": "", '
+            '"time_s": 1593420741.703, "event_type": "INTERVAL_END" }',
+        ]
+    )
+    recs = parse(log)
+    by = {r.metric: r for r in recs if isinstance(r, Measurement)}
+    assert by["time_to_train"].value == 1593420741703 - 1593420638864  # exact, in ms
+    assert by["eval_accuracy"].value == 0.01723
+    assert facts(recs)["status"] == "success"
