@@ -292,6 +292,9 @@ class NodeFields(Strict):
     data_address: str | None = Field(
         None, description="address for data traffic (iperf3) when not the SSH address"
     )
+    nccl_tests_dir: SafePath | None = Field(
+        None, description="where the nccl-tests binaries are (all_reduce_perf ...); else PATH"
+    )
     ssh: SSHModel | None = Field(None, description="per-node SSH overrides")
 
     @field_validator("data_address")
@@ -417,7 +420,7 @@ def build_inventory(
                 )
         labels = {**(d.labels or {}), **(entry.labels or {})}
         facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address"):
+        for key in ("gpus", "hcas", "data_dirs", "data_address", "nccl_tests_dir"):
             value = _pick(entry, d, key)
             if value is None:
                 continue

@@ -318,7 +318,8 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
             measurements=tuple(measurements),
             facts=tuple(facts),
             reason=reason[:500],
-            tool_version=ex.tool_versions.get(inv.client.host, {}).get(inv.tool, ""),
+            tool_version=ex.tool_versions.get(inv.client.host, {}).get(inv.tool, "")
+            or _version_fact(facts),
         )
 
     t0 = time.monotonic()
@@ -379,6 +380,14 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
             records[idx] = _record_of(spec, codes[k])
     records[-1] = _record_of(inv.client, proc.exit_code)
     return interpret(inv, proc, out_path, err_path, result, time.monotonic() - t0)
+
+
+def _version_fact(facts: Sequence[Fact]) -> str:
+    """A tool without a version command reports its version in its output (nccl-tests)."""
+    for f in facts:
+        if f.name == "version" and isinstance(f.value, str) and f.value:
+            return f.value
+    return ""
 
 
 def interpret(

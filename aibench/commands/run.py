@@ -287,12 +287,13 @@ def run(args: argparse.Namespace) -> int:
     facts = [f for r in results for f in r.facts]
     consistency: list[Any] = []
     if facts:
-        from aibench.preflight import environment_from_facts
-        from aibench.preflight.consistency import check as consistency_check
+        from aibench.preflight import environment_from_facts, expected
+        from aibench.preflight.consistency import check_results
 
         for node, bom in environment_from_facts(facts).items():
             environment.setdefault(node, {}).update(bom)
-        consistency = consistency_check(facts)
+        # the fleet against itself (golden config) and against what the inventory declares
+        consistency = check_results(results) + expected.check(inputs.inventory, facts)
     from aibench import __version__
     from aibench.model import Run
 
