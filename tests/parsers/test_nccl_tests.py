@@ -19,6 +19,7 @@ REAL_LOGS = sorted(
     if not p.name.startswith("constructed_")
     and "failure" not in p.name
     and "rows_cut" not in p.name
+    and "killed" not in p.name
 )
 SMOKE = FIX / "v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
 K80 = FIX / "pre-v2.13fmt_1node_4gpu_K80_allreduce_error_col_ncclinfo_interleaved.txt"
@@ -330,3 +331,12 @@ def test_log_with_its_head_cut_is_read_from_the_results_header() -> None:
     )
     head_cut = whole[whole.index(" 0: # Using devices") :]
     assert parse(head_cut) == parse(whole)
+
+
+def test_real_log_killed_in_its_second_collective_is_a_parse_error_at_the_cut() -> None:
+    # the alltoall run finished; sendrecv was killed right after its table header. A cut
+    # log stays a ParseError (not a tool-reported failure), pointing at the cut table.
+    with pytest.raises(ParseError) as exc:
+        parse(_read(FIX / "v2.17.6_2node_2gpu_log_ends_after_table_header_run_killed.txt"))
+    assert exc.value.line == 29
+    assert "the run was cut" in exc.value.reason
