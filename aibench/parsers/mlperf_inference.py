@@ -54,18 +54,19 @@ the summary's (``result_completed_samples_per_sec`` is ``completed_samples_per_s
 ``result_90.00_percentile_latency_ns`` is ``latency`` with percentile 90.0,
 ``result_first_token_*`` is ``ttft*``, ``result_time_per_output_token_*`` is ``tpot``,
 ``result_time_to_output_token_min`` is ``tpot_min``, MultiStream's
-``result_*_per_query_latency_ns`` is ``query_latency``, ``result_query_count`` and
-``result_overlatency_query_count`` are counts; units from the key: ``_ns`` is ns, per-sec
-keys samples/s, token throughput tokens/s); unknown numeric ``result_*`` keys keep their
-name without the ``result_`` prefix, with unit ``count`` only when the name ends in
-``_count`` and are otherwise skipped (a unit is never guessed). Facts: ``scenario``,
-``mode`` (effective_*), ``sut_name``, ``loadgen_version``, ``result_validity``, the
-``*_met`` constraints, ``early_stopping_result`` texts, ``recommendation``
-(result_invalid_reason, when not empty), ``first_error`` (the first message
-whose metadata says is_error, value None with a reason when there is none). Measurements
-``errors`` and ``warnings`` count the messages flagged is_error / is_warning;
-``log_problems`` (count) and a ``log_problem`` Fact appear only when some ``:::MLLOG``
-lines could not be decoded (a cut log).
+``result_*_per_query_latency_ns`` is ``query_latency`` (the latency MultiStream is
+judged on, which the summary calls ``latency``; the detail's ``latency`` is per sample),
+``result_query_count`` and ``result_overlatency_query_count`` are counts; units from the
+key: ``_ns`` is ns, per-sec keys samples/s, token throughput tokens/s); unknown numeric
+``result_*`` keys keep their name without the ``result_`` prefix, with unit ``count``
+only when the name ends in ``_count`` and are otherwise skipped (a unit is never
+guessed). Facts: ``scenario``, ``mode`` (effective_*), ``sut_name``,
+``loadgen_version``, ``result_validity``, the ``*_met`` constraints,
+``early_stopping_result`` texts, ``recommendation`` (result_invalid_reason, when not
+empty), ``first_error`` (the first message whose metadata says is_error, value None with
+a reason when there is none). Measurements ``errors`` and ``warnings`` count the
+messages flagged is_error / is_warning; ``log_problems`` (count) and a ``log_problem``
+Fact appear only when some ``:::MLLOG`` lines could not be decoded (a cut log).
 ``result_token_throughput`` is skipped: LoadGen 4.1 logs it in tokens per nanosecond
 without saying so (8.1e-09 beside 29488 tokens/s with overhead).
 From the plaintext form (LoadGen 0.5, no result keys): Facts ``scenario``, ``mode``,
