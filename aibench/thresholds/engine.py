@@ -245,8 +245,24 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
         ]
     verdicts = _flag_outliers(check, verdicts)
     if check.require:
-        verdicts.append(_coverage(check, groups, inventory))
+        verdicts.append(_coverage(check, groups, inventory, _declared_rails(check, run)))
     return verdicts
+
+
+def _declared_rails(check: Check, run: Run) -> dict[str, list[tuple[str, ...]]]:
+    """Rails the inventory declares (``hcas:`` names), for ``require: every_rail``."""
+    if check.require != "every_rail" or check.rail_dims != ["device"]:
+        return {}
+    nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for n in nodes:
+        facts = n.get("facts") if isinstance(n, Mapping) else None
+        hcas = facts.get("hcas") if isinstance(facts, Mapping) else None
+        if isinstance(hcas, list):
+            out[str(n["name"])] = [
+                (f"device={h['name']}",) for h in hcas if isinstance(h, Mapping) and "name" in h
+            ]
+    return out
 
 
 def _dims_text(check: Check) -> str:
@@ -380,7 +396,12 @@ def _higher_is_better(check: Check) -> bool:
     return not (check.unit and units.dimension(check.unit) == "time")
 
 
-def _coverage(check: Check, groups: Mapping[Subject, _Group], inventory: list[str]) -> Verdict:
+def _coverage(
+    check: Check,
+    groups: Mapping[Subject, _Group],
+    inventory: list[str],
+    declared_rails: Mapping[str, list[tuple[str, ...]]] | None = None,
+) -> Verdict:
     base = _base(check)
     seen = {k for k, g in groups.items() if g.series}
     want: list[Subject]
@@ -399,7 +420,11 @@ def _coverage(check: Check, groups: Mapping[Subject, _Group], inventory: list[st
         what = "pairs"
     else:
         rails = sorted({k[1:] for k in seen if len(k) > 1})
-        want = [(n, *r) for n in inventory for r in rails] if rails else [(n,) for n in inventory]
+        declared = declared_rails or {}
+        want = []
+        for n in inventory:
+            mine = sorted({*rails, *declared.get(n, [])})
+            want += [(n, *r) for r in mine] if mine else [(n,)]
         missing = [w for w in want if w not in seen]
         what = "rails"
     shown = ["+".join(m) if check.require == "every_pair" else ":".join(m) for m in missing]

@@ -480,3 +480,29 @@ def test_dim_operators(tmp_path: Path) -> None:
     assert v.observed == pytest.approx(400.0)
     assert v.outcome is Outcome.PASS
     assert v.samples == 1
+
+
+def test_rail_coverage_uses_the_inventory_hcas(tmp_path: Path) -> None:
+    text = (
+        HEADER
+        + """\
+  - id: rail
+    select: {tool: perftest, metric: bw_avg}
+    scope: rail
+    unit: Gbit/s
+    min: 360
+    require: every_rail
+"""
+    )
+    steps = [
+        step("ib", "perftest", ("a", "b"), [m("perftest", "bw_avg", 390, "Gbit/s", (), device=d)])
+        for d in ("mlx5_0", "mlx5_1")
+    ]
+    r = run(steps, ("a", "b"))
+    hcas = [{"name": f"mlx5_{i}"} for i in range(3)]
+    r = r.replace(inventory={"nodes": [{"name": n, "facts": {"hcas": hcas}} for n in ("a", "b")]})
+    vs = judge(spec_from(tmp_path, text), r, now=NOW)
+    (cov,) = [v for v in vs if v.check == "rail.coverage"]
+    assert cov.outcome is Outcome.FAIL
+    assert cov.culprits == ("a:device=mlx5_2", "b:device=mlx5_2")
+    assert cov.observed_text == "4 of 6 rails measured"
