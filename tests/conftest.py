@@ -9,6 +9,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The multi-host test bed's fixtures are registered once, here: a session fixture imported
+# into several conftest files would be a separate fixture in each, and the second bed
+# would wait for the first one's lock until the end of the session.
+pytest_plugins = ["tests.testbed.fixtures"]
+
 
 @pytest.fixture
 def artifacts_dir() -> Path:

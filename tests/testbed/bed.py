@@ -29,9 +29,15 @@ from tests.testbed.net import Host
 
 LOCK = Path("/var/tmp/abt-testbed.lock")
 LOCK_WAIT = 900.0
+_held_here = False  # this process holds the bed: a second ``up`` would wait on itself
 
 
 def _lock() -> int:
+    if _held_here:
+        raise RuntimeError(
+            "a second test bed in one test session: register the fixtures once "
+            "(tests/conftest.py pytest_plugins), never import them into another conftest"
+        )
     fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o644)
     deadline = time.monotonic() + LOCK_WAIT
     while True:
@@ -58,7 +64,9 @@ class TestBed:
 
     @classmethod
     def up(cls, n: int, root: Path) -> TestBed:
+        global _held_here
         fd = _lock()
+        _held_here = True
         try:
             cleanup_stale()
             hosts = net.create(n)
@@ -66,6 +74,7 @@ class TestBed:
         except BaseException:
             net.remove_all()
             os.close(fd)
+            _held_here = False
             raise
         try:
             for h in hosts:
@@ -118,6 +127,10 @@ class TestBed:
         """PIDs in the host's namespace other than its sshd and slurmd daemons."""
         return [p for p in net.netns_pids(self.host(name)) if _comm(p) not in ("sshd", "slurmd")]
 
+    def commands(self, name: str) -> list[str]:
+        """Command names of :meth:`pids` (a process that ended meanwhile is left out)."""
+        return [c for c in map(_comm, self.pids(name)) if c]
+
     # ------------------------------------------------------------------ slurm
 
     def start_slurm(self) -> slurm.SlurmCluster:
@@ -161,6 +174,7 @@ class TestBed:
     # ------------------------------------------------------------------ teardown
 
     def down(self) -> None:
+        global _held_here
         try:
             if self.slurm is not None:
                 slurm.stop(self.slurm)
@@ -175,6 +189,7 @@ class TestBed:
                 if self.lock_fd is not None:
                     os.close(self.lock_fd)  # releases the flock
                     self.lock_fd = None
+                    _held_here = False
 
 
 def _comm(pid: int) -> str:

@@ -1,6 +1,5 @@
-"""pytest fixtures of the test bed. Import them into a conftest.py::
-
-    from tests.testbed.fixtures import testbed_hosts, testbed_slurm  # noqa: F401
+"""pytest fixtures of the test bed, registered once by the root ``tests/conftest.py``
+(``pytest_plugins``) so that every test shares one bed.
 
 ``testbed_hosts`` (session): 4 namespace hosts with sshd. ``testbed_slurm`` (session):
 the same hosts as a 4-node Slurm cluster. Both skip with the reason when the machine
