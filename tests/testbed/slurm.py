@@ -23,10 +23,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from shlex import quote as q
 
 from tests.testbed.net import GATEWAY, Host, kill_pids, sh
 
 STATE_ROOT = Path("/var/tmp/abt-testbed-slurm")
+REPO = Path(__file__).resolve().parents[2]
 CTL_PORT = 16917
 SLURMD_PORT = 16918
 
@@ -176,8 +178,9 @@ def _start_daemons(c: SlurmCluster) -> None:
         tmp.chmod(0o1777)
         (c.root / "spool" / h.name).mkdir(parents=True, exist_ok=True)
         inner = (
-            f"mount --bind {tmp} /tmp && hostname {h.name} && "
-            f"exec slurmd -D -N {h.name} -f {c.conf}"
+            f"{_keep_checkout_visible(c.root / 'realtmp' / h.name)}"
+            f"mount --bind {tmp} /tmp && {_rebind_checkout(c.root / 'realtmp' / h.name)}"
+            f"hostname {h.name} && exec slurmd -D -N {h.name} -f {c.conf}"
         )
         _spawn(
             c,
@@ -203,6 +206,32 @@ def _start_daemons(c: SlurmCluster) -> None:
         return r.returncode == 0 and set(r.stdout.split()) == {"idle"}
 
     _wait(idle, 30, "Slurm nodes not idle within 30 s")
+
+
+def _checkout_under_tmp() -> Path | None:
+    """The checkout's path relative to /tmp when it lies there (a clone in /tmp)."""
+    try:
+        return REPO.relative_to("/tmp")
+    except ValueError:
+        return None
+
+
+def _keep_checkout_visible(stage: Path) -> str:
+    """Shell words that keep the real /tmp reachable at ``stage`` before /tmp is replaced.
+
+    Steps run the checkout's own interpreter; a checkout under /tmp would otherwise vanish
+    behind the private /tmp of the slurmd."""
+    if _checkout_under_tmp() is None:
+        return ""
+    return f"mkdir -p {q(str(stage))} && mount --bind /tmp {q(str(stage))} && "
+
+
+def _rebind_checkout(stage: Path) -> str:
+    rel = _checkout_under_tmp()
+    if rel is None:
+        return ""
+    repo = q(str(REPO))
+    return f"mkdir -p {repo} && mount --bind {q(str(stage / rel))} {repo} && "
 
 
 def _wait(cond: object, seconds: float, what: str) -> None:
