@@ -12,6 +12,9 @@ or, for outputs that must fail::
      "partial": [<records measured before the failure>]}
 
 Regenerate candidates for review with ``python tests/golden.py PARSER [CASE...]``.
+
+A few folders hold real tool output that no parser reads (:data:`OTHER_FOLDERS`); their
+own tests use them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SKIP_NAMES = {"SOURCES.md", "README.md"}
+SKIP_NAMES = {"SOURCES.md", "README.md", "CORPUS.md"}
+# Fixture folders that are not named after a parser, and who reads their files.
+OTHER_FOLDERS = {
+    "mlperf-compliance": "mlperf-logging compliance checker output, read by "
+    "aibench.runners.mlperf_training.first_complaint",
+}
 
 
 def record_dict(rec: Any) -> dict[str, Any]:
@@ -34,7 +42,7 @@ def record_dict(rec: Any) -> dict[str, Any]:
 def cases(parser: str | None = None) -> list[tuple[str, Path]]:
     out = []
     for d in sorted(FIXTURES.iterdir()) if FIXTURES.exists() else []:
-        if not d.is_dir() or (parser and d.name != parser):
+        if not d.is_dir() or d.name in OTHER_FOLDERS or (parser and d.name != parser):
             continue
         for f in sorted(d.iterdir()):
             if f.name in SKIP_NAMES or f.name.endswith(".expected.json") or f.is_dir():

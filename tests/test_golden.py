@@ -7,7 +7,7 @@ import json
 import pytest
 
 from aibench import parsers
-from tests.golden import actual, cases, expected_path
+from tests.golden import FIXTURES, OTHER_FOLDERS, actual, cases, expected_path
 
 CASES = cases()
 
@@ -36,8 +36,15 @@ def test_every_parser_has_fixtures() -> None:
     assert not missing, f"parsers without golden fixtures: {missing}"
 
 
+def test_every_fixture_folder_is_a_parser_or_named() -> None:
+    """A folder that is not a parser's name would be skipped silently: it must be listed."""
+    names = set(parsers.PARSERS.names())
+    odd = [d.name for d in FIXTURES.iterdir() if d.is_dir() and d.name not in names]
+    assert set(odd) <= set(OTHER_FOLDERS), f"fixture folders named after no parser: {odd}"
+
+
 def test_every_fixture_folder_has_sources() -> None:
-    folders = {c.parent for _, c in CASES}
+    folders = {c.parent for _, c in CASES} | {FIXTURES / name for name in OTHER_FOLDERS}
     for folder in folders:
         src = folder / "SOURCES.md"
         assert src.exists(), f"{folder.name} has no SOURCES.md"
