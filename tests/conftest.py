@@ -14,6 +14,21 @@ ROOT = Path(__file__).resolve().parent.parent
 # would wait for the first one's lock until the end of the session.
 pytest_plugins = ["tests.testbed.fixtures"]
 
+# Markers follow the fixtures: a test that uses the bed's hosts is ``netns``, one that uses
+# its Slurm cluster is ``netns`` and ``slurm`` (``testbed_slurm`` builds on the hosts), so
+# ``pytest -m "not netns"`` never touches the bed, whatever the test module declares.
+_BED_MARKERS = {"testbed_hosts": ("netns",), "testbed_slurm": ("netns", "slurm")}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for fixture, markers in _BED_MARKERS.items():
+            if fixture in names:
+                for marker in markers:
+                    if item.get_closest_marker(marker) is None:
+                        item.add_marker(marker)
+
 
 @pytest.fixture
 def artifacts_dir() -> Path:
