@@ -773,10 +773,20 @@ def _detect_q(text: str) -> bool:
     return "==============NVSMI LOG==============" in text
 
 
+_CSV_HEADER_FIELD = re.compile(r"[a-z_][\w.]*(?: \[[^\]]*\])?")
+
+
 def _detect_csv(text: str) -> bool:
-    first = text.lstrip().split("\n", 1)[0]
-    return "," in first and any(
-        f in first for f in ("driver_version", "pci.bus_id", "clocks_event_reasons", "index")
+    """A --query-gpu header: only field names (with their unit in brackets), one known."""
+    first = text.lstrip().split("\n", 1)[0].rstrip("\r")
+    fields = [f.strip() for f in first.split(",")]
+    return (
+        len(fields) > 1
+        and all(_CSV_HEADER_FIELD.fullmatch(f) for f in fields)
+        and any(
+            f.startswith(("driver_version", "pci.bus_id", "clocks_event_reasons", "index"))
+            for f in fields
+        )
     )
 
 

@@ -264,11 +264,21 @@ def _half_ulp(tok: str) -> float:
     return 0.5 * 10.0**-decimals
 
 
+# Messages only perftest prints: a run that failed before its banner is still perftest's.
+_OWN_ERRORS = re.compile(
+    r"ethernet_(?:read|write)_(?:keys|data)|Unable to init the socket connection"
+    r"|Failed to exchange data between server and clients|Did not detect devices"
+    r"|Unable to find the Infiniband/RoCE device|Unable to read to socket/rdma_cm"
+)
+
+
 def detect(text: str) -> bool:
     head = text[:20000]
     if "#bytes" in head and ("#iterations" in head):
         return True
-    return any(_TITLE.match(line) for line in head.splitlines()[:40])
+    return any(_TITLE.match(line) for line in head.splitlines()[:40]) or bool(
+        _OWN_ERRORS.search(head)
+    )
 
 
 PARSER = Parser(
