@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aibench.errors import OutputError, ParseError, ToolFailure, UserError
+from aibench import hostlist
+from aibench.errors import ConfigError, OutputError, ParseError, ToolFailure, UserError
 from aibench.executors.base import Command, Executor, ProcResult, ServerNotReady, redact_env
 from aibench.inventory import Inventory, Node
 from aibench.model import Fact, Measurement, ProcessRecord, StepResult, StepStatus
@@ -78,15 +79,31 @@ def _expected_seconds(inv: Invocation) -> float:
     return min(inv.client.timeout, 60.0)
 
 
-def select_nodes(step: Step, inventory: Inventory) -> list[Node]:
+def select_nodes(step: Step, inventory: Inventory, suite: Suite | None = None) -> list[Node]:
+    """The inventory's nodes a step runs on: its ``nodes:`` (names or hostlists) and
+    ``labels:``. A bad hostlist or a name the inventory lacks is a ConfigError naming the
+    suite file and the key (``steps[i].nodes[j]``)."""
     nodes = list(inventory.nodes)
     m = step.model
+    where = _step_key(suite, step)
+    file = suite.source if suite is not None else f"step {m.name}"
     if m.nodes:
-        wanted = _expand_names(m.nodes)
-        unknown = [n for n in wanted if n not in {x.name for x in nodes}]
+        wanted: list[str] = []
+        for j, expr in enumerate(m.nodes):
+            try:
+                wanted.extend(hostlist.expand(expr) if hostlist.is_expression(expr) else [expr])
+            except ValueError as exc:
+                raise ConfigError(file, f"{where}.nodes[{j}]", str(exc)) from None
+        known = {x.name for x in nodes}
+        unknown = [n for n in dict.fromkeys(wanted) if n not in known]
         if unknown:
-            raise UserError(
-                f"step {m.name}: nodes not in the inventory: {', '.join(unknown)}",
+            shown = ", ".join(unknown[:10]) + (
+                f" (and {len(unknown) - 10} more)" if len(unknown) > 10 else ""
+            )
+            raise ConfigError(
+                file,
+                f"{where}.nodes",
+                f"not in the inventory {inventory.name}: {shown}",
                 hint="check the suite's nodes: list against the inventory",
             )
         nodes = [n for n in nodes if n.name in set(wanted)]
@@ -95,16 +112,14 @@ def select_nodes(step: Step, inventory: Inventory) -> list[Node]:
     return nodes
 
 
-def _expand_names(names: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for n in names:
-        if "[" in n:
-            import hostlist  # python-hostlist
-
-            out.extend(hostlist.expand_hostlist(n))
-        else:
-            out.append(n)
-    return out
+def _step_key(suite: Suite | None, step: Step) -> str:
+    """``steps[i]``: the step's place in the suite file (kept when steps are filtered)."""
+    raw = suite.raw.get("steps") if suite is not None and isinstance(suite.raw, dict) else None
+    if isinstance(raw, list):
+        for i, d in enumerate(raw):
+            if isinstance(d, dict) and d.get("name") == step.name:
+                return f"steps[{i}]"
+    return f"step {step.name}"
 
 
 def build_plan(suite: Suite, inventory: Inventory) -> Plan:
@@ -113,7 +128,7 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
         if not step.model.enabled:
             continue
         runner = RUNNERS.get(step.tool)
-        nodes = select_nodes(step, inventory)
+        nodes = select_nodes(step, inventory, suite)
         placement = step.model.placement or runner.default_placement
         kwargs: dict[str, Any] = {}
         if step.model.sample is not None:

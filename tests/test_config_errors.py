@@ -82,6 +82,18 @@ SUITES = [
         "steps[0].options.extra",
         "must look like --name=value",
     ),
+    (
+        "schema_version: 1\nname: x\nsteps:\n  - {name: s1, tool: fio, nodes: ['n[1-'], options: {rw: read}}\n",
+        "steps[0].nodes[0]",
+        "invalid hostlist 'n[1-': unbalanced brackets",
+    ),
+    (
+        "schema_version: 1\nname: x\nsteps:\n"
+        + GOOD_STEP
+        + "  - {name: s2, tool: fio, nodes: ['gpu[1-2]'], options: {rw: read}}\n",
+        "steps[1].nodes",
+        "not in the inventory local: gpu1, gpu2",
+    ),
 ]
 
 

@@ -111,12 +111,12 @@ def _filter_steps(suite: Any, args: argparse.Namespace) -> Any:
 def _filter_nodes(inventory: Any, expr: str) -> Any:
     from dataclasses import replace
 
-    import hostlist
+    from aibench import hostlist
 
     try:
-        wanted = hostlist.expand_hostlist(expr)
-    except hostlist.BadHostlist as exc:
-        raise UserError(f"--nodes {expr!r}: not a host list ({exc})") from None
+        wanted = hostlist.expand(expr)
+    except ValueError as exc:
+        raise UserError(f"--nodes: {exc}") from None
     names = {n.name for n in inventory.nodes}
     unknown = [w for w in wanted if w not in names]
     if unknown:
