@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -26,24 +25,35 @@ from typing import Any, TypeAlias
 SCHEMA_VERSION = "1.0"
 
 Scalar: TypeAlias = str | int | float | bool
+_SCALAR_TYPES = frozenset((str, int, float, bool))
 
 
 class FrozenDims(Mapping[str, Scalar]):
-    """An immutable, hashable mapping of dimension name to scalar value."""
+    """An immutable, hashable mapping of dimension name to scalar value.
+
+    Every construction checks that names are str and values scalars, then orders the items
+    by name. The check costs one ``type()`` lookup per item for the exact builtin types
+    (subclasses such as numpy scalars fall back to ``isinstance``), so parsers that emit
+    many records build one FrozenDims per row and share it between that row's records.
+    """
 
     __slots__ = ("_items", "_map")
 
     def __init__(self, data: Mapping[str, Scalar] | Iterable[tuple[str, Scalar]] = ()) -> None:
-        pairs = data.items() if isinstance(data, Mapping) else data
+        if type(data) is dict:
+            pairs: Iterable[tuple[str, Scalar]] = data.items()
+        else:
+            pairs = data.items() if isinstance(data, Mapping) else data
         m: dict[str, Scalar] = {}
         for k, v in pairs:
-            if not isinstance(k, str):
+            if type(k) is not str and not isinstance(k, str):
                 raise TypeError(f"dimension names must be str, got {k!r}")
-            if not isinstance(v, str | int | float | bool):
+            if type(v) not in _SCALAR_TYPES and not isinstance(v, str | int | float | bool):
                 raise TypeError(f"dimension {k!r} must be a scalar, got {type(v).__name__}")
             m[k] = v
-        self._map = dict(sorted(m.items()))
-        self._items = tuple(self._map.items())
+        items = sorted(m.items())
+        self._map = dict(items)
+        self._items = tuple(items)
 
     def __getitem__(self, key: str) -> Scalar:
         return self._map[key]
@@ -77,9 +87,17 @@ def _dims(value: Mapping[str, Scalar] | FrozenDims | None) -> FrozenDims:
     return FrozenDims(value or {})
 
 
-@dataclass(frozen=True, slots=True)
+_NO_DIMS = FrozenDims()
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Measurement:
-    """One number a tool produced, with its unit and the dimensions that vary."""
+    """One number a tool produced, with its unit and the dimensions that vary.
+
+    ``dims`` may be given as any mapping (it is turned into a FrozenDims), ``nodes`` as any
+    iterable of names, ``value`` as an int or float (not a bool); the value is stored as a
+    finite float, anything else is a TypeError or ValueError naming the metric.
+    """
 
     tool: str
     metric: str
@@ -90,16 +108,34 @@ class Measurement:
     step: str = ""
     repeat: int = 0
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dims", _dims(self.dims))
-        object.__setattr__(self, "nodes", tuple(self.nodes))
-        if isinstance(self.value, bool) or not isinstance(self.value, int | float):
-            raise TypeError(
-                f"{self.tool}.{self.metric}: value must be a number, got {self.value!r}"
-            )
-        object.__setattr__(self, "value", float(self.value))
-        if not math.isfinite(self.value):
-            raise ValueError(f"{self.tool}.{self.metric}: value must be finite, got {self.value}")
+    # Written by hand rather than generated: a parser builds tens of thousands of records
+    # per megabyte, and the generated frozen __init__ plus __post_init__ cost three times
+    # this. The checks are the same; the exact builtin types take the short branches.
+    def __init__(
+        self,
+        tool: str,
+        metric: str,
+        value: float,
+        unit: str,
+        dims: Mapping[str, Scalar] | FrozenDims | None = _NO_DIMS,
+        nodes: Iterable[str] = (),
+        step: str = "",
+        repeat: int = 0,
+    ) -> None:
+        _m_tool(self, tool)
+        _m_metric(self, metric)
+        _m_unit(self, unit)
+        _m_dims(self, dims if type(dims) is FrozenDims else _dims(dims))
+        _m_nodes(self, nodes if type(nodes) is tuple else tuple(nodes))
+        _m_step(self, step)
+        _m_repeat(self, repeat)
+        if type(value) is not float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{tool}.{metric}: value must be a number, got {value!r}")
+            value = float(value)
+        _m_value(self, value)
+        if value - value != 0.0:  # inf - inf and nan - nan are nan
+            raise ValueError(f"{tool}.{metric}: value must be finite, got {value}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,7 +166,7 @@ class Measurement:
 FactValue: TypeAlias = str | int | float | bool | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Fact:
     """One observed property of a node (driver version, swappiness, HCA state ...).
 
@@ -147,9 +183,24 @@ class Fact:
     nodes: tuple[str, ...] = ()
     reason: str = ""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dims", _dims(self.dims))
-        object.__setattr__(self, "nodes", tuple(self.nodes))
+    # By hand for the same reason as Measurement.__init__ (node-fact parsers emit many).
+    def __init__(
+        self,
+        source: str,
+        name: str,
+        value: FactValue,
+        unit: str | None = None,
+        dims: Mapping[str, Scalar] | FrozenDims | None = _NO_DIMS,
+        nodes: Iterable[str] = (),
+        reason: str = "",
+    ) -> None:
+        _f_source(self, source)
+        _f_name(self, name)
+        _f_value(self, value)
+        _f_unit(self, unit)
+        _f_dims(self, dims if type(dims) is FrozenDims else _dims(dims))
+        _f_nodes(self, nodes if type(nodes) is tuple else tuple(nodes))
+        _f_reason(self, reason)
 
     @property
     def absent(self) -> bool:
@@ -177,6 +228,25 @@ class Fact:
             nodes=tuple(d.get("nodes", ())),
             reason=d.get("reason", ""),
         )
+
+
+# The slot descriptors of the two record classes: a frozen dataclass refuses ``setattr``,
+# and calling the descriptor directly is the cheapest way for __init__ to fill a slot.
+_m_tool = Measurement.__dict__["tool"].__set__
+_m_metric = Measurement.__dict__["metric"].__set__
+_m_value = Measurement.__dict__["value"].__set__
+_m_unit = Measurement.__dict__["unit"].__set__
+_m_dims = Measurement.__dict__["dims"].__set__
+_m_nodes = Measurement.__dict__["nodes"].__set__
+_m_step = Measurement.__dict__["step"].__set__
+_m_repeat = Measurement.__dict__["repeat"].__set__
+_f_source = Fact.__dict__["source"].__set__
+_f_name = Fact.__dict__["name"].__set__
+_f_value = Fact.__dict__["value"].__set__
+_f_unit = Fact.__dict__["unit"].__set__
+_f_dims = Fact.__dict__["dims"].__set__
+_f_nodes = Fact.__dict__["nodes"].__set__
+_f_reason = Fact.__dict__["reason"].__set__
 
 
 class StepStatus(enum.StrEnum):
