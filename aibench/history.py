@@ -44,17 +44,42 @@ from aibench.model import Outcome, Run
 SCHEMA = 1
 MAD_SCALE = 1.4826
 
-# Facts whose change makes two runs measure different things (flattened names).
+# Facts whose change makes two runs measure different things, by their flattened name
+# (see :func:`flatten_environment`). Two shapes exist: the facts recorded with every run
+# (:mod:`aibench.envfacts`: ``kernel``, ``os``, ``cpu_model``, ``tools.<tool>``) and the
+# preflight's bill of materials (:func:`aibench.preflight.environment_from_facts`:
+# ``"<source>.<name>"`` keys such as ``nvidia-smi.driver_version``, ``nccl.version``,
+# ``ibstat.firmware_version``, ``kernel.release``). A name ending in "." matches by prefix.
 KEY_FACTS = (
+    # recorded with every run
     "kernel",
+    "os",
+    "cpu_model",
+    "tools.",
+    # the preflight bill of materials
+    "kernel.release",
+    "os.pretty_name",
+    "cpu.model",
+    "dmi.bios_version",
+    "nvidia-smi.driver_version",
+    "nvidia-smi.cuda_version",
+    "nvidia-smi.vbios_version",
+    "nccl.version",
+    "ibstat.firmware_version",
+    "dcgmi.version",
+    "disk.firmware",
+    "tool-version.",
+    # older or hand-written environments
     "driver_version",
     "cuda_version",
     "nccl_version",
     "firmware",
-    "os",
-    "cpu_model",
-    "tools.",
 )
+
+
+def is_key_fact(name: str) -> bool:
+    """Whether a flattened fact name is one of :data:`KEY_FACTS`."""
+    return any(name == k or (k.endswith(".") and name.startswith(k)) for k in KEY_FACTS)
 
 
 def series_key(
@@ -65,7 +90,12 @@ def series_key(
 
 
 def flatten_environment(env: Mapping[str, Any]) -> dict[str, str]:
-    """``{node: {tools: {fio: 3.33}}}`` -> ``{"node:tools.fio": "3.33"}`` (key facts only)."""
+    """``{node: {tools: {fio: 3.33}}}`` -> ``{"node:tools.fio": "3.33"}`` (key facts only).
+
+    A preflight fact keeps its dotted name: ``{node: {"nvidia-smi.driver_version": "550"}}``
+    -> ``{"node:nvidia-smi.driver_version": "550"}``. Entries of the controller
+    (``_controller``) are not node facts and are left out.
+    """
     out: dict[str, str] = {}
 
     def walk(prefix: str, node: str, value: Any) -> None:
@@ -74,11 +104,11 @@ def flatten_environment(env: Mapping[str, Any]) -> dict[str, str]:
                 walk(f"{prefix}{k}.", node, v)
             return
         name = prefix[:-1]
-        if any(name == k or (k.endswith(".") and name.startswith(k)) for k in KEY_FACTS):
-            out[f"{node}:{name}"] = str(value)
+        if is_key_fact(name):
+            out[f"{node}:{name}"] = "absent" if value is None else str(value)
 
     for node, facts in env.items():
-        if isinstance(facts, Mapping):
+        if isinstance(facts, Mapping) and not str(node).startswith("_"):
             walk("", node, facts)
     return out
 
@@ -210,15 +240,25 @@ class History:
                 continue
             for m in s.measurements:
                 key = series_key(m.tool, m.metric, m.step, m.dims, m.nodes)
-                groups.setdefault(key, []).append(m.value)
-                meta[key] = (
-                    m.tool,
-                    m.metric,
-                    m.step,
-                    m.unit,
-                    json.dumps(m.dims.to_dict()),
-                    "+".join(m.nodes),
+                meta.setdefault(
+                    key,
+                    (
+                        m.tool,
+                        m.metric,
+                        m.step,
+                        m.unit,
+                        json.dumps(m.dims.to_dict()),
+                        "+".join(m.nodes),
+                    ),
                 )
+                try:  # repeats of one series in one unit (the first one seen)
+                    value = units.convert(m.value, m.unit, meta[key][3])
+                except units.UnitError:
+                    raise UserError(
+                        f"run {run.id}: {m.tool} {m.metric} of step {m.step} is recorded in "
+                        f"{m.unit} and in {meta[key][3]}: cannot summarize one series"
+                    ) from None
+                groups.setdefault(key, []).append(value)
         with self._db() as con:
             con.execute("DELETE FROM points WHERE run_id = ?", (run.id,))
             con.execute(
@@ -263,21 +303,46 @@ class History:
         return flatten_environment(json.loads(row[0])) if row else {}
 
     def series(self) -> list[tuple[str, str]]:
-        """(series, unit) of every series, sorted."""
-        with self._db() as con:
-            return [
-                (r[0], r[1])
-                for r in con.execute("SELECT DISTINCT series, unit FROM points ORDER BY series")
-            ]
+        """(series, unit) of every series, sorted; the unit of its latest point.
 
-    def points(self, series: str) -> list[Point]:
+        A series whose unit changed between runs (fio reports latencies in us before 3.0
+        and in ns after) is one series: :meth:`points` converts to this unit.
+        """
         with self._db() as con:
             rows = con.execute(
-                "SELECT p.run_id, r.started, p.median, p.mad, p.n FROM points p JOIN runs r "
-                "ON r.id = p.run_id WHERE p.series = ? ORDER BY r.started, r.id",
+                "SELECT p.series, p.unit FROM points p JOIN runs r ON r.id = p.run_id "
+                "ORDER BY p.series, r.started, r.id"
+            ).fetchall()
+        latest: dict[str, str] = {}
+        for key, unit in rows:
+            latest[key] = unit
+        return sorted(latest.items())
+
+    def points(self, series: str, unit: str | None = None) -> list[Point]:
+        """The run medians of ``series`` in time order, converted to ``unit``.
+
+        ``unit`` defaults to the series' latest unit. A point in a unit of another
+        dimension cannot be converted: it is left out, never compared as a number.
+        """
+        with self._db() as con:
+            rows = con.execute(
+                "SELECT p.run_id, r.started, p.median, p.mad, p.n, p.unit FROM points p "
+                "JOIN runs r ON r.id = p.run_id WHERE p.series = ? ORDER BY r.started, r.id",
                 (series,),
             ).fetchall()
-        return [Point(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+        want = unit or (rows[-1][5] if rows else "")
+        out = []
+        for run_id, started, median, mad, n, have in rows:
+            if have != want:
+                try:
+                    median, mad = (
+                        units.convert(median, have, want),
+                        units.convert(mad, have, want),
+                    )
+                except units.UnitError:
+                    continue
+            out.append(Point(run_id, started, median, mad, n))
+        return out
 
     def _outcomes(self) -> dict[str, str]:
         return {r.id: r.outcome for r in self.runs()}
@@ -306,7 +371,7 @@ class History:
         findings: list[Finding] = []
         notes: list[str] = []
         for key, unit in self.series():
-            pts = self.points(key)
+            pts = self.points(key, unit)
             cand = next((p for p in pts if p.run_id == target), None)
             if cand is None:
                 continue
@@ -338,7 +403,7 @@ class History:
     ) -> list[Finding]:
         """Level shifts along one series: each flagged once, where it starts."""
         unit = dict(self.series()).get(series, "")
-        pts = self.points(series)
+        pts = self.points(series, unit or None)
         findings: list[Finding] = []
         base: list[Point] = []
         shifted = False

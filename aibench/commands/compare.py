@@ -4,8 +4,10 @@ RUN_A and RUN_B are run directories (or run ids with ``--db``). For every series
 in both (tool, metric, step, dims, nodes) it prints both medians, the delta, and whether
 the delta is significant given the repeats' spread: |delta| > k × the larger scaled MAD
 of the two repeat sets *and* above ``--min-rel``; with a single repeat on either side the
-significance is "n/a". When key environment facts differ (driver, NCCL, kernel, tool
-versions) it says so first: such a comparison is not like-for-like.
+significance is "n/a". When key environment facts differ (driver, CUDA, NCCL, HCA
+firmware, kernel, tool versions) it says so first: such a comparison is not
+like-for-like. B's values are converted to A's unit where a series' unit changed between
+the runs; a unit of another dimension is listed as "not compared" with both units.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         if args.metric and args.metric not in d.series:
             continue
         print(d.text)
+    for line in result.refused:
+        print(f"not compared: {line}")
     for s in result.only_a:
         print(f"only in A: {s}")
     for s in result.only_b:

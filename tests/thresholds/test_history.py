@@ -200,3 +200,205 @@ def test_environment_flattening() -> None:
     flat = flatten_environment(env)
     assert flat == {"g1:driver_version": "550", "g1:tools.fio": "3.33"}
     assert env_diff(flat, {**flat, "g1:tools.fio": "3.36"}) == ["tools.fio 3.33 -> 3.36 (g1)"]
+
+
+# ------------------------------------------------ the environment as real runs record it
+
+
+def real_shape_environment(nodes: tuple[str, ...], driver: str) -> dict[str, object]:
+    """The environment as `aibench run` builds it: envfacts per node, then the preflight's
+    bill of materials merged in through environment_from_facts (keys "source.name")."""
+    from aibench import envfacts
+    from aibench.model import Fact
+    from aibench.preflight import environment_from_facts
+
+    env: dict[str, dict[str, object]] = {}
+    for n in nodes:
+        env[n] = envfacts.parse_facts(
+            {
+                "hostname": f"{n}\n",
+                "kernel": "Linux 6.8.0-49-generic x86_64\n",
+                "cpuinfo": "model name\t: AMD EPYC 9554 64-Core Processor\n" * 4,
+                "meminfo": "MemTotal:       1056485376 kB\n",
+                "os_release": 'PRETTY_NAME="Ubuntu 22.04.5 LTS"\n',
+            }
+        )
+        env[n]["tools"] = {"nccl-tests": "2.13.10"}
+    facts = []
+    for n in nodes:
+        for gpu in range(8):
+            facts.append(Fact("nvidia-smi", "driver_version", driver, nodes=(n,)))
+            facts.append(
+                Fact("nvidia-smi", "persistence_mode", "Enabled", dims={"gpu": gpu}, nodes=(n,))
+            )
+        facts += [
+            Fact("nvidia-smi", "cuda_version", "12.4", nodes=(n,)),
+            Fact("nccl", "version", "2.21.5", nodes=(n,)),
+            Fact("kernel", "release", "6.8.0-49-generic", nodes=(n,)),
+            Fact("ibstat", "firmware_version", "28.39.1002", dims={"hca": "mlx5_0"}, nodes=(n,)),
+            Fact("sysctl", "vm.swappiness", 10, nodes=(n,)),
+        ]
+    for node, bom in environment_from_facts(facts).items():
+        env.setdefault(node, {}).update(bom)
+    env["_controller"] = {"aibench": "0", "python": "3.11.9"}
+    return dict(env)
+
+
+def make_real_shape_runs(n: int = 22, at: int = 12, seed: int = 5) -> list[Run]:
+    rnd = random.Random(seed)
+    nodes = ("gpu01", "gpu02")
+    out = []
+    for i in range(n):
+        driver = "550.54.15" if i < at else "560.35.03"
+        level = 478.0 if i < at else 441.0
+        steps = []
+        for r in range(3):
+            steps.append(
+                step(
+                    "nccl-node",
+                    "nccl-tests",
+                    ("gpu01",),
+                    [
+                        m(
+                            "nccl-tests",
+                            "busbw",
+                            level * rnd.gauss(1, 0.005),
+                            "GB/s",
+                            (),
+                            op="all_reduce",
+                            size_bytes=2**34,
+                        )
+                    ],
+                    repeat=r,
+                )
+            )
+            steps.append(
+                step(
+                    "ib",
+                    "perftest",
+                    nodes,
+                    [
+                        m(
+                            "perftest",
+                            "bw_avg",
+                            392.0 * rnd.gauss(1, 0.004),
+                            "Gbit/s",
+                            (),
+                            test="write",
+                            device="mlx5_0",
+                        )
+                    ],
+                    repeat=r,
+                )
+            )
+        r_ = run(
+            steps,
+            nodes,
+            environment=real_shape_environment(nodes, driver),
+            rid=f"n{i:02d}",
+            started=f"2026-10-{i + 1:02d}T02:00:00Z",
+        )
+        out.append(r_.replace(verdicts=(Verdict(check="x", outcome=Outcome.PASS),)))
+    return out
+
+
+def test_driver_upgrade_in_the_preflight_shape_is_named(tmp_path: Path) -> None:
+    runs = make_real_shape_runs()
+    env = runs[0].environment["gpu01"]
+    assert env["nvidia-smi.driver_version"] == "550.54.15"  # the key shape real runs store
+    h = History(tmp_path / "h.sqlite")
+    for r in runs:
+        h.record(r)
+    nccl = next(k for k, _ in h.series() if k.startswith("nccl-tests|"))
+    (f,) = h.scan(nccl)
+    assert f.run_id == "n12"
+    assert f.regression
+    assert f.env_changed
+    assert f.env_changes == ("nvidia-smi.driver_version 550.54.15 -> 560.35.03 (2 nodes)",)
+    assert "what changed: nvidia-smi.driver_version 550.54.15 -> 560.35.03" in f.text
+    assert "environment unchanged" not in f.text
+    ib = next(k for k, _ in h.series() if k.startswith("perftest|"))
+    assert h.scan(ib) == []  # noise only
+
+
+def test_flatten_keeps_preflight_key_facts_and_drops_the_rest() -> None:
+    env = real_shape_environment(("g1",), "550.54.15")
+    flat = flatten_environment(env)
+    assert flat["g1:nvidia-smi.driver_version"] == "550.54.15"
+    assert flat["g1:nccl.version"] == "2.21.5"
+    assert flat["g1:ibstat.firmware_version"] == "28.39.1002"
+    assert flat["g1:kernel.release"] == "6.8.0-49-generic"
+    assert flat["g1:kernel"] == "Linux 6.8.0-49-generic x86_64"
+    assert flat["g1:tools.nccl-tests"] == "2.13.10"
+    assert "g1:sysctl.vm.swappiness" not in flat  # a setting, judged by the spec
+    assert "g1:nvidia-smi.persistence_mode" not in flat
+    assert not any(k.startswith("_controller") for k in flat)
+    other = {**flat, "g1:ibstat.firmware_version": "28.41.1000"}
+    assert env_diff(flat, other) == ["ibstat.firmware_version 28.39.1002 -> 28.41.1000 (g1)"]
+
+
+def test_compare_names_the_driver_change_in_the_preflight_shape() -> None:
+    runs = make_real_shape_runs()
+    result = compare_runs(runs[3], runs[15])
+    assert result.env_changes == ("nvidia-smi.driver_version 550.54.15 -> 560.35.03 (2 nodes)",)
+    nccl = next(d for d in result.deltas if d.series.startswith("nccl-tests"))
+    assert nccl.significant is True
+    assert not nccl.better
+
+
+def _latency_run(rid: str, values: list[float], unit: str) -> Run:
+    steps = [
+        step(
+            "lat", "fio", ("g1",), [m("fio", "clat_mean", v, unit, (), direction="read")], repeat=i
+        )
+        for i, v in enumerate(values)
+    ]
+    return run(steps, ("g1",), rid=rid)
+
+
+def test_compare_converts_a_unit_that_changed_between_runs() -> None:
+    a = _latency_run("a", [95.0, 96.0, 95.5], "us")  # fio 2.x
+    b = _latency_run("b", [95_400.0, 95_900.0, 95_600.0], "ns")  # fio 3.x
+    (d,) = compare_runs(a, b).deltas
+    assert d.unit == "us"
+    assert d.b == pytest.approx(95.6)
+    assert d.significant is False
+    slow = _latency_run("c", [120_000.0, 121_000.0, 119_500.0], "ns")
+    (d,) = compare_runs(a, slow).deltas
+    assert d.significant is True
+    assert not d.better
+
+
+def test_compare_refuses_a_unit_of_another_dimension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _latency_run("a", [95.0, 96.0], "us")
+    b = _latency_run("b", [5000.0, 5100.0], "IOPS")
+    result = compare_runs(a, b)
+    assert result.deltas == ()
+    assert result.refused == (f"{next(iter(_series_keys(a)))}: A in us, B in IOPS: not comparable",)
+    da, db = tmp_path / "a", tmp_path / "b"
+    for d, r in ((da, a), (db, b)):
+        d.mkdir()
+        save_run(r, d)
+    assert main(["compare", str(da), str(db)]) == 0
+    assert "not compared: fio|clat_mean" in capsys.readouterr().out
+
+
+def _series_keys(r: Run) -> list[str]:
+    from aibench.thresholds.compare import _series
+
+    return list(_series(r))
+
+
+def test_history_converts_a_unit_that_changed_between_runs(tmp_path: Path) -> None:
+    h = History(tmp_path / "h.sqlite")
+    for i in range(8):
+        unit, scale = ("us", 1.0) if i < 4 else ("ns", 1000.0)
+        r = _latency_run(f"r{i}", [(95.0 + 0.2 * i) * scale], unit)
+        r = r.replace(started=f"2026-11-0{i + 1}T00:00:00Z")
+        h.record(r.replace(verdicts=(Verdict(check="x", outcome=Outcome.PASS),)))
+    ((key, unit),) = h.series()
+    assert unit == "ns"
+    assert [round(p.median) for p in h.points(key)] == [95000 + 200 * i for i in range(8)]
+    assert h.scan(key, min_history=3) == []
