@@ -5,11 +5,13 @@ Public contract used by ``aibench run``, ``aibench check`` and ``aibench report`
 * :func:`load_spec` (name of a built-in profile in ``aibench/thresholds/profiles/`` or a
   path) -> :class:`Spec`, validated; an error is one ConfigError naming file and key path.
 * :func:`judge` (spec, run, now=None) -> list of :class:`~aibench.model.Verdict`.
+* :func:`not_applicable` (spec, run) -> one line per role check that does not apply to
+  the run's inventory (no node has that role): callers print or note them.
 """
 
 from __future__ import annotations
 
-from aibench.thresholds.engine import judge
+from aibench.thresholds.engine import judge, not_applicable
 from aibench.thresholds.spec import Check, Spec, SpecModel, load_spec
 
-__all__ = ["Check", "Spec", "SpecModel", "judge", "load_spec"]
+__all__ = ["Check", "Spec", "SpecModel", "judge", "load_spec", "not_applicable"]

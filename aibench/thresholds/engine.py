@@ -16,9 +16,16 @@ Contract of :func:`judge`:
   inventory without a measurement.
 * Fact checks read :class:`~aibench.model.Fact` records (``source``/``name``) or, with
   source ``environment``, the facts recorded with every run (``Run.environment``).
+* Role checks: a check that selects nodes by inventory ``labels`` (``role: training``)
+  judges the nodes that carry them. When no node carries them, the check does not apply
+  if every label *key* it names is used by some node of the inventory (the cluster
+  declares roles and has no inference node: :func:`not_applicable` says so, no verdict);
+  it is MISSING when a key is used by no node at all (the nodes were never labelled, so
+  the check cannot know which nodes to judge: never a silent pass).
 * Waivers: an active waiver turns WARN/FAIL/MISSING/ERROR into WAIVED; a waived check that
-  passes stays PASS and says the waiver can go; an expired waiver changes nothing and the
-  reason says it expired.
+  passes stays PASS and says the waiver can go. An expired waiver fails: PASS and WARN
+  become FAIL ("renew or remove it", with what the check found), FAIL/MISSING/ERROR keep
+  their own outcome; the reason says the waiver expired.
 """
 
 from __future__ import annotations
@@ -45,10 +52,63 @@ def judge(spec: Spec, run: Run, *, now: datetime | None = None) -> list[Verdict]
     nodes = inventory_nodes(run)
     out: list[Verdict] = []
     for check in spec.checks:
-        verdicts = (
-            _judge_fact(check, run, nodes) if check.fact else _judge_metric(check, run, nodes)
-        )
+        state, why = label_scope(check, run)
+        if state == "skip":
+            continue
+        if state == "missing":
+            verdicts = [Verdict(**_base(check), outcome=Outcome.MISSING, reason=why)]
+        elif check.fact:
+            verdicts = _judge_fact(check, run, nodes)
+        else:
+            verdicts = _judge_metric(check, run, nodes)
         out.extend(apply_waiver(check, v, today) for v in verdicts)
+    return out
+
+
+def _check_labels(check: Check) -> dict[str, str]:
+    if check.fact is not None:
+        return dict(check.fact.labels or {})
+    if check.select is not None:
+        return dict(check.select.labels or {})
+    return {}
+
+
+def label_scope(check: Check, run: Run) -> tuple[str, str]:
+    """Whether a check with ``labels`` applies to this run's inventory, and why not.
+
+    ``("apply", "")``: no labels, or some node carries them. ``("skip", why)``: no node
+    carries them although every label key is in use (a cluster without inference
+    nodes). ``("missing", why)``: a label key is used by no node (the nodes are not
+    labelled, so the check cannot choose its nodes).
+    """
+    want = _check_labels(check)
+    if not want:
+        return "apply", ""
+    labels = node_labels(run)
+    if not labels or any(_has_labels(labels, [n], want) for n in labels):
+        return "apply", ""
+    asked = ", ".join(f"{k}={v}" for k, v in sorted(want.items()))
+    unused = sorted(k for k in want if not any(k in lab for lab in labels.values()))
+    if unused:
+        keys = ", ".join(unused)
+        return "missing", (
+            f"no node of the inventory has a {keys} label, so no node can be judged as "
+            f"{asked}: label the nodes in the inventory (labels: {{{unused[0]}: ...}})"
+        )
+    seen = sorted({f"{k}={lab[k]}" for lab in labels.values() for k in want if k in lab})
+    return "skip", (
+        f"{check.id}: not applicable: no node is labelled {asked} "
+        f"(the inventory has {', '.join(seen)})"
+    )
+
+
+def not_applicable(spec: Spec, run: Run) -> list[str]:
+    """One line per check of ``spec`` that does not apply to ``run`` (see label_scope)."""
+    out = []
+    for check in spec.checks:
+        state, why = label_scope(check, run)
+        if state == "skip":
+            out.append(why)
     return out
 
 
@@ -656,7 +716,15 @@ def apply_waiver(check: Check, v: Verdict, today: date) -> Verdict:
     if not active:
         info["state"] = "expired"
         note = f"waiver expired on {w.expires.isoformat()} ({w.owner}: {w.reason})"
-        changes = {"reason": f"{note}; {v.reason}" if v.reason else note}
+        if v.outcome in (Outcome.PASS, Outcome.WARN):
+            found = f"the check itself is {v.outcome.value}" + (f": {v.reason}" if v.reason else "")
+            changes = {
+                "outcome": Outcome.FAIL,
+                "reason": f"{note}: renew or remove it; {found}",
+                "culprits": v.culprits or tuple(n for n in v.subject if "=" not in n),
+            }
+        else:
+            changes = {"reason": f"{note}; {v.reason}" if v.reason else note}
     elif v.outcome is Outcome.PASS:
         info["state"] = "not needed"
         changes = {"reason": f"passes although waived ({who}): the waiver can be removed"}

@@ -153,7 +153,7 @@ class Select(Strict):
 
 
 class Waiver(Strict):
-    """An accepted deviation: the check is WAIVED until it expires."""
+    """An accepted deviation: the check is WAIVED until it expires; expired, it fails."""
 
     reason: str = Field(min_length=3, description="why the deviation is accepted")
     owner: str = Field(min_length=1, description="who accepted it (name or team)")
@@ -200,7 +200,9 @@ class FactSelect(Strict):
     name: str = Field(description="the fact's name: driver_version, vm.swappiness ...")
     dims: dict[str, DimMatch] = Field(default_factory=dict, description="e.g. {gpu: 0}")
     labels: dict[str, str] | None = Field(
-        None, description="only nodes with these inventory labels (role: training)"
+        None,
+        description="only nodes with these inventory labels (role: training); with no such "
+        "node the check does not apply, or is MISSING when no node uses the label key",
     )
 
 

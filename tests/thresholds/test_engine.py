@@ -237,7 +237,16 @@ WAIVER = """\
         (50_000, "2026-12-31", Outcome.WAIVED, "active", "was FAIL"),
         (50_000, "2026-11-30", Outcome.FAIL, "expired", "waiver expired on 2026-11-30"),
         (500_000, "2026-12-31", Outcome.PASS, "not needed", "the waiver can be removed"),
-        (500_000, "2026-11-30", Outcome.PASS, "expired", "waiver expired"),
+        # an expired waiver fails, even over a check that passes now: renew or remove it
+        (
+            500_000,
+            "2026-11-30",
+            Outcome.FAIL,
+            "expired",
+            "renew or remove it; the check itself is PASS",
+        ),
+        # the expiry day itself still holds
+        (50_000, "2026-12-02", Outcome.WAIVED, "active", "was FAIL"),
     ],
 )
 def test_waivers(
@@ -254,6 +263,181 @@ def test_waivers(
     assert v.waiver["state"] == state
     assert v.waiver["owner"] == "ops"
     assert text in v.reason
+
+
+# A warn tier over a check of a warn-only bound, the fleet scope, and waivers over WARN,
+# MISSING and ERROR: (spec lines, run, outcome, text in the reason)
+WARN_MAX = "    max: 500\n    warn: {max: 250}\n"
+
+
+def _expiring(expires: str) -> str:
+    return WAIVER.format(expires=expires)
+
+
+def _missing_run():  # type: ignore[no-untyped-def]
+    return run([step("seq", "fio", ("n1",), [m("fio", "bw", 5, "KiB/s", (), direction="write")])])
+
+
+def _error_run():  # type: ignore[no-untyped-def]
+    bad = step("seq", "fio", ("n1",), status=StepStatus.FAILED, reason="fio: ENOSPC")
+    return run([bad])
+
+
+MORE_CASES = [
+    ("warn.max below", WARN_MAX, lambda: _fio_run([200_000]), Outcome.PASS, ""),
+    ("warn.max above", WARN_MAX, lambda: _fio_run([300_000]), Outcome.WARN, "above the warn"),
+    ("max above", WARN_MAX, lambda: _fio_run([600_000]), Outcome.FAIL, "is above 500"),
+    (
+        "waived WARN",
+        WARN_MAX + _expiring("2026-12-31"),
+        lambda: _fio_run([300_000]),
+        Outcome.WAIVED,
+        "was WARN",
+    ),
+    (
+        "expired over WARN",
+        WARN_MAX + _expiring("2026-12-01"),
+        lambda: _fio_run([300_000]),
+        Outcome.FAIL,
+        "the check itself is WARN",
+    ),
+    (
+        "waived MISSING",
+        "    min: 1\n" + _expiring("2026-12-31"),
+        _missing_run,
+        Outcome.WAIVED,
+        "was MISSING",
+    ),
+    (
+        "expired over MISSING",
+        "    min: 1\n" + _expiring("2026-12-01"),
+        _missing_run,
+        Outcome.MISSING,
+        "waiver expired on 2026-12-01",
+    ),
+    (
+        "waived ERROR",
+        "    min: 1\n" + _expiring("2026-12-31"),
+        _error_run,
+        Outcome.WAIVED,
+        "was ERROR: the measuring step did not finish",
+    ),
+    (
+        "expired over ERROR",
+        "    min: 1\n" + _expiring("2026-12-01"),
+        _error_run,
+        Outcome.ERROR,
+        "ENOSPC",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "lines", "make", "outcome", "text"), MORE_CASES, ids=[c[0] for c in MORE_CASES]
+)
+def test_more_tiers_and_waiver_states(
+    tmp_path: Path, case: str, lines: str, make: object, outcome: Outcome, text: str
+) -> None:
+    spec = spec_from(tmp_path, HEADER + BW_CHECK.format(unit="MB/s", bounds=lines.rstrip("\n")))
+    (v,) = judge(spec, make(), now=NOW)  # type: ignore[operator]
+    assert v.outcome is outcome, v
+    assert text in v.reason
+    assert v.outcome.failing is (outcome in (Outcome.FAIL, Outcome.MISSING, Outcome.ERROR))
+
+
+@pytest.mark.parametrize(
+    ("values", "outcome"),
+    [([390, 395, 392, 388], Outcome.PASS), ([390, 300, 310, 305], Outcome.FAIL)],
+)
+def test_fleet_verdict_outcome(tmp_path: Path, values: list[float], outcome: Outcome) -> None:
+    text = HEADER + (
+        "  - id: fleet\n    scope: fleet\n    select: {tool: perftest, metric: bw_avg}\n"
+        "    unit: Gbit/s\n    min: 350\n"
+    )
+    pairs = [("a", "b"), ("a", "c"), ("b", "c"), ("b", "d")]
+    steps = [
+        step("ib", "perftest", p, [m("perftest", "bw_avg", v, "Gbit/s", (), device="mlx5_0")])
+        for p, v in zip(pairs, values, strict=True)
+    ]
+    (v,) = judge(spec_from(tmp_path, text), run(steps, ("a", "b", "c", "d")), now=NOW)
+    assert v.subject == ()
+    assert v.outcome is outcome
+    assert v.observed == pytest.approx(sorted(values)[1] / 2 + sorted(values)[2] / 2)
+    assert v.culprits == ()  # a fleet verdict names no node
+
+
+ROLE_FACTS = """\
+  - id: training-cores
+    fact: {source: cpu, name: cores, labels: {role: training}}
+    op: ge
+    value: 64
+  - id: inference-cores
+    fact: {source: cpu, name: cores, labels: {role: inference}}
+    op: ge
+    value: 32
+"""
+
+
+def _cores_run(labels: dict[str, dict[str, str]]):  # type: ignore[no-untyped-def]
+    nodes = tuple(labels)
+    steps = [
+        step("pre", "preflight", (n,), facts=[Fact("cpu", "cores", 96, "count", nodes=(n,))])
+        for n in nodes
+    ]
+    return run(steps, nodes, labels=labels)
+
+
+def test_role_check_without_nodes_of_that_role_does_not_apply(tmp_path: Path) -> None:
+    from aibench.thresholds.engine import not_applicable
+
+    spec = spec_from(tmp_path, HEADER + ROLE_FACTS)
+    r = _cores_run({"g1": {"role": "training"}, "g2": {"role": "training"}})
+    vs = judge(spec, r, now=NOW)
+    assert {(v.check, v.subject, v.outcome) for v in vs} == {
+        ("training-cores", ("g1",), Outcome.PASS),
+        ("training-cores", ("g2",), Outcome.PASS),
+    }
+    assert not_applicable(spec, r) == [
+        "inference-cores: not applicable: no node is labelled role=inference "
+        "(the inventory has role=training)"
+    ]
+
+
+def test_role_check_on_an_unlabelled_cluster_is_missing(tmp_path: Path) -> None:
+    from aibench.thresholds.engine import not_applicable
+
+    spec = spec_from(tmp_path, HEADER + ROLE_FACTS)
+    r = _cores_run({"g1": {}, "g2": {"rack": "r1"}})
+    vs = judge(spec, r, now=NOW)
+    assert [(v.check, v.outcome) for v in vs] == [
+        ("training-cores", Outcome.MISSING),
+        ("inference-cores", Outcome.MISSING),
+    ]
+    assert "no node of the inventory has a role label" in vs[0].reason
+    assert not_applicable(spec, r) == []
+
+
+def test_role_metric_check_follows_the_same_rule(tmp_path: Path) -> None:
+    text = HEADER + (
+        "  - id: inference-read\n"
+        "    select: {tool: fio, metric: bw, labels: {role: inference}}\n"
+        "    unit: MB/s\n    min: 1\n"
+    )
+    spec = spec_from(tmp_path, text)
+    r = _fio_run([200_000], nodes=("g1",))
+    assert (
+        judge(
+            spec,
+            r.replace(inventory={"nodes": [{"name": "g1", "labels": {"role": "training"}}]}),
+            now=NOW,
+        )
+        == []
+    )
+    (v,) = judge(spec, r, now=NOW)  # no labels at all
+    assert v.outcome is Outcome.MISSING
+    mixed = {"nodes": [{"name": "g1", "labels": {"role": "inference"}}]}
+    (v,) = judge(spec, r.replace(inventory=mixed), now=NOW)
+    assert v.outcome is Outcome.PASS
 
 
 def test_waiver_for_some_subjects_only(tmp_path: Path) -> None:
