@@ -2,7 +2,10 @@
 
 fio on every node and iperf3 over every pair (``pairs``: 3 rounds for 4 hosts). The link
 between abt-h2 and abt-h3 is shaped to 1 Gbit/s (htb on both sides, only that pair), so
-that pair, and only that pair, fails the spec's iperf3 floor.
+that pair, and only that pair, fails the spec's iperf3 floor. Faults (a step past its
+timeout, sshd killed mid-step, a link down mid-iperf3) and Ctrl-C followed by ``--resume``
+are injected while the run goes on. Each test reads what a person reads too: report.html
+(as escaped HTML text), junit.xml and summary.md, not only run.json.
 """
 
 from __future__ import annotations
