@@ -246,3 +246,61 @@ def groups(run: Run, nodes: Sequence[str]) -> dict[str, str]:
         for n in block:
             out[n] = label
     return out
+
+
+@dataclass(frozen=True)
+class SuspectRow:
+    """One entry of the run's fault-localization suspects, as plain text."""
+
+    kind: str  # node | link | group
+    name: str
+    summary: str
+    source: str  # the measurements it was found from (tool / metric), when stated
+    evidence: tuple[str, ...]  # "a ↔ b: value", worst first
+
+
+def _get(item: Any, key: str) -> Any:
+    if isinstance(item, Mapping):
+        return item.get(key)
+    return getattr(item, key, None)
+
+
+def suspects(run: Run) -> list[SuspectRow]:
+    """``Run.suspects`` (fault localization) as rows; absent or empty gives no rows.
+
+    Each suspect may be a mapping (as read from run.json), an object with the same
+    attributes, or a (tool, suspect) pair: kind, name, and optionally slow_pairs, pairs,
+    median_ratio (else text), tool, metric, unit and evidence ((a, b, value) triples).
+    """
+    raw = getattr(run, "suspects", None) or ()
+    if isinstance(raw, Mapping | str | bytes):
+        return []
+    out = []
+    for entry in raw:
+        item, tool = entry, None
+        if isinstance(entry, tuple | list) and len(entry) == 2 and isinstance(entry[0], str):
+            tool, item = entry  # (tool, suspect), as localization returns them
+        kind = str(_get(item, "kind") or "suspect")
+        name = str(_get(item, "name") or "?")
+        slow, pairs, ratio = (_get(item, k) for k in ("slow_pairs", "pairs", "median_ratio"))
+        parts = []
+        if isinstance(slow, int) and isinstance(pairs, int):
+            parts.append(f"{slow} of {pairs} pairs slow")
+        if isinstance(ratio, int | float) and math.isfinite(ratio):
+            parts.append(f"at {ratio * 100:.0f}% of the fleet median")
+        summary = ", ".join(parts)
+        if not summary:  # only a sentence was stored: without its "kind name: " head
+            summary = str(_get(item, "text") or "").removeprefix(f"{kind} {name}: ")
+        unit = str(_get(item, "unit") or "")
+        source = " ".join(str(_get(item, k)) for k in ("tool", "metric") if _get(item, k))
+        source = source or (tool or "")
+        evidence = []
+        for e in list(_get(item, "evidence") or ())[:10]:
+            if isinstance(e, list | tuple) and len(e) == 3:
+                a, b, value = e
+                shown = fmt_number(value) if isinstance(value, int | float) else str(value)
+                evidence.append(f"{a} ↔ {b}: {shown} {unit}".rstrip())
+            else:
+                evidence.append(_text(e))
+        out.append(SuspectRow(kind, name, str(summary or ""), source, tuple(evidence)))
+    return out

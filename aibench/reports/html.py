@@ -123,6 +123,37 @@ def _failure_rows(run: Run, run_dir: Path, limit: int = 100) -> list[dict[str, A
     return rows
 
 
+def _unjudged(run: Run) -> list[dict[str, Any]]:
+    """Results the tools themselves call invalid (MLPerf), and whether a failing check
+    of the spec already covers them (one of its evidence steps is the result's step)."""
+    from aibench.reports.sections import mlperf
+
+    covered = {e for v in run.verdicts if v.outcome.failing for e in v.evidence}
+    index = {s.step_id: i for i, s in enumerate(run.steps, 1)}
+    return [
+        {"text": text, "judged": sid in covered, "step": index.get(sid)}
+        for sid, text in mlperf.invalid_results(run.steps)
+    ]
+
+
+def _notices(run: Run, unjudged: Sequence[dict[str, Any]]) -> list[str]:
+    """Banner lines beside the checks: the suspects of fault localization, and results the
+    tools call not valid that no failing check covers."""
+    lines = []
+    found = context.suspects(run)
+    for s in found[:5]:
+        lines.append(f"Suspect {s.kind} {s.name}" + (f": {s.summary}" if s.summary else ""))
+    if len(found) > 5:
+        lines.append(f"… and {len(found) - 5} more suspects (failures block)")
+    loose = [u for u in unjudged if not u["judged"]]
+    if loose:
+        lines.append(
+            f"Not valid, and no check of the spec judges it: {loose[0]['text']}"
+            + (f" (and {len(loose) - 1} more)" if len(loose) > 1 else "")
+        )
+    return lines
+
+
 def _headline(run: Run) -> list[str]:
     """Short sentences for the banner: which check, which node, which link."""
     bad = context.failing(run)
@@ -169,6 +200,7 @@ def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
     from markupsafe import Markup
 
     sections = _sections(run, history)
+    unjudged = _unjudged(run)
     for s in sections:
         s["out"] = s["out"].__class__(
             plots=tuple(p.__class__(p.title, Markup(p.svg), p.caption) for p in s["out"].plots),  # noqa: S704
@@ -187,6 +219,9 @@ def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
         counts=context.counts(run.verdicts),
         symbol=context.SYMBOL,
         headline=_headline(run),
+        notices=_notices(run, unjudged),
+        unjudged=unjudged,
+        suspects=context.suspects(run),
         failures=_failure_rows(run, run_dir),
         n_failing=len(context.failing(run)),
         verdicts=verdicts,

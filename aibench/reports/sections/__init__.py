@@ -37,6 +37,9 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     note: str = ""  # e.g. "showing 200 of 4096 rows"
+    # (row, column) of cells to highlight; the cell's text carries its own marker as well
+    # (✖, ≠ ...) so that the table reads the same without colour
+    flagged: frozenset[tuple[int, int]] = frozenset()
 
 
 @dataclass(frozen=True)

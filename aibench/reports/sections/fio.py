@@ -41,6 +41,8 @@ def render(si: SectionInput) -> SectionOutput:
                 context.fmt_number(max(vals)),
             )
         )
+    if not rows:
+        return SectionOutput(plots=tuple(out_plots))
     table = Table(
         "Summary over nodes", ("series", "unit", "n", "min", "median", "max"), tuple(rows)
     )

@@ -1,12 +1,29 @@
-"""MLPerf sections: time to train per run (training) and the result metrics (inference).
+"""MLPerf sections: validity first, then the numbers.
 
-Training reads ``time_to_train`` measurements (dim ``benchmark``); with history runs the
-bars show one bar per earlier run as well, oldest first. Inference lists its metrics per
-scenario and plots them per run when there are several.
+Inference: one row per LoadGen run (step, node, repeat) with the scenario, the primary
+metric (the runner's ``primary_metric`` Fact), ``VALID`` / ``INVALID`` (the summary's
+``result_validity``) and, when INVALID, the failing constraint(s) by name
+(``failed_constraints``, else the ``*_met`` Facts that are False) with what LoadGen advises
+(``recommendation``, or the early-stopping verdict text). A run whose harness failed says
+so with the step's reason. Plots of each metric per run when there are several.
+
+Training: one row per run (Facts and Measurements with dim ``run_index``): time to train,
+the run's ``status`` (run_stop), the compliance checker's verdict and its first complaint;
+one row per benchmark result: runs made, runs the rules require (``runs_required``), the
+olympic ``score`` and whether it is a valid MLPerf score (``score_valid`` and its reason).
+Time to train per run is plotted (with earlier runs when history is given); runs that did
+not converge or failed compliance are hatched.
+
+These rows come from what the tools logged, whatever the spec checks:
+:func:`invalid_results` lists the INVALID ones for the failures block and the banner.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aibench.model import Fact, FactValue, Measurement, StepResult
 from aibench.reports import context, plots
 from aibench.reports.sections import (
     Plot,
@@ -15,62 +32,464 @@ from aibench.reports.sections import (
     SectionOutput,
     Table,
     by_series,
+    convert,
     lower_bounds,
     measurement_table,
 )
 
+INFERENCE = "mlperf-inference"
+TRAINING = "mlperf-training"
+VALID = "✔ VALID"
+INVALID = "✖ INVALID"
 
-def _per_run(si: SectionInput, metric: str) -> dict[tuple[str, str], list[tuple[str, float]]]:
-    out: dict[tuple[str, str], list[tuple[str, float]]] = {}
+
+def duration(value: float, unit: str) -> str:
+    """A time in the unit a person reads it in: ms below a second, s below 2 min, else min."""
+    s = convert(value, unit, "s")
+    if s is None:
+        return f"{context.fmt_number(value)} {unit}"
+    if s < 1:
+        return f"{context.fmt_number(s * 1000)} ms"
+    if s < 120:
+        return f"{context.fmt_number(s)} s"
+    return f"{context.fmt_number(s / 60)} min"
+
+
+def _facts(step: StepResult, **dims: object) -> dict[str, Fact]:
+    """name -> Fact of the step whose dims include ``dims`` (the first one of a name)."""
+    out: dict[str, Fact] = {}
+    for f in step.facts:
+        if all(f.dims.get(k) == v for k, v in dims.items()) and f.name not in out:
+            out[f.name] = f
+    return out
+
+
+def _value(f: Fact | None) -> FactValue:
+    return None if f is None else f.value
+
+
+# ---- inference ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InferenceResult:
+    step: StepResult
+    scenario: str
+    primary: str
+    valid: bool | None  # None: no result was stated
+    failed: tuple[str, ...]  # the constraints that are not met
+    advice: str  # LoadGen's recommendation or early-stopping text; a failed step's reason
+
+    @property
+    def result(self) -> str:
+        if self.valid is True:
+            return VALID
+        if self.valid is False:
+            return INVALID
+        return "? no result"
+
+    @property
+    def text(self) -> str:
+        """One line: 'offline/n1/r0 Offline: INVALID (min_duration_met not met)'."""
+        why = f" ({', '.join(self.failed)} not met)" if self.failed else ""
+        return f"{self.step.step_id} {self.scenario or '?'}: {self.result.split(' ', 1)[1]}{why}"
+
+
+def inference_results(steps: Sequence[StepResult]) -> list[InferenceResult]:
+    out = []
+    for s in steps:
+        if s.tool != INFERENCE:
+            continue
+        f = _facts(s)
+        validity = _value(f.get("result_validity"))
+        valid = None if validity is None else str(validity).upper() == "VALID"
+        failed_text = _value(f.get("failed_constraints"))
+        failed = (
+            tuple(x.strip() for x in str(failed_text).split(",") if x.strip())
+            if (failed_text)
+            else ()
+        )
+        if valid is False and not failed:
+            failed = tuple(n for n, x in f.items() if n.endswith("_met") and x.value is False)
+        advice = str(_value(f.get("recommendation")) or "")
+        if not advice and valid is False:
+            advice = " ".join(
+                str(x.value)
+                for n, x in f.items()
+                if n.startswith("early_stopping_") and n.endswith("_result") and x.value
+            )
+        if valid is None:
+            why = f.get("result_validity") or f.get("result")
+            advice = s.reason or (why.reason if why is not None else "") or "no summary was read"
+        primary = str(_value(f.get("primary_metric")) or "")
+        if not primary and s.measurements:
+            primary = "(no primary metric for this scenario)"
+        out.append(
+            InferenceResult(
+                step=s,
+                scenario=str(_value(f.get("scenario")) or ""),
+                primary=primary,
+                valid=valid,
+                failed=failed,
+                advice=advice,
+            )
+        )
+    return out
+
+
+def _inference_table(results: Sequence[InferenceResult]) -> Table:
+    rows = []
+    flagged = set()
+    for i, r in enumerate(results):
+        rows.append(
+            (
+                r.step.step_id,
+                ", ".join(r.step.nodes),
+                r.scenario or "?",
+                r.primary or "(none)",
+                r.result,
+                ", ".join(r.failed) if r.failed else ("—" if r.valid else ""),
+                r.advice,
+            )
+        )
+        if r.valid is not True:
+            flagged |= {(i, 4), (i, 5)}
+    return Table(
+        "Results per scenario (LoadGen's own verdict)",
+        (
+            "step",
+            "node",
+            "scenario",
+            "primary metric",
+            "result",
+            "failed constraint(s)",
+            "LoadGen says / why",
+        ),
+        tuple(rows),
+        flagged=frozenset(flagged),
+    )
+
+
+def inference(si: SectionInput) -> SectionOutput:
+    results = inference_results(si.steps)
+    tables = [_inference_table(results)] if results else []
+    bad = [r for r in results if r.valid is not True]
+    notes = []
+    if results:
+        notes.append(
+            f"{len(results) - len(bad)} of {len(results)} LoadGen runs VALID"
+            + (f"; not valid: {'; '.join(r.text for r in bad[:6])}" if bad else "")
+            + "."
+        )
+    out_plots: list[Plot] = []
+    for (label, unit), ms in sorted(by_series(si.measurements).items()):
+        if len(ms) > 1 and label.split(" [")[0] in PRIMARY_METRICS:
+            svg = plots.bars(
+                [f"{m.step} {'+'.join(m.nodes)} r{m.repeat}" for m in ms],
+                [m.value for m in ms],
+                unit=unit,
+                bounds=lower_bounds(list(si.verdicts), unit),
+                bad=[
+                    f"{m.step} {'+'.join(m.nodes)} r{m.repeat}"
+                    for m in ms
+                    if any(
+                        r.valid is False and r.step.step_id == _sid(m, si.steps) for r in results
+                    )
+                ],
+            )
+            out_plots.append(Plot(label, svg, "hatched: an INVALID run"))
+    tables.append(measurement_table(si.measurements))
+    return SectionOutput(plots=tuple(out_plots), tables=tuple(tables), notes=tuple(notes))
+
+
+PRIMARY_METRICS = frozenset(
+    {
+        "samples_per_second",
+        "tokens_per_second",
+        "completed_samples_per_second",
+        "completed_tokens_per_second",
+    }
+)
+
+
+def _sid(m: Measurement, steps: Sequence[StepResult]) -> str:
+    for s in steps:
+        if s.step == m.step and s.nodes == m.nodes and s.repeat == m.repeat:
+            return s.step_id
+    return ""
+
+
+# ---- training -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    index: int
+    ttt: Measurement | None
+    status: str
+    compliance: FactValue
+    complaint: str
+
+    @property
+    def counted(self) -> bool:
+        return self.compliance == "passed" and self.status == "success"
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    step: StepResult
+    benchmark: str
+    runs: tuple[TrainingRun, ...]
+    runs_required: FactValue
+    runs_reason: str
+    score: Measurement | None
+    score_valid: FactValue
+    score_reason: str
+    checker: str
+
+    @property
+    def valid(self) -> bool:
+        return self.score_valid is True
+
+    @property
+    def text(self) -> str:
+        why = f" ({self.score_reason})" if self.score_reason else ""
+        return f"{self.step.step_id} {self.benchmark}: not a valid MLPerf score{why}"
+
+
+def training_results(steps: Sequence[StepResult]) -> list[TrainingResult]:
+    out = []
+    for s in steps:
+        if s.tool != TRAINING or not _from_runner(s):
+            continue
+        dims = [x.dims for x in s.facts] + [m.dims for m in s.measurements]
+        indices = sorted({int(d["run_index"]) for d in dims if isinstance(d.get("run_index"), int)})
+        runs = []
+        for k in indices:
+            f = _facts(s, run_index=k)
+            ttt = next(
+                (
+                    m
+                    for m in s.measurements
+                    if m.metric == "time_to_train" and m.dims.get("run_index") == k
+                ),
+                None,
+            )
+            comp = f.get("compliance")
+            status = _value(f.get("status"))
+            runs.append(
+                TrainingRun(
+                    index=k,
+                    ttt=ttt,
+                    status=str(status) if status is not None else "(no status)",
+                    compliance=_value(comp),
+                    complaint=comp.reason if comp is not None else "no compliance check",
+                )
+            )
+        per = [f for f in s.facts if "benchmark" in f.dims]
+        benchmark = str(
+            next((f.dims["benchmark"] for f in per), None)
+            or next((f.value for f in s.facts if f.name == "benchmark" and f.value), "?")
+        )
+        f = _facts(s, benchmark=benchmark)
+        rr = f.get("runs_required")
+        sv = f.get("score_valid")
+        score = next(
+            (
+                m
+                for m in s.measurements
+                if m.metric == "score" and m.dims.get("benchmark", benchmark) == benchmark
+            ),
+            None,
+        )
+        checker = _value(_facts(s).get("mlperf_logging_version"))
+        out.append(
+            TrainingResult(
+                step=s,
+                benchmark=benchmark,
+                runs=tuple(runs),
+                runs_required=_value(rr),
+                runs_reason=rr.reason if rr is not None else "",
+                score=score,
+                score_valid=_value(sv),
+                score_reason=(sv.reason if sv is not None else "")
+                or ("" if sv is not None else s.reason or "the runner stated no score validity"),
+                checker=str(checker) if checker else "",
+            )
+        )
+    return out
+
+
+def _from_runner(s: StepResult) -> bool:
+    """The step holds the training runner's records (per-run dims, the score facts)."""
+    dims = [x.dims for x in s.facts] + [m.dims for m in s.measurements]
+    return any("run_index" in d for d in dims) or any(
+        f.name in ("score_valid", "runs_required") for f in s.facts
+    )
+
+
+def _compliance_text(r: TrainingRun) -> str:
+    if r.compliance == "passed":
+        return "✔ passed"
+    if r.compliance == "failed":
+        return "✖ failed"
+    return f"? not checked ({r.complaint})" if r.complaint else "? not checked"
+
+
+def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
+    run_rows: list[tuple[str, ...]] = []
+    run_flags: set[tuple[int, int]] = set()
+    score_rows: list[tuple[str, ...]] = []
+    score_flags: set[tuple[int, int]] = set()
+    for t in results:
+        for r in t.runs:
+            i = len(run_rows)
+            run_rows.append(
+                (
+                    t.step.step_id,
+                    t.benchmark,
+                    str(r.index),
+                    duration(r.ttt.value, r.ttt.unit) if r.ttt else "(no time)",
+                    r.status if r.status == "success" else f"✖ {r.status}",
+                    _compliance_text(r),
+                    r.complaint if r.compliance != "passed" else "",
+                )
+            )
+            if r.status != "success":
+                run_flags.add((i, 4))
+            if r.compliance != "passed":
+                run_flags |= {(i, 5), (i, 6)}
+        i = len(score_rows)
+        required = t.runs_required
+        score_rows.append(
+            (
+                t.step.step_id,
+                t.benchmark,
+                str(len(t.runs)),
+                str(required) if required is not None else f"? ({t.runs_reason or 'unknown'})",
+                duration(t.score.value, t.score.unit) if t.score else "(no score)",
+                "✔ valid" if t.valid else "✖ not valid",
+                t.score_reason if not t.valid else "",
+                t.checker,
+            )
+        )
+        if not t.valid:
+            score_flags |= {(i, 5), (i, 6)}
+        if isinstance(required, int) and len(t.runs) < required:
+            score_flags.add((i, 2))
+    return [
+        Table(
+            "Benchmark results (MLPerf scoring: drop the fastest and slowest run, average the "
+            "rest)",
+            (
+                "step",
+                "benchmark",
+                "runs",
+                "runs the rules require",
+                "score",
+                "MLPerf score",
+                "why not valid",
+                "mlperf-logging",
+            ),
+            tuple(score_rows),
+            flagged=frozenset(score_flags),
+        ),
+        Table(
+            "Runs: time to train and the compliance checker's verdict",
+            (
+                "step",
+                "benchmark",
+                "run",
+                "time to train",
+                "run_stop status",
+                "compliance",
+                "checker's first complaint",
+            ),
+            tuple(run_rows),
+            flagged=frozenset(run_flags),
+        ),
+    ]
+
+
+def _per_run(si: SectionInput) -> dict[tuple[str, str], list[tuple[str, float, bool]]]:
+    """(benchmark, unit) -> (label, time to train, counted) over history and this run."""
+    out: dict[tuple[str, str], list[tuple[str, float, bool]]] = {}
     for run in (*si.history, si.run):
-        for m in run.measurements:
-            if m.tool == si.tool and m.metric == metric:
-                label = str(m.dims.get("benchmark", m.dims.get("model", metric)))
-                out.setdefault((label, m.unit), []).append((f"{run.id} r{m.repeat}", m.value))
+        steps = [s for s in run.steps if s.tool == si.tool]
+        for t in training_results(steps):
+            for r in t.runs:
+                if r.ttt is None:
+                    continue
+                label = f"{t.step.step} run {r.index}"
+                if si.history:
+                    label = f"{run.id} r{r.ttt.repeat}.{r.index}"
+                out.setdefault((t.benchmark, r.ttt.unit), []).append(
+                    (label, r.ttt.value, r.counted)
+                )
+        for s in steps:  # records without the runner's facts: the measurements alone
+            if _from_runner(s):
+                continue
+            for m in s.measurements:
+                if m.metric == "time_to_train":
+                    key = (str(m.dims.get("benchmark", m.metric)), m.unit)
+                    out.setdefault(key, []).append((f"{run.id} r{m.repeat}", m.value, True))
     return out
 
 
 def training(si: SectionInput) -> SectionOutput:
+    results = training_results(si.steps)
     out_plots: list[Plot] = []
-    rows = []
-    for (label, unit), pts in sorted(_per_run(si, "time_to_train").items()):
+    for (label, unit), pts in sorted(_per_run(si).items()):
         svg = plots.bars(
             [p[0] for p in pts],
             [p[1] for p in pts],
             unit=unit,
             bounds=lower_bounds(list(si.verdicts), unit),
+            bad=[p[0] for p in pts if not p[2]],
             ylabel=f"time to train ({unit})",
         )
         out_plots.append(
             Plot(
                 f"{label}: time to train per run",
                 svg,
-                "lower is better; dashed line: the spec's bound",
+                "lower is better; hatched: did not converge or failed compliance; dashed "
+                "line: the spec's bound",
             )
         )
-        rows += [(label, run, context.fmt_number(v), unit) for run, v in pts]
-    tables = [Table("Time to train", ("benchmark", "run", "value", "unit"), tuple(rows))]
-    rest = [m for m in si.measurements if m.metric != "time_to_train"]
+    tables = _training_tables(results) if results else []
+    runner_steps = {t.step.step_id for t in results}
+    plain = [  # measurements without the runner's facts
+        m
+        for s in si.steps
+        if s.step_id not in runner_steps
+        for m in s.measurements
+        if m.metric == "time_to_train"
+    ]
+    if plain:
+        rows = tuple(
+            (m.step, str(m.dims.get("benchmark", "")), f"r{m.repeat}", duration(m.value, m.unit))
+            for m in plain
+        )
+        tables.append(Table("Time to train", ("step", "benchmark", "run", "time to train"), rows))
+    notes = [
+        f"{t.benchmark}: {len(t.runs)} runs of the {t.runs_required or '?'} the rules require; "
+        + ("a valid MLPerf score." if t.valid else f"not a valid MLPerf score ({t.score_reason}).")
+        for t in results
+    ]
+    rest = [m for m in si.measurements if m.metric not in ("time_to_train", "score")]
     if rest:
-        tables.append(measurement_table(rest))
-    return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
+        tables.append(measurement_table(rest, "Other measurements from the logs"))
+    return SectionOutput(plots=tuple(out_plots), tables=tuple(tables), notes=tuple(notes))
 
 
-def inference(si: SectionInput) -> SectionOutput:
-    out_plots: list[Plot] = []
-    for (label, unit), ms in sorted(by_series(si.measurements).items()):
-        if len(ms) > 1:
-            svg = plots.bars(
-                [f"{m.step} r{m.repeat}" for m in ms],
-                [m.value for m in ms],
-                unit=unit,
-                bounds=lower_bounds(list(si.verdicts), unit),
-            )
-            out_plots.append(Plot(label, svg))
-    return SectionOutput(plots=tuple(out_plots), tables=(measurement_table(si.measurements),))
+def invalid_results(steps: Sequence[StepResult]) -> list[tuple[str, str]]:
+    """(step_id, one line) for each INVALID inference run and each invalid training score."""
+    out = [(r.step.step_id, r.text) for r in inference_results(steps) if r.valid is False]
+    out += [(t.step.step_id, t.text) for t in training_results(steps) if not t.valid]
+    return out
 
 
 SECTION = [
-    Section("mlperf-training", "MLPerf Training", training),
-    Section("mlperf-inference", "MLPerf Inference", inference),
+    Section(TRAINING, "MLPerf Training", training),
+    Section(INFERENCE, "MLPerf Inference", inference),
 ]

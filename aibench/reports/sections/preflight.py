@@ -1,16 +1,214 @@
-"""Preflight section: node facts, absent facts first (the table of all facts is the BOM)."""
+"""Preflight section: the per-node table of the facts that decide a handover, odd values marked.
+
+Rows of :data:`COLUMNS` (driver, CUDA, GPU count and model, ECC mode and uncorrected
+errors, remapped rows, Xid events, HCA count / port states / rates / firmware, kernel,
+swappiness, governor, DCGM) plus one column per benchmark tool version found. A fact
+reported once per GPU, HCA or port becomes one cell per node: counts are summed
+(``sum``), states and rates are tallied (``Active ×8, Down ×1``), anything else lists its
+distinct values. A cell that differs from the value most nodes have is prefixed ``≠`` and
+highlighted (on a tie every value is marked: there is no majority); the fleet's value is
+the first row. With up to 12 nodes the table is transposed (one column per node). Beyond
+:data:`MAX_ROWS` nodes only the nodes with an odd value are listed. Absent facts are
+listed with their reasons below; the full bill of materials is in the environment section.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aibench.model import Fact
 from aibench.reports.sections import Section, SectionInput, SectionOutput, Table, measurement_table
 
 MAX_ROWS = 300
+TRANSPOSE = 12
+ODD = "≠ "
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str
+    source: str
+    name: str
+    how: str = "distinct"  # distinct | sum | tally
+    dims: tuple[tuple[str, object], ...] = ()
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("GPU driver", "nvidia-smi", "driver_version"),
+    Column("CUDA", "nvidia-smi", "cuda_version"),
+    Column("GPUs", "nvidia-smi", "gpu_count"),
+    Column("GPU model", "nvidia-smi", "product_name"),
+    Column("persistence", "nvidia-smi", "persistence_mode", "tally"),
+    Column("ECC mode", "nvidia-smi", "ecc_mode", "tally"),
+    Column(
+        "ECC uncorrected (aggregate)",
+        "nvidia-smi",
+        "ecc_uncorrected_total",
+        "sum",
+        (("scope", "aggregate"),),
+    ),
+    Column("remapped rows pending", "nvidia-smi", "remapped_rows_pending", "tally"),
+    Column("remapped rows uncorrectable", "nvidia-smi", "remapped_rows_uncorrectable", "sum"),
+    Column("retired pages pending", "nvidia-smi", "retired_pages_pending", "tally"),
+    Column("clock events", "nvidia-smi", "clocks_event_reasons", "tally"),
+    Column("Xid events", "kernel-log", "xid_count", "sum"),
+    Column("Xid codes", "kernel-log", "xid_codes"),
+    Column("DCGM diag", "dcgmi", "overall"),
+    Column("HCAs", "ibstat", "hca_count"),
+    Column("HCA port state", "ibstat", "state", "tally"),
+    Column("HCA rate (Gbit/s)", "ibstat", "rate", "tally"),
+    Column("HCA firmware", "ibstat", "firmware_version"),
+    Column("kernel", "kernel", "release"),
+    Column("vm.swappiness", "sysctl", "vm.swappiness"),
+    Column("governor", "cpu", "governor", "tally"),
+    Column("THP", "thp", "enabled"),
+    Column("NCCL", "nccl", "version"),
+)
+TOOL_SOURCE = "tool-version"
+
+
+def _num(v: object) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def cell(facts: Sequence[Fact], how: str) -> str:
+    """One node's text for one column: 'absent' when every fact of it is absent."""
+    present = [f.value for f in facts if f.value is not None]
+    if not present:
+        return "absent"
+    if how == "sum" and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in present
+    ):
+        return _num(sum(v for v in present if isinstance(v, int | float)))
+    if how in ("tally", "sum"):
+        counted = Counter(_num(v) for v in present)
+        if len(counted) == 1 and len(present) == 1:
+            return next(iter(counted))
+        return ", ".join(f"{v} ×{n}" for v, n in sorted(counted.items(), key=lambda kv: -kv[1]))
+    distinct = sorted({_num(v) for v in present})
+    return ", ".join(distinct)
+
+
+def _columns(facts: Sequence[Fact]) -> list[Column]:
+    names = {(f.source, f.name) for f in facts}
+    cols = [c for c in COLUMNS if (c.source, c.name) in names]
+    tools = sorted({f.name for f in facts if f.source == TOOL_SOURCE})
+    cols += [Column(f"{t} version", TOOL_SOURCE, t) for t in tools]
+    return cols
+
+
+@dataclass(frozen=True)
+class Grid:
+    nodes: tuple[str, ...]
+    columns: tuple[Column, ...]
+    cells: dict[str, tuple[str, ...]]  # node -> one text per column
+    majority: tuple[str, ...]  # per column: the fleet's value, or "(no majority)"
+    odd: frozenset[tuple[str, int]]  # (node, column) that differ from the majority
+
+
+def grid(facts: Sequence[Fact], nodes: Sequence[str]) -> Grid:
+    cols = _columns(facts)
+    per: dict[tuple[str, str, str], list[Fact]] = {}
+    for f in facts:
+        for n in f.nodes:
+            per.setdefault((n, f.source, f.name), []).append(f)
+    cells: dict[str, tuple[str, ...]] = {}
+    for n in nodes:
+        row = []
+        for c in cols:
+            got = per.get((n, c.source, c.name))
+            if got is None:
+                row.append("—")  # the node reported nothing for it
+                continue
+            wanted = [f for f in got if all(f.dims.get(k) == v for k, v in c.dims)]
+            row.append(cell(wanted or got, c.how))
+        cells[n] = tuple(row)
+    majority = []
+    odd: set[tuple[str, int]] = set()
+    for i in range(len(cols)):
+        counted = Counter(cells[n][i] for n in nodes)
+        ranked = counted.most_common()
+        if len(ranked) < 2:
+            majority.append(ranked[0][0] if ranked else "")
+            continue
+        tie = ranked[0][1] == ranked[1][1]
+        top = ranked[0][0]
+        majority.append("(no majority)" if tie else top)
+        odd |= {(n, i) for n in nodes if tie or cells[n][i] != top}
+    return Grid(tuple(nodes), tuple(cols), cells, tuple(majority), frozenset(odd))
+
+
+def preflight_table(facts: Sequence[Fact], nodes: Sequence[str]) -> Table | None:
+    if not nodes:
+        return None
+    g = grid(facts, nodes)
+    if not g.columns:
+        return None
+    compare = len(nodes) > 1
+
+    def shown(n: str, i: int) -> str:
+        return ODD + g.cells[n][i] if (n, i) in g.odd else g.cells[n][i]
+
+    flagged: set[tuple[int, int]] = set()
+    odd_nodes = [n for n in nodes if any((n, i) in g.odd for i in range(len(g.columns)))]
+    how = (
+        "≠ marks a value that differs from the value most nodes have (highlighted); on a tie "
+        "every value is marked; — the node reported nothing for it"
+        if compare
+        else "one node: nothing to compare it with"
+    )
+    if len(nodes) <= TRANSPOSE:
+        header = ("fact", *nodes, *(("most nodes",) if compare else ()))
+        rows = []
+        for i, c in enumerate(g.columns):
+            rows.append(
+                (c.label, *(shown(n, i) for n in nodes), *((g.majority[i],) if compare else ()))
+            )
+            flagged |= {(i, 1 + j) for j, n in enumerate(nodes) if (n, i) in g.odd}
+        return Table(
+            f"Per-node preflight facts ({len(nodes)} nodes, {len(odd_nodes)} with an odd value)",
+            header,
+            tuple(rows),
+            how,
+            frozenset(flagged),
+        )
+    listed = list(nodes) if len(nodes) <= MAX_ROWS else odd_nodes[:MAX_ROWS]
+    rows = [("(most nodes)", *g.majority)]
+    for r, n in enumerate(listed, 1):
+        rows.append((n, *(shown(n, i) for i in range(len(g.columns)))))
+        flagged |= {(r, 1 + i) for i in range(len(g.columns)) if (n, i) in g.odd}
+    note = how
+    if len(listed) < len(nodes):
+        rest = len(nodes) - len(odd_nodes)
+        note += f"; {rest} nodes match the majority in every column and are not listed"
+        if len(odd_nodes) > len(listed):
+            note += f"; {len(odd_nodes) - len(listed)} more nodes with odd values not shown"
+    return Table(
+        f"Per-node preflight facts ({len(nodes)} nodes, {len(odd_nodes)} with an odd value)",
+        ("node", *(c.label for c in g.columns)),
+        tuple(rows),
+        note,
+        frozenset(flagged),
+    )
 
 
 def render(si: SectionInput) -> SectionOutput:
     facts = [f for s in si.steps for f in s.facts]
+    nodes: list[str] = []
+    for s in si.steps:
+        for n in s.nodes:
+            if n not in nodes:
+                nodes.append(n)
+    nodes.sort()
     absent = [f for f in facts if f.absent]
     tables = []
+    table = preflight_table(facts, nodes)
+    if table is not None:
+        tables.append(table)
     if absent:
         rows = tuple(
             (", ".join(f.nodes), f.source, f.name, f.reason or "(absent)")
@@ -24,13 +222,19 @@ def render(si: SectionInput) -> SectionOutput:
                 f"showing {MAX_ROWS} of {len(absent)}" if len(absent) > MAX_ROWS else "",
             )
         )
-    notes = (
-        f"{len(facts)} facts from {len(si.steps)} steps; {len(absent)} absent. "
-        "Their values are in the environment section below.",
-    )
+    failed = [s for s in si.steps if not s.ok]
+    notes = [
+        f"{len(facts)} facts from {len(si.steps)} steps on {len(nodes)} nodes; {len(absent)} "
+        "absent. The whole bill of materials is in the environment section below."
+    ]
+    if failed:
+        notes.append(
+            f"✖ {len(failed)} preflight steps failed: "
+            + "; ".join(f"{s.step_id}: {s.reason}" for s in failed[:5])
+        )
     if si.measurements:
         tables.append(measurement_table(si.measurements))
-    return SectionOutput(tables=tuple(tables), notes=notes)
+    return SectionOutput(tables=tuple(tables), notes=tuple(notes))
 
 
 SECTION = Section("preflight", "Preflight (node facts)", render)
