@@ -23,6 +23,18 @@ _counter = itertools.count(1)
 BAD = "#c0392b"
 OK = "#2e6da4"
 BOUND = "#444444"
+# Sequential, luminance falling from high to low values: a slow link is dark red and reads
+# as dark in greyscale too (RdYlGn would not: its red and green ends are equally dark).
+HEAT_CMAP = "YlOrRd_r"
+# Lines of one chart differ by dash pattern and marker as well as by colour.
+_MARKERS = ("o", "s", "^", "v", "D", "P", "*", "<", ">", "h")
+_DASHES = ("-", "--", ":", "-.")
+
+
+def line_styles(n: int) -> list[tuple[str, str]]:
+    """``n`` (linestyle, marker) pairs, distinct for up to 40 lines."""
+    m, d = len(_MARKERS), len(_DASHES)
+    return [(_DASHES[(i + i // m) % d], _MARKERS[i % m]) for i in range(n)]
 
 
 def _plt() -> Any:
@@ -98,16 +110,19 @@ def sweep(
     if band is not None:
         xs, lo, hi = band
         ax.fill_between(xs, lo, hi, color=OK, alpha=0.15, label=band_label or "min–max")
-    for label, (xs, ys) in series.items():
+    styles = line_styles(len(series))
+    for (label, (xs, ys)), (dash, mark) in zip(series.items(), styles, strict=True):
         bad = label in highlight
         ax.plot(
             xs,
             ys,
-            marker="o" if bad else ".",
-            markersize=4,
-            linewidth=1.4,
+            marker="X" if bad else mark,
+            markersize=6 if bad else 3.5,
+            linestyle="-" if bad else dash,
+            linewidth=2.6 if bad else 1.3,
             color=BAD if bad else None,
             label=label + (" (failing)" if bad else ""),
+            zorder=3 if bad else 2,
         )
     _bound_lines(ax, bounds)
     ax.set_xscale("log", base=2)
@@ -149,8 +164,10 @@ def heatmap(
 ) -> str:
     """An N x N matrix (row = first node of the pair, column = second); NaN = not measured.
 
-    Low values are red, so a bad link stands out; ``marks`` (failing cells) get a cross so
-    that the figure is readable without colour.
+    Low values are dark red (:data:`HEAT_CMAP`: darker means lower, in colour and in
+    greyscale), not measured is white; ``marks`` (failing cells) get a cross, up to 24 nodes
+    a cell not measured gets a small dot and up to 12 nodes every value is written in its
+    cell, so that the figure reads without colour.
     """
     import numpy as np
 
@@ -160,9 +177,31 @@ def heatmap(
     fig, ax = plt.subplots(figsize=(side + 1.2, side))
     data = np.array(matrix, dtype=float)
     masked = np.ma.masked_invalid(data)
-    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#eeeeee")
+    cmap = plt.get_cmap(HEAT_CMAP).with_extremes(bad="#ffffff")
     im = ax.imshow(masked, cmap=cmap, interpolation="nearest", aspect="equal", rasterized=n > 48)
     ax.grid(False)
+    if n <= 24:
+        rows, cols = np.nonzero(np.isnan(data))
+        if len(rows):
+            ax.plot(cols, rows, linestyle="none", marker=".", color="#999999", markersize=2)
+    marked = {(int(r), int(c)) for r, c in marks}
+    written = n <= 12 and bool(np.isfinite(data).any())
+    if written:
+        lo, hi = float(np.nanmin(data)), float(np.nanmax(data))
+        for (r, c), value in np.ndenumerate(data):
+            if math.isfinite(value):
+                dark = hi > lo and (value - lo) / (hi - lo) < 0.45
+                bad = (int(r), int(c)) in marked
+                ax.text(
+                    c,
+                    r,
+                    f"× {value:.3g}" if bad else f"{value:.3g}",
+                    fontweight="bold" if bad else "normal",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white" if dark else "black",
+                )
     step = max(1, math.ceil(n / 48))
     ticks = list(range(0, n, step))
     fs = 7 if n <= 24 else 5
@@ -173,11 +212,24 @@ def heatmap(
     ax.set_xlabel(f"{axis_label} (second of pair)")
     ax.set_ylabel(f"{axis_label} (first of pair)")
     for k, (r, c) in enumerate(marks):
+        if written and math.isfinite(data[r][c]):
+            continue  # the cell says "× value"
         if n <= 48:
-            ax.plot(c, r, marker="x", color="black", markersize=max(4, 10 - n / 8), mew=1.5)
+            # white with a black edge: seen on a dark (slow) cell and on a light one
+            ax.plot(
+                c,
+                r,
+                marker="X",
+                mfc="white",
+                mec="black",
+                markersize=max(5, 12 - n / 8),
+                mew=1.0,
+                zorder=4,
+            )
             continue
         # one cell of a large matrix is a pixel: ring it and name it
         ax.plot(c, r, marker="o", mfc="none", mec="black", markersize=12, mew=1.8)
+        ax.plot(c, r, marker="o", mfc="none", mec="white", markersize=9, mew=1.0)
         if k < 8:
             ax.annotate(
                 f"{labels[r]} ↔ {labels[c]}",
@@ -343,8 +395,10 @@ def trend(
                 xs_all.append(x)
     xs_all.sort()
     pos = {x: i for i, x in enumerate(xs_all)}
-    for label, (xs, ys) in series.items():
-        ax.plot([pos[x] for x in xs], ys, marker="o", markersize=3, label=label)
+    for (label, (xs, ys)), (dash, mark) in zip(
+        series.items(), line_styles(len(series)), strict=True
+    ):
+        ax.plot([pos[x] for x in xs], ys, marker=mark, markersize=3.5, linestyle=dash, label=label)
     _bound_lines(ax, bounds)
     ax.set_xticks(range(len(xs_all)))
     ax.set_xticklabels(xs_all, rotation=45, ha="right", fontsize=6)

@@ -154,14 +154,14 @@ def test_inference_rows_say_valid_or_invalid_and_name_the_constraint(stored: Sto
         "Offline",
         "samples_per_second = 371943 samples/s",
         "✖ INVALID",
-        "min_duration_met",
+        "✖ min_duration_met",
     ]
     assert "Increase expected QPS" in short[6]
     assert server[2:6] == [
         "Server",
         "completed_tokens_per_second = 3019.61 tokens/s",
         "✖ INVALID",
-        "early_stopping_met",
+        "✖ early_stopping_met",
     ]
     assert "Would need to run at least 269 more queries" in server[6]
     # the failing cells are highlighted, and say so in text as well

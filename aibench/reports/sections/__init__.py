@@ -189,8 +189,8 @@ def pair_heatmap(
     return Plot(
         f"{label}: pairwise matrix{agg}",
         svg,
-        f"{len(pair_ms)} pair measurements over {len(nodes)} nodes; red = low, grey = not "
-        "measured, × = failing check",
+        f"{len(pair_ms)} pair measurements over {len(nodes)} nodes; darker = lower (dark red "
+        "is the slowest), white = not measured, × or ring = failing check",
     )
 
 

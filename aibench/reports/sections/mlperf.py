@@ -148,12 +148,14 @@ def _inference_table(results: Sequence[InferenceResult]) -> Table:
                 r.scenario or "?",
                 r.primary or "(none)",
                 r.result,
-                ", ".join(r.failed) if r.failed else ("—" if r.valid else ""),
+                "✖ " + ", ".join(r.failed) if r.failed else ("—" if r.valid else ""),
                 r.advice,
             )
         )
         if r.valid is not True:
-            flagged |= {(i, 4), (i, 5)}
+            flagged.add((i, 4))
+        if r.failed:
+            flagged.add((i, 5))
     return Table(
         "Results per scenario (LoadGen's own verdict)",
         (
@@ -358,7 +360,7 @@ def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
             if r.status != "success":
                 run_flags.add((i, 4))
             if r.compliance != "passed":
-                run_flags |= {(i, 5), (i, 6)}
+                run_flags.add((i, 5))
         i = len(score_rows)
         required = t.runs_required
         score_rows.append(
@@ -374,9 +376,7 @@ def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
             )
         )
         if not t.valid:
-            score_flags |= {(i, 5), (i, 6)}
-        if isinstance(required, int) and len(t.runs) < required:
-            score_flags.add((i, 2))
+            score_flags.add((i, 5))
     return [
         Table(
             "Benchmark results (MLPerf scoring: drop the fastest and slowest run, average the "

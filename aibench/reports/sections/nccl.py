@@ -78,7 +78,8 @@ def render(si: SectionInput) -> SectionOutput:
             Plot(
                 f"{op or metric}: {metric} vs message size",
                 svg,
-                "dashed lines: the spec's bounds; red: failing placement",
+                "grey lines: the spec's bounds; thick red line with × markers, named '(failing)': "
+                "a failing placement",
             )
         )
         for p, c in sorted(curves.items()):
