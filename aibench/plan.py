@@ -15,8 +15,12 @@ endpoint. A pair is ordered: the first node is the client, the second the server
   and nodes give the same pairs), packed into rounds.
 * ``groups``: nodes grouped by an inventory label (``labels``: node -> value, e.g. rack);
   first every pair inside each group (the groups' rounds run side by side), then for
-  every two groups their members matched one to one (the i-th of one with the i-th of
-  the other, as many as the smaller group has). Nodes without the label form one group.
+  every two groups a matching across them: the i-th node of the larger group with the
+  (i mod m)-th of the smaller (m nodes), so that *every* node crosses to every other
+  group at least once, in max(size) pairs per two groups rather than size x size. All
+  inter-group pairs would be nearly every pair of the cluster (``pairs`` does that);
+  the matching finds a node whose path out of its group is bad at the cost of one pair
+  per node. Nodes without the label form one group.
 * ``all``: one group of every node.
 """
 
@@ -110,7 +114,10 @@ def groups(nodes: Sequence[str], labels: Mapping[str, str]) -> list[Round]:
             intra[j].extend(rnd)
     inter: list[Group] = []
     for g, h in combinations(members, 2):
-        inter.extend(zip(g, h, strict=False))
+        big, small = (g, h) if len(g) >= len(h) else (h, g)
+        for i, n in enumerate(big):
+            pair = (n, small[i % len(small)])
+            inter.append(pair if big is g else (pair[1], pair[0]))
     return intra + pack(inter)
 
 

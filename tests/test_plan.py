@@ -126,7 +126,16 @@ def test_groups_intra_then_inter() -> None:
     no_node_twice(rounds)
     got = unordered(rounds)
     intra = {frozenset(p) for p in [("a1", "a2"), ("a1", "a3"), ("a2", "a3"), ("b1", "b2")]}
-    inter = {frozenset(p) for p in [("a1", "b1"), ("a2", "b2"), ("a1", "c1"), ("b1", "c1")]}
+    # every node crosses to every other group once: the larger group's i-th node with the
+    # smaller group's (i mod m)-th
+    inter = {
+        frozenset(p)
+        for p in [
+            ("a1", "b1"), ("a2", "b2"), ("a3", "b1"),
+            ("a1", "c1"), ("a2", "c1"), ("a3", "c1"),
+            ("b1", "c1"), ("b2", "c1"),
+        ]
+    }  # fmt: skip
     assert set(got) == intra | inter
     assert len(got) == len(set(got))
     # intra-group rounds come first; groups share those rounds side by side
@@ -136,9 +145,27 @@ def test_groups_intra_then_inter() -> None:
     assert rounds[0] == [("a2", "a3"), ("b1", "b2")]
 
 
+@pytest.mark.parametrize("sizes", [(2, 2), (3, 2), (4, 1), (5, 3, 2), (1, 1, 1, 1), (8, 8, 8)])
+def test_groups_every_node_crosses_to_every_other_group(sizes: tuple[int, ...]) -> None:
+    labels = {f"g{k}n{i}": f"g{k}" for k, size in enumerate(sizes) for i in range(size)}
+    rounds = plan.groups(list(labels), labels)
+    no_node_twice(rounds)
+    got = unordered(rounds)
+    assert len(got) == len(set(got))  # no pair twice
+    inter = [p for p in got if len({labels[n] for n in p}) == 2]
+    for node, group in labels.items():
+        crossed = {labels[m] for p in inter if node in p for m in p if m != node}
+        assert crossed == set(labels.values()) - {group}, node
+    # max(size) pairs per two groups, not size x size
+    expected = sum(max(a, b) for a, b in combinations(sizes, 2))
+    assert len(inter) == expected
+    intra = [p for p in got if len({labels[n] for n in p}) == 1]
+    assert len(intra) == sum(n * (n - 1) // 2 for n in sizes)
+
+
 def test_groups_without_label_form_one_group() -> None:
     rounds = plan.groups(["x", "y", "z"], {"x": "r1"})
-    assert set(unordered(rounds)) == {frozenset(("y", "z")), frozenset(("x", "y"))}
+    assert set(unordered(rounds)) == {frozenset(p) for p in [("y", "z"), ("x", "y"), ("x", "z")]}
 
 
 def test_groups_single_group_is_pairs() -> None:
