@@ -17,8 +17,12 @@ Collect the preflight facts (CPU, memory, NUMA, kernel, sysctl, governor, THP, l
 disks and data-directory mounts, GPUs, DCGM, HCAs, Xid events, container runtimes, tool
 versions) on every node of the inventory, print them side by side with the values that
 differ from the other nodes marked, compare the golden configuration (driver,
-firmware, kernel, NCCL, BIOS, GPU count) across the fleet, and check what the inventory
-declares (gpus.count, hcas with their rate, data_dirs) against what was found.
+firmware, kernel, NCCL, BIOS, GPU count) across the fleet, check what the inventory
+declares (gpus.count, hcas with their rate, data_dirs) against what was found, and judge
+the facts with the fact checks of a spec: --spec, else the suite's own spec (the
+built-in preflight suite's is 'preflight': the benchmark tools are installed, memory and
+CPU visible, no Xid errors). A spec's checks of nodes with a role nobody has (no node
+labelled role=inference) are listed as not applicable.
 
 Exit status: 0 when every check passes (or warns), 1 when a consistency, inventory or
 spec check fails (or could not be verified), 3 when no node could be inspected at all.
@@ -34,7 +38,11 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", metavar="FILE", help="inventory YAML (default: this machine)")
-    p.add_argument("--spec", metavar="NAME|FILE", help="also judge the facts against this spec")
+    p.add_argument(
+        "--spec",
+        metavar="NAME|FILE",
+        help="judge the facts against this spec (default: the suite's spec)",
+    )
     p.add_argument("--nodes", metavar="HOSTLIST", help="only these nodes, e.g. gpu[01-04]")
     p.add_argument("--suite", default="preflight", help="suite with the preflight step(s)")
     p.add_argument("--output", metavar="FILE", help="write the results (run.json format) here")
@@ -59,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes:
         inventory = _filter_nodes(inventory, args.nodes)
     spec: Any = None
-    if args.spec:
+    spec_name = args.spec or suite.spec
+    if spec_name:
         from aibench.thresholds import load_spec
 
-        spec = load_spec(args.spec)
+        spec = load_spec(spec_name)
     started = _now()
     with tempfile.TemporaryDirectory(prefix="aibench-preflight-") as tmp:
         run_dir = Path(args.keep_raw) if args.keep_raw else Path(tmp)
@@ -97,14 +106,21 @@ def run(args: argparse.Namespace) -> int:
         notes=tuple(f"{n} unreachable: {r}" for n, r in sorted(unreachable.items())),
     )
     skipped = 0
+    inapplicable: list[str] = []
     if spec is not None:
-        from aibench.thresholds import judge
+        from dataclasses import replace
+
+        from aibench.thresholds import judge, not_applicable
 
         # Only the spec's fact checks: its benchmark checks belong to `aibench run`.
-        fact_checks = {c.id for c in spec.checks if getattr(c, "fact", None) is not None}
-        skipped = len(spec.checks) - len(fact_checks)
-        judged = [v for v in judge(spec, run_obj) if v.check in fact_checks]
-        run_obj = run_obj.replace(verdicts=tuple(verdicts) + tuple(judged))
+        facts_only = replace(spec, checks=tuple(c for c in spec.checks if c.fact is not None))
+        skipped = len(spec.checks) - len(facts_only.checks)
+        judged = judge(facts_only, run_obj)
+        inapplicable = not_applicable(facts_only, run_obj)
+        run_obj = run_obj.replace(
+            verdicts=tuple(verdicts) + tuple(judged),
+            notes=(*run_obj.notes, *inapplicable),
+        )
     out = sys.stdout
     print(table(facts, nodes), file=out)
     problems = [r for r in results if r.status is not StepStatus.OK]
@@ -122,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
                 f"  {v.outcome.value:<7} {v.check} [{subject}] {observed} expected {v.expected}",
                 file=out,
             )
+    for line in inapplicable:
+        print(f"note: {line}", file=out)
+    if spec is not None:
+        why = "--spec" if args.spec else f"the spec of suite {suite.name}"
+        print(f"judged against {spec.name} ({why})", file=out)
     if skipped:
         print(
             f"({skipped} benchmark checks of {spec.name} not judged here: use aibench run)",

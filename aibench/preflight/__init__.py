@@ -52,11 +52,12 @@ nvidia-smi     driver_version, cuda_version, gpu_count; per GPU (dims gpu): prod
                peer): topo_link, nvlink_bonds; per GPU: cpu_affinity, numa_affinity,
                gpu_numa_id
 ibstat         hca_count; per HCA (dims hca): ca_type, firmware_version, hardware_version,
-               port_count; per port (dims hca, port): state, physical_state, rate (Gbit/s),
-               link_layer
+               port_count; per port (dims hca, port, link_layer): state, physical_state,
+               rate (Gbit/s), link_layer
 ibv_devinfo    hca_count; per HCA (dims hca): transport, firmware_version, hardware_version,
-               vendor_part_id, board_id, port_count; per port (dims hca, port): state,
-               max_mtu, active_mtu (B), link_layer, phys_state, active_width, active_speed
+               vendor_part_id, board_id, port_count; per port (dims hca, port,
+               link_layer): state, max_mtu, active_mtu (B), link_layer, phys_state,
+               active_width, active_speed
 dcgmi          version, driver_version, gpu_device_ids, overall (pass | warn | fail),
                failed_tests (count); per test (dims test, section): result (pass | fail |
                warn | skip), result_text; warning, info (dims test, section, n)
@@ -65,7 +66,9 @@ kernel-log     lines, xid_count (count), xid_codes ("none" or "79,48")
 
 Example spec selections: ``nvidia-smi`` / ``driver_version`` version_ge 550; ``sysctl`` /
 ``vm.swappiness`` eq 10; ``memory`` / ``total`` >= N GiB; ``cpu`` / ``cores`` >= N;
-``dcgmi`` / ``overall`` eq pass; ``kernel-log`` / ``xid_count`` eq 0.
+``dcgmi`` / ``overall`` eq pass; ``kernel-log`` / ``xid_count`` eq 0; ``ibstat`` /
+``state`` with dims ``{link_layer: InfiniBand}`` eq Active (the port's link layer is a dim,
+added by the preflight runner, so that an unused Ethernet port is not judged).
 """
 
 from __future__ import annotations

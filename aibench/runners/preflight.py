@@ -210,6 +210,8 @@ class PreflightRunner:
             raise ToolFailure(program, f"exit code {out.exit_code}: {why}", partial=list(records))
         if kind.startswith("mount-"):
             records = [_with_path(r, argv[-1]) for r in records]
+        if kind in ("hca", "hca-verbs"):
+            records = with_link_layer(records)
         return records
 
     def version_argv(self) -> tuple[str, ...] | None:
@@ -231,6 +233,28 @@ def absent(prefix: str, reason: str, argv: Sequence[str] = ()) -> list[Record]:
 def _no_devices(kind: str, records: Sequence[Record]) -> bool:
     """ibv_devinfo exits non-zero when it finds no device: that is the fact hca_count 0."""
     return kind == "hca-verbs" and [getattr(r, "value", None) for r in records] == [0]
+
+
+def with_link_layer(records: Sequence[Record]) -> list[Record]:
+    """Per-port HCA facts get the port's link layer as a dim (``link_layer: InfiniBand``).
+
+    ibstat and ibv_devinfo print the link layer as one more line of the port, so the
+    parsers give it as a fact of its own; a spec selects the InfiniBand ports of a node
+    (``fact: {source: ibstat, name: state, dims: {link_layer: InfiniBand}}``) through
+    this dim, and an unused Ethernet port of the same adapter is not judged by it.
+    """
+    layer: dict[tuple[object, object], str] = {}
+    for r in records:
+        if isinstance(r, Fact) and r.name == "link_layer" and isinstance(r.value, str):
+            layer[(r.dims.get("hca"), r.dims.get("port"))] = r.value
+    out: list[Record] = []
+    for r in records:
+        if isinstance(r, Fact) and "port" in r.dims and "link_layer" not in r.dims:
+            ll = layer.get((r.dims.get("hca"), r.dims.get("port")))
+            if ll is not None:
+                r = dataclasses.replace(r, dims=FrozenDims({**r.dims.to_dict(), "link_layer": ll}))
+        out.append(r)
+    return out
 
 
 def _with_path(r: Record, path: str) -> Record:

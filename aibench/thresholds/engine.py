@@ -678,15 +678,16 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
             if not ok:
                 bad.append(f"{label + ': ' if label else ''}{text}" + (f" ({why})" if why else ""))
         uniq = sorted(set(shown))
+        failed = Outcome.WARN if check.severity == "warn" else Outcome.FAIL
         out.append(
             Verdict(
                 **base,
-                outcome=Outcome.FAIL if bad else Outcome.PASS,
+                outcome=failed if bad else Outcome.PASS,
                 subject=subj,
                 observed_text="; ".join(uniq[:8])
                 + (f" (+{len(uniq) - 8} more)" if len(uniq) > 8 else ""),
                 samples=len(items),
-                culprits=subj if bad else (),
+                culprits=subj if bad and failed is Outcome.FAIL else (),
                 evidence=evidence,
                 reason=(
                     f"{fs.name} {'; '.join(bad[:5])}, expected {base['expected']}" if bad else ""

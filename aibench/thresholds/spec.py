@@ -265,6 +265,11 @@ class Check(Strict):
     ) = Field(None, description="fact check: how the fact is compared with `value`")
     value: Scalar | list[Scalar] | None = Field(None, description="fact check: the operand")
     allow_absent: bool = Field(False, description="fact check: an absent fact passes")
+    severity: Literal["fail", "warn"] = Field(
+        "fail",
+        description="fact check: a fact that does not hold (or is absent) is FAIL, or WARN "
+        "(a warning that does not fail the run, e.g. a clock slowdown the source only logs)",
+    )
     waiver: Waiver | None = Field(None, description="an accepted deviation")
 
     @field_validator("unit")
@@ -302,9 +307,9 @@ class Check(Strict):
 
     def _metric_shape(self) -> Check:
         assert self.select is not None
-        for k in ("op", "value"):
+        for k in ("op", "value", "severity", "allow_absent"):
             if k in self.model_fields_set:
-                raise ValueError(f"`{k}` belongs to fact checks")
+                raise ValueError(f"`{k}` belongs to fact checks (metric checks use `warn`)")
         if self.unit is None:
             raise ValueError("a metric check needs `unit` (the unit of its bounds)")
         known = VOCABULARY.get((self.select.tool, self.select.metric))
