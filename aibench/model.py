@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, TypeAlias
 
 SCHEMA_VERSION = "1.0"
@@ -37,7 +38,10 @@ class FrozenDims(Mapping[str, Scalar]):
     many records build one FrozenDims per row and share it between that row's records.
     """
 
-    __slots__ = ("_items", "_map")
+    # _map holds the items ordered by name; _hash is filled on first use. One dict and no
+    # item tuples: a dict of str keys and scalar values is not tracked by the garbage
+    # collector, tuples are, and a large output holds one FrozenDims per row.
+    __slots__ = ("_hash", "_map")
 
     def __init__(self, data: Mapping[str, Scalar] | Iterable[tuple[str, Scalar]] = ()) -> None:
         if type(data) is dict:
@@ -51,9 +55,7 @@ class FrozenDims(Mapping[str, Scalar]):
             if type(v) not in _SCALAR_TYPES and not isinstance(v, str | int | float | bool):
                 raise TypeError(f"dimension {k!r} must be a scalar, got {type(v).__name__}")
             m[k] = v
-        items = sorted(m.items())
-        self._map = dict(items)
-        self._items = tuple(items)
+        self._map = dict(sorted(m.items()))
 
     def __getitem__(self, key: str) -> Scalar:
         return self._map[key]
@@ -65,11 +67,15 @@ class FrozenDims(Mapping[str, Scalar]):
         return len(self._map)
 
     def __hash__(self) -> int:
-        return hash(self._items)
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash: int = hash(tuple(self._map.items()))
+            return self._hash
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenDims):
-            return self._items == other._items
+            return self._map == other._map  # same names, so the same order
         if isinstance(other, Mapping):
             return self._map == dict(other)
         return NotImplemented
@@ -79,6 +85,48 @@ class FrozenDims(Mapping[str, Scalar]):
 
     def to_dict(self) -> dict[str, Scalar]:
         return dict(self._map)
+
+
+class DimsLayout:
+    """A fixed list of dimension names, to build many FrozenDims that differ in values only.
+
+    For parsers that emit a record set per table row: the names are checked (str, no
+    duplicates) and ordered once, then :meth:`make` builds each row's dims from the values
+    alone. ``make`` checks the values as the FrozenDims constructor does (one C-level type
+    test for the common case; anything but an exact str/int/float/bool goes through the
+    constructor itself, which accepts subclasses and raises TypeError for the rest).
+    """
+
+    __slots__ = ("_names", "_pick", "_sorted_names")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._names = tuple(names)
+        for k in self._names:
+            if not isinstance(k, str):
+                raise TypeError(f"dimension names must be str, got {k!r}")
+        if len(set(self._names)) != len(self._names):
+            raise ValueError(f"duplicate dimension names in {self._names}")
+        order = sorted(range(len(self._names)), key=self._names.__getitem__)
+        self._sorted_names = tuple(self._names[i] for i in order)
+        # values in name order -> values in sorted-name order (itemgetter: a tuple for 2+)
+        self._pick: Callable[[Sequence[Scalar]], Sequence[Scalar]] = (
+            itemgetter(*order) if len(order) > 1 else (lambda v: tuple(v))
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    def make(self, values: Sequence[Scalar]) -> FrozenDims:
+        """The FrozenDims of ``names`` to ``values`` (same order, same length)."""
+        if len(values) != len(self._names):
+            raise ValueError(f"{len(values)} values for the dimensions {self._names}")
+        if not _SCALAR_TYPES.issuperset(map(type, values)):
+            return FrozenDims(zip(self._names, values, strict=True))
+        dims = FrozenDims.__new__(FrozenDims)
+        # lengths checked above; zip's keyword costs a tenth of this call
+        dims._map = dict(zip(self._sorted_names, self._pick(values)))  # noqa: B905
+        return dims
 
 
 def _dims(value: Mapping[str, Scalar] | FrozenDims | None) -> FrozenDims:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.model import DimsLayout, FrozenDims, Measurement, Scalar
 
 TOOL = "nccl-tests"
 
@@ -80,6 +80,42 @@ def check_average(values: list[tuple[float, float]], avg: float, avg_ulp: float,
         )
 
 
+# What a results column feeds: a row key (int or str dim) or a metric of a placement
+_KEY_INT = {"size": "size_bytes", "count": "count", "root": "root"}
+_KEY_STR = {"type": "dtype", "redop": "redop", "op": "redop"}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How to read a row of one width: computed once per header, used for every row."""
+
+    keys: tuple[tuple[int, str, str, bool], ...]  # (index, column, dim, is an integer)
+    values: tuple[tuple[int, str, int, str, str], ...]  # (index, column, place, metric, unit)
+    key_dims: tuple[str, ...]  # the distinct dims of ``keys``
+    layout: DimsLayout  # key_dims (+ op) + placement
+
+
+def _plan(names: list[str], place: list[int], op: str | None) -> _Plan:
+    keys: list[tuple[int, str, str, bool]] = []
+    values: list[tuple[int, str, int, str, str]] = []
+    for i, name in enumerate(names):
+        if name in _KEY_INT:
+            keys.append((i, name, _KEY_INT[name], True))
+        elif name in _KEY_STR:
+            keys.append((i, name, _KEY_STR[name], False))
+    for i, (name, p) in enumerate(zip(names, place, strict=True)):
+        if p < 0:
+            continue
+        if name == "error":
+            values.append((i, name, p, "", ""))  # checked, not emitted
+        elif name in _METRICS:
+            values.append((i, name, p, *_METRICS[name]))
+        # other columns (per-iteration i_min ..., timestamp) are not read
+    key_dims = tuple(dict.fromkeys(dim for _, _, dim, _ in keys))
+    layout = DimsLayout((*key_dims, "op", "placement") if op else (*key_dims, "placement"))
+    return _Plan(tuple(keys), tuple(values), key_dims, layout)
+
+
 @dataclass
 class Section:
     """One run of one binary: from its ``# nThread`` line to its footer."""
@@ -92,6 +128,8 @@ class Section:
     records: list[Measurement] = field(default_factory=list)
     busbw: list[tuple[float, float]] = field(default_factory=list)
     _place: list[int] = field(default_factory=list)  # per column: -1 row key, 0/1 placement
+    _plans: dict[int, _Plan] = field(default_factory=dict)  # by the number of fields
+    _timestamp: int = -1  # index of the two-field timestamp column, -1 when none
 
     def set_header(self, names: list[str], line: int) -> None:
         place, group = [], -1
@@ -102,6 +140,14 @@ class Section:
         if group not in (0, 1) or "size" not in names:
             raise ParseError(TOOL, f"unexpected results header: {' '.join(names)}", line)
         self.columns, self.header_line, self._place = names, line, place
+        self._timestamp = names.index("timestamp") if "timestamp" in names else -1
+        self._plans = {len(names): _plan(names, place, self.op)}
+        if 1 in place:
+            # trace replay: no out-of-place body, only in-place columns
+            kept = [i for i, p in enumerate(place) if p != 0]
+            self._plans[len(kept)] = _plan(
+                [names[i] for i in kept], [place[i] for i in kept], self.op
+            )
 
     def _dims(self, key: dict[str, Scalar], placement: str) -> FrozenDims:
         dims = dict(key)
@@ -110,75 +156,70 @@ class Section:
         dims["placement"] = placement
         return FrozenDims(dims)
 
-    def add_row(self, line: str, no: int) -> None:
+    def add_row(self, line: str, no: int, tokens: list[str] | None = None) -> None:
+        """Read one table row (``tokens``: ``line.split()`` when the caller has it)."""
         assert self.columns is not None
-        cols, place = self.columns, self._place
-        tokens = line.split()
-        if "timestamp" in cols and len(tokens) == len(cols) + 1:
-            i = cols.index("timestamp")
-            tokens[i : i + 2] = [tokens[i] + " " + tokens[i + 1]]
-        n_oop = place.count(0)
-        if len(tokens) == len(cols) - n_oop and 1 in place:
-            # trace replay: no out-of-place body, only in-place columns
-            cols = [c for c, p in zip(cols, place, strict=True) if p != 0]
-            place = [p for p in place if p != 0]
-        if len(tokens) != len(cols):
+        if tokens is None:
+            tokens = line.split()
+        ncols = len(self.columns)
+        ts = self._timestamp
+        if ts >= 0 and len(tokens) == ncols + 1:
+            tokens[ts : ts + 2] = [tokens[ts] + " " + tokens[ts + 1]]
+        plan = self._plans.get(len(tokens))
+        if plan is None:
             raise ParseError(
                 TOOL,
-                f"row has {len(tokens)} fields, the header has {len(cols)}: {line.strip()}",
+                f"row has {len(tokens)} fields, the header has {ncols}: {line.strip()}",
                 no,
             )
         key: dict[str, Scalar] = {}
-        for name, tok in zip(cols, tokens, strict=True):
-            if name in ("size", "count", "root"):
-                try:
-                    key[{"size": "size_bytes"}.get(name, name)] = int(tok)
-                except ValueError:
-                    raise ParseError(
-                        TOOL, f"column {name!r}: {tok!r} is not an integer", no
-                    ) from None
-            elif name == "type":
-                key["dtype"] = tok
-            elif name in ("redop", "op"):
-                key["redop"] = tok
-        for name, tok, p in zip(cols, tokens, place, strict=True):
-            if p < 0:
+        for i, name, dim, is_int in plan.keys:
+            if not is_int:
+                key[dim] = tokens[i]
                 continue
-            placement = PLACEMENTS[p]
-            if name == "error":
-                self._check_error(tok, key, placement, line, no)
+            try:
+                key[dim] = int(tokens[i])
+            except ValueError:
+                raise ParseError(
+                    TOOL, f"column {name!r}: {tokens[i]!r} is not an integer", no
+                ) from None
+        records = self.records
+        # one FrozenDims per placement, shared by the metrics of that placement
+        dims: list[FrozenDims | None] = [None, None]
+        head = [key[d] for d in plan.key_dims]
+        if self.op:
+            head.append(self.op)
+        for i, name, p, metric, unit in plan.values:
+            tok = tokens[i]
+            if not metric:
+                self._check_error(tok, key, PLACEMENTS[p], line, no)
                 continue
-            if name not in _METRICS:
-                continue  # per-iteration columns, timestamp
-            metric, unit = _METRICS[name]
             if tok == "N/A":
                 continue
-            value = number(tok)
-            if value is None:
+            try:
+                value = float(tok)
+            except ValueError:
+                value = math.nan
+            if value - value != 0.0:  # not a finite number
                 if tok.lower().lstrip("-") in ("nan", "inf"):
                     continue
                 raise ParseError(
-                    TOOL, f"column {name!r} ({placement}): {tok!r} is not a number", no
+                    TOOL, f"column {name!r} ({PLACEMENTS[p]}): {tok!r} is not a number", no
                 )
             if metric == "wrong" and value > 0:
                 raise ToolFailure(
                     TOOL,
-                    f"{placement} #wrong {tok} at size {key.get('size_bytes')} B "
+                    f"{PLACEMENTS[p]} #wrong {tok} at size {key.get('size_bytes')} B "
                     f"(data check failed): {line.strip()}",
                     no,
-                    partial=list(self.records),
+                    partial=list(records),
                 )
             if metric == "busbw":
                 self.busbw.append((value, half_ulp(tok)))
-            self.records.append(
-                Measurement(
-                    tool=TOOL,
-                    metric=metric,
-                    value=value,
-                    unit=unit,
-                    dims=self._dims(key, placement),
-                )
-            )
+            d = dims[p]
+            if d is None:
+                d = dims[p] = plan.layout.make((*head, PLACEMENTS[p]))
+            records.append(Measurement(TOOL, metric, value, unit, d))
 
     def _check_error(
         self, tok: str, key: dict[str, Scalar], placement: str, line: str, no: int

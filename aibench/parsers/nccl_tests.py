@@ -91,8 +91,8 @@ OPS = (
     "hypercube",
 )
 
-_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<(?:stdout|stderr)>:|\s*\d+: )")
-_RANK_TAG = re.compile(r"^\[(\d+)\] ?")
+# launcher prefixes: MPICH/Intel MPI rank tag (group 1), mpirun --tag-output, srun --label
+_PREFIX = re.compile(r"^(?:\[(\d+)\] ?|\[\d+,\d+\]<(?:stdout|stderr)>:|\s*\d+: )")
 _FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure|Invalid number of GPUs: ")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _RANK = re.compile(r"^#\s+Rank\s+\d+\s")
@@ -109,10 +109,13 @@ def _op_name(program: str) -> str | None:
 
 
 def _strip_prefix(raw: str) -> str:
-    m = _RANK_TAG.match(raw)
-    if m:
-        return raw[m.end() :].replace(f"[{m.group(1)}]", " ").rstrip()
-    return _PREFIX.sub("", raw, count=1).rstrip()
+    m = _PREFIX.match(raw)
+    if m is None:
+        return raw.rstrip()
+    rank = m.group(1)
+    if rank is not None:
+        return raw[m.end() :].replace(f"[{rank}]", " ").rstrip()
+    return raw[m.end() :].rstrip()
 
 
 def parse(text: str) -> list[Measurement]:
@@ -128,13 +131,14 @@ def _parse_text(text: str) -> list[Measurement]:
     seen_table = False
     for no, raw in enumerate(text.splitlines(), start=1):
         line = _strip_prefix(raw)
-        if not line.strip():
+        if not line:
             continue
-        if _FAILURE.search(line):
+        # the substring tests are cheap and _FAILURE cannot match without one of them
+        if ("failure" in line or "GPUs:" in line) and _FAILURE.search(line):
             raise ToolFailure(
                 TOOL, line.strip(), line=no, partial=[*out, *(section.records if section else [])]
             )
-        if line.startswith("#"):
+        if line[0] == "#":
             m = _STARTING.match(line)
             if m:
                 pending_op = _op_name(m.group(1))
@@ -182,11 +186,11 @@ def _parse_text(text: str) -> list[Measurement]:
             continue
         if section is None or section.columns is None:
             continue
-        first = line.split(None, 1)[0]
-        if not first.isdigit():
+        tokens = line.split()
+        if not tokens[0].isdigit():
             continue  # NCCL INFO/WARN lines, launcher chatter
         try:
-            section.add_row(line, no)
+            section.add_row(line, no, tokens)
         except ToolFailure as exc:
             exc.partial[:0] = out
             raise
