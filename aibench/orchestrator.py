@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,11 +60,30 @@ class Plan:
     def invocations(self) -> list[Invocation]:
         return [inv for r in self.rounds for inv in r.invocations]
 
+    def at_once(self, rnd: PlannedRound) -> int:
+        """How many invocations of the round run at the same time under the inventory's
+        ``max_parallel`` and ``max_network_parallel`` (the network ones count against both)."""
+        limits = self.inventory.limits
+        n = len(rnd.invocations)
+        net = sum(1 for i in rnd.invocations if i.network)
+        capped = min(net, limits.max_network_parallel) if limits.max_network_parallel else net
+        return min(max(1, limits.max_parallel), n - net + capped)
+
     def estimated_seconds(self) -> float:
-        """Rough wall time: per round, the longest client timeout's expected share."""
+        """Rough wall time: per round, the longest expected run, times the waves the
+        concurrency limits make of the round (rounds run one after another)."""
+        limits = self.inventory.limits
         total = 0.0
         for r in self.rounds:
-            total += max((_expected_seconds(i) for i in r.invocations), default=0.0)
+            if not r.invocations:
+                continue
+            longest = max(_expected_seconds(i) for i in r.invocations)
+            waves = math.ceil(len(r.invocations) / max(1, limits.max_parallel))
+            net = [_expected_seconds(i) for i in r.invocations if i.network]
+            t = waves * longest
+            if net and limits.max_network_parallel:
+                t = max(t, math.ceil(len(net) / limits.max_network_parallel) * max(net))
+            total += t
         return total
 
 
@@ -182,6 +202,9 @@ class Execution:
     done: dict[str, StepResult] = field(default_factory=dict)
     unreachable: dict[str, str] = field(default_factory=dict)
     tool_versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    versions: dict[VersionProbe, tuple[str, str]] = field(
+        default_factory=dict
+    )  # (version, why not)
     _journal_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -254,28 +277,111 @@ async def check_nodes(ex: Execution) -> None:
     await asyncio.gather(*(one(n) for n in sorted(nodes)))
 
 
-async def capture_versions(ex: Execution, raw: Path) -> None:
-    """Run each tool's version command once per node that runs it."""
-    pairs = sorted({(n, inv.tool) for inv in ex.plan.invocations for n in inv.nodes})
+@dataclass(frozen=True)
+class VersionProbe:
+    """One version command on one node: of a step's tool, or of the launcher it runs."""
 
-    async def one(node_name: str, tool: str) -> None:
-        if node_name in ex.unreachable:
+    host: str
+    name: str  # the tool (runner) name, or the launcher's name (mpirun, srun)
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    launcher: bool = False
+
+
+def version_probes(inv: Invocation) -> list[VersionProbe]:
+    """What to run to learn the versions an invocation uses.
+
+    The tool's: the runner's ``version_argv_for(inv)`` (the binary the step runs, e.g.
+    under its bin_dir) or else ``version_argv()``, on every node of the invocation. The
+    launcher's: when the client is a launcher of :mod:`aibench.launchers` (mpirun, srun),
+    its ``--version`` with the path and the environment the step gives it, on the node
+    that starts it.
+    """
+    from aibench.launchers import LAUNCHERS
+
+    runner = RUNNERS.get(inv.tool)
+    for_inv = getattr(runner, "version_argv_for", None)
+    argv = for_inv(inv) if for_inv is not None else runner.version_argv()
+    probes = (
+        [VersionProbe(n, inv.tool, tuple(argv)) for n in dict.fromkeys(inv.nodes)] if argv else []
+    )
+    if inv.client.role == "launcher" and inv.client.argv:
+        path = inv.client.argv[0]
+        name = path.rsplit("/", 1)[-1]
+        launcher = LAUNCHERS.get(name) if name in LAUNCHERS else None
+        l_argv = getattr(launcher, "version_argv", None)
+        if launcher is not None and l_argv is not None:
+            probes.append(
+                VersionProbe(
+                    inv.client.host,
+                    name,
+                    (path, *l_argv()[1:]),
+                    tuple(sorted(inv.client.env.items())),
+                    launcher=True,
+                )
+            )
+    return probes
+
+
+async def capture_versions(ex: Execution, raw: Path) -> None:
+    """Run each version command once per node (a tool, a binary, a launcher).
+
+    The result lands in ``ex.versions`` per probe (what each step records) and in
+    ``ex.tool_versions[node][name]`` (run.json's environment; two binaries of one tool
+    on one node that differ are both named).
+    """
+    from aibench.launchers import LAUNCHERS
+
+    probes = sorted(
+        {p for inv in ex.plan.invocations for p in version_probes(inv)},
+        key=lambda p: (p.host, p.name, p.argv, p.env),
+    )
+    seen: dict[tuple[str, str], int] = {}
+
+    async def one(p: VersionProbe, k: int) -> None:
+        if p.host in ex.unreachable:
             return
-        runner = RUNNERS.get(tool)
-        argv = runner.version_argv()
-        if not argv:
-            return
-        node = ex.plan.inventory.node(node_name)
-        out = raw / "versions" / f"{node_name}.{tool}.out"
-        err = raw / "versions" / f"{node_name}.{tool}.err"
-        res = await ex.executor_for(node).run(node, Command(argv, timeout=20), out, err)
+        parser: Any = LAUNCHERS.get(p.name) if p.launcher else RUNNERS.get(p.name)
+        ok_codes = getattr(parser, "version_exit_codes", (0,))
+        node = ex.plan.inventory.node(p.host)
+        stem = f"{p.host}.{p.name}" + (f".{k}" if k else "")
+        out, err = raw / "versions" / f"{stem}.out", raw / "versions" / f"{stem}.err"
+        cmd = Command(p.argv, env=dict(p.env), timeout=20)
+        res = await ex.executor_for(node).run(node, cmd, out, err)
         text = _read(out) + _read(err)
-        version = runner.parse_version(text) if res.exit_code == 0 else ""
-        ex.tool_versions.setdefault(node_name, {})[tool] = version or (
-            f"absent ({res.reason})" if res.reason else "unknown"
+        version = parser.parse_version(text) if res.exit_code in ok_codes else ""
+        if version:
+            ex.versions[p] = (version, "")
+        else:
+            cmd_text = " ".join(p.argv)
+            if res.reason:
+                why = res.reason
+            elif res.exit_code not in ok_codes:
+                why = f"{cmd_text}: exit code {res.exit_code}: {_tail(text, 1) or 'no output'}"
+            else:
+                why = f"{cmd_text}: no version in its output"
+            ex.versions[p] = ("", why)
+
+    jobs = []
+    for p in probes:
+        k = seen.get((p.host, p.name), 0)
+        seen[(p.host, p.name)] = k + 1
+        jobs.append(one(p, k))
+    await asyncio.gather(*jobs)
+    named: dict[tuple[str, str], list[tuple[VersionProbe, str]]] = {}
+    for p in probes:
+        if p in ex.versions:
+            named.setdefault((p.host, p.name), []).append((p, _version_text(ex.versions[p])))
+    for (host, name), got in named.items():
+        texts = list(dict.fromkeys(t for _, t in got))
+        ex.tool_versions.setdefault(host, {})[name] = (
+            texts[0] if len(texts) == 1 else "; ".join(f"{t} ({p.argv[0]})" for p, t in got)
         )
 
-    await asyncio.gather(*(one(n, t) for n, t in pairs))
+
+def _version_text(found: tuple[str, str]) -> str:
+    version, why = found
+    return version or (f"absent ({why})" if "not found" in why else f"unknown ({why})")
 
 
 def _read(p: Path, limit: int = 50_000_000) -> str:
@@ -306,6 +412,16 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
     rel_out = str(out_path.relative_to(ex.run_dir))
     rel_err = str(err_path.relative_to(ex.run_dir))
     records = [_record_of(p) for p in (*inv.setup, *inv.servers, inv.client)]
+    probes = version_probes(inv)
+    tool_probe = next((p for p in probes if not p.launcher and p.host == inv.client.host), None)
+    # the launcher's version is a fact of the node that starts it, on every step it starts
+    launcher_facts = [
+        Fact(
+            p.name, "version", ex.versions[p][0] or None, nodes=(p.host,), reason=ex.versions[p][1]
+        )
+        for p in probes
+        if p.launcher and p in ex.versions
+    ]
 
     def result(
         status: StepStatus,
@@ -315,7 +431,12 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
         facts: Sequence[Fact] = (),
         started: str = "",
         duration: float = 0.0,
+        processes: Sequence[ProcessRecord] = (),
     ) -> StepResult:
+        probed = ex.versions.get(tool_probe) if tool_probe is not None else None
+        tool_version = (probed[0] if probed else "") or _version_fact(facts)
+        if not tool_version and probed:
+            tool_version = _version_text(probed)
         return StepResult(
             step_id=inv.step_id,
             step=inv.step,
@@ -327,14 +448,13 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
             exit_code=exit_code,
             started=started,
             duration_s=round(duration, 3),
-            processes=tuple(records),
+            processes=(*records, *processes),
             stdout_path=rel_out,
             stderr_path=rel_err,
             measurements=tuple(measurements),
-            facts=tuple(facts),
+            facts=(*facts, *launcher_facts),
             reason=reason[:500],
-            tool_version=ex.tool_versions.get(inv.client.host, {}).get(inv.tool, "")
-            or _version_fact(facts),
+            tool_version=tool_version,
         )
 
     t0 = time.monotonic()
@@ -415,10 +535,12 @@ def interpret(
 ) -> StepResult:
     """Turn a finished process into a StepResult: status, reason, records."""
     stdout, stderr = _read(out_path), _read(err_path)
+    extra: list[ProcessRecord] = []  # processes ``collect`` reports (filled in place)
     base: dict[str, Any] = {
         "exit_code": proc.exit_code,
         "started": proc.started,
         "duration": duration,
+        "processes": extra,
     }
     if proc.unreachable:
         return result(StepStatus.UNREACHABLE, proc.reason or "node unreachable", **base)
@@ -428,7 +550,7 @@ def interpret(
     problem: OutputError | None = None
     try:
         if collect is not None:
-            out = Output(stdout, stderr, proc.exit_code, out_path.parent, proc.reason)
+            out = Output(stdout, stderr, proc.exit_code, out_path.parent, proc.reason, extra)
             records = list(collect(inv, out))
         elif proc.exit_code is not None or stdout.strip():
             from aibench import parsers

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ class ScriptOptions(Strict):
     script: str
     server: str | None = None
     timeout: float = 20.0
+    network: bool = False  # counts against max_network_parallel
 
 
 class ScriptRunner:
@@ -58,6 +61,7 @@ class ScriptRunner:
                 repeat=slot.repeat,
                 round=slot.round,
                 parser="-",
+                network=o.network,
                 servers=servers,
                 client=ProcessSpec(
                     group[0].name, (sys.executable, "-c", o.script), timeout=o.timeout
@@ -220,3 +224,148 @@ def test_secrets_in_env_are_not_recorded(tmp_path: Path, script_runner: ScriptRu
 
     rec = _record_of(ProcessSpec("n1", ("x",), env={"HF_TOKEN": "hunter2", "NCCL_DEBUG": "INFO"}))
     assert rec.env == {"HF_TOKEN": "***", "NCCL_DEBUG": "INFO"}
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def perftest_suite(options: dict[str, Any]) -> Suite:
+    runner = RUNNERS.get("perftest")
+    m = StepModel(name="rdma", tool="perftest", placement="pairs", options=options)
+    return Suite(
+        name="t", description="", source="-", sha256="", spec=None, settings=Settings(),
+        steps=(Step(model=m, options=runner.Options(**options)),), raw={},
+    )  # fmt: skip
+
+
+def capture(tmp_path: Path, suite: Suite, inv: Inventory) -> Execution:
+    from aibench.orchestrator import capture_versions
+
+    loc = LocalExecutor()
+    ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
+    asyncio.run(capture_versions(ex, tmp_path / "raw"))
+    return ex
+
+
+def test_perftest_version_comes_from_the_binary_the_step_runs(tmp_path: Path) -> None:
+    """bin_dir and the test (ib_read_lat) are asked, not ``ib_write_bw`` on the PATH.
+
+    The stand-in answers ``--version`` as perftest 6.06 does on Debian 12: ``Version: 6.06``
+    and exit code 1 (a version read only from exit code 0 was always "unknown")."""
+    bin_dir = tmp_path / "perftest-bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "ib_read_lat"
+    tool.write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && { echo "Version: 6.06"; exit 1; }\nexit 3\n'
+    )
+    tool.chmod(0o755)
+    suite = perftest_suite({"test": "ib_read_lat", "bin_dir": str(bin_dir)})
+    ex = capture(tmp_path, suite, local_nodes(2))
+    assert {p.argv for p in ex.versions} == {(str(tool), "--version")}
+    assert {p.host for p in ex.versions} == {"n1", "n2"}
+    assert ex.tool_versions == {"n1": {"perftest": "6.06"}, "n2": {"perftest": "6.06"}}
+    assert (tmp_path / "raw" / "versions" / "n1.perftest.out").read_text() == "Version: 6.06\n"
+
+
+def test_a_version_command_that_fails_says_why(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "perftest-bin"
+    suite = perftest_suite({"test": "ib_write_bw", "bin_dir": str(bin_dir)})  # nothing there
+    ex = capture(tmp_path, suite, local_nodes(1))
+    got = ex.tool_versions["n1"]["perftest"]
+    assert got.startswith("absent ("), got
+    assert f"{bin_dir}/ib_write_bw" in got, got
+
+
+@pytest.mark.skipif(shutil.which("ib_write_bw") is None, reason="needs perftest")
+def test_perftest_on_the_path_gives_its_version(tmp_path: Path) -> None:
+    ex = capture(tmp_path, perftest_suite({"test": "ib_send_bw"}), local_nodes(1))
+    (probe,) = ex.versions
+    assert probe.argv == ("ib_send_bw", "--version")
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?(-\S+)?", ex.tool_versions["n1"]["perftest"])
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs openmpi-bin")
+def test_the_launchers_version_is_captured_with_the_steps_path_and_environment(
+    tmp_path: Path,
+) -> None:
+    runner = RUNNERS.get("nccl-tests")
+    opts = {"launcher": "mpirun", "ranks_per_node": 2, "env": {"OMPI_MCA_x": "1"}}
+    m = StepModel(name="ar", tool="nccl-tests", options=opts)
+    suite = Suite(
+        name="t", description="", source="-", sha256="", spec=None, settings=Settings(),
+        steps=(Step(model=m, options=runner.Options(**opts)),), raw={},
+    )  # fmt: skip
+    ex = capture(tmp_path, suite, local_nodes(1))
+    (probe,) = ex.versions
+    assert probe.launcher
+    assert probe.argv == ("mpirun", "--version")
+    assert dict(probe.env) == {"OMPI_MCA_x": "1"}
+    version, why = ex.versions[probe]
+    assert version.startswith("Open MPI "), why
+    assert ex.tool_versions["n1"] == {"mpirun": version}
+
+
+# --------------------------------------------------------------------------- concurrency
+
+# Each invocation appends (start, end) of its own lifetime to a file: the intervals lie
+# inside the window in which the orchestrator counts the invocation as running.
+SPAN = (
+    "import time; t0 = time.time(); time.sleep(0.4); "
+    "open({log!r}, 'a').write(f'{{t0}} {{time.time()}}\\n'); print('x 1')"
+)
+
+
+def most_at_once(log: Path) -> int:
+    events = []
+    for line in log.read_text().splitlines():
+        t0, t1 = map(float, line.split())
+        events += [(t0, 1), (t1, -1)]
+    now = peak = 0
+    for _, d in sorted(events, key=lambda e: (e[0], e[1])):  # an end before a start at a tie
+        now += d
+        peak = max(peak, now)
+    return peak
+
+
+def limited(n: int, max_parallel: int = 64, max_network_parallel: int = 0) -> Inventory:
+    from aibench.inventory import Limits
+
+    inv = local_nodes(n)
+    return Inventory(
+        name=inv.name, nodes=inv.nodes, limits=Limits(max_parallel, max_network_parallel)
+    )
+
+
+@pytest.mark.parametrize(
+    ("max_parallel", "max_network_parallel", "network", "expected"),
+    [
+        (64, 0, False, 6),  # no limit: the whole round at once (the test can tell)
+        (2, 0, False, 2),  # max_parallel caps every invocation
+        (3, 0, True, 3),
+        (64, 2, True, 2),  # the fabric-load cap holds network tests to 2 ...
+        (64, 2, False, 6),  # ... and leaves the others alone
+        (1, 4, True, 1),  # the smaller of the two caps wins
+    ],
+)
+def test_concurrency_limits_hold(
+    tmp_path: Path,
+    script_runner: ScriptRunner,
+    max_parallel: int,
+    max_network_parallel: int,
+    network: bool,
+    expected: int,
+) -> None:
+    log = tmp_path / "spans.txt"
+    suite = suite_of(("s", {"script": SPAN.format(log=str(log)), "network": network}))
+    plan = build_plan(suite, limited(6, max_parallel, max_network_parallel))
+    assert [len(r.invocations) for r in plan.rounds] == [6]  # one round of 6 ...
+    assert plan.at_once(plan.rounds[0]) == expected  # ... as aibench plan says it runs
+    ex = run_plan(tmp_path, suite, limited(6, max_parallel, max_network_parallel))
+    assert all(r.ok for r in ex.results()), [r.reason for r in ex.results()]
+    assert len(log.read_text().splitlines()) == 6
+    peak = most_at_once(log)
+    if expected < 6:
+        assert peak <= expected  # never more than the cap ...
+        assert peak >= min(expected, 2)  # ... and still concurrent where the cap allows
+    else:  # without a cap all six overlap (a busy machine may start one late)
+        assert peak >= 4

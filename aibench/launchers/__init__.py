@@ -7,6 +7,11 @@ environment to start it with. The program's environment is passed *explicitly* (
 ``-x NAME``, Slurm's default ``--export=ALL`` of the launcher's own environment), so what
 the ranks see is what run.json records.
 
+A launcher may also say how to read its own version: ``version_argv()`` (the launcher
+process's argv, whose first element the orchestrator replaces with the path a step
+actually uses) and ``parse_version(text)``; the version is recorded per node and on every
+step the launcher starts.
+
 A module ``aibench/launchers/<name>.py`` defines ``LAUNCHER``; the registry discovers
 them (third parties: entry-point group ``aibench.launchers``). ``LAUNCHERS.get("srun")``.
 """

@@ -12,10 +12,14 @@ the launcher's own environment, so values never sit in argv and secrets stay red
 run.json. ``as_root`` sets ``OMPI_ALLOW_RUN_AS_ROOT=1`` and
 ``OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`` (Open MPI refuses to run as root otherwise).
 Tested with Open MPI 4.1.4 (local ranks and across hosts launched over ssh).
+
+``mpirun --version`` names the MPI: Open MPI prints ``mpirun (Open MPI) 4.1.4``, recorded
+as ``Open MPI 4.1.4``; another MPI's first line is kept as it is.
 """
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from aibench.launchers import Job, Launch
@@ -49,6 +53,16 @@ class Mpirun:
         if job.as_root:
             env.update(ROOT_ENV)
         return Launch(tuple(argv), env)
+
+    def version_argv(self) -> tuple[str, ...]:
+        return ("mpirun", "--version")
+
+    def parse_version(self, text: str) -> str:
+        m = re.search(r"\(Open MPI\)\s+(\S+)", text)
+        if m:
+            return f"Open MPI {m.group(1)}"
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return lines[0][:80] if lines else ""
 
 
 LAUNCHER = Mpirun()

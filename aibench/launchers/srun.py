@@ -11,10 +11,14 @@ process itself and recorded as such. ``--mpi=pmix`` is what Open MPI programs ne
 (``pmi2`` and ``none`` fail in MPI_Init). Run it outside any job step (a login node, an
 ``salloc``/``sbatch`` shell): inside a step srun sees only that step's nodes. Tested with
 Slurm 22.05.8 and Open MPI 4.1.4.
+
+``srun --version`` prints ``slurm 22.05.8`` (recorded as ``Slurm 22.05.8``); it reads the
+Slurm configuration first, so it runs with the launch's environment (``SLURM_CONF``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from aibench.launchers import Job, Launch
@@ -40,6 +44,13 @@ class Srun:
         argv += job.extra_args
         argv += job.program
         return Launch(tuple(argv), dict(job.env))
+
+    def version_argv(self) -> tuple[str, ...]:
+        return ("srun", "--version")
+
+    def parse_version(self, text: str) -> str:
+        m = re.search(r"^slurm(?:-wlm)?\s+(\d\S*)", text, re.M)
+        return f"Slurm {m.group(1)}" if m else ""
 
 
 LAUNCHER = Srun()

@@ -23,6 +23,7 @@ from aibench.registry import Registry
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
+    from aibench.model import ProcessRecord
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,16 @@ class Output:
     exit_code: int | None  # None: killed, or never started (see reason)
     raw_dir: Path  # the step's local raw folder (logs, fetched artifacts)
     reason: str = ""  # the executor's one-line reason when something went wrong
+    # ``collect`` appends the processes it knows of beyond the planned ones (each run an
+    # MLPerf sequencer started, the checker it ran here); they are recorded on the step.
+    processes: list[ProcessRecord] = field(default_factory=list)
 
 
 class Runner(Protocol):
-    """Required members below. Optional: ``collect(self, inv, out: Output) -> list[Record]``.
+    """Required members below. Optional: ``collect(self, inv, out: Output) -> list[Record]``,
+    ``version_argv_for(self, inv) -> argv | None`` (the version command of the binary an
+    invocation actually runs, e.g. under its ``bin_dir``; default ``version_argv()``) and
+    ``version_exit_codes`` (exit codes whose output is read for the version; default 0).
 
     Without ``collect`` the orchestrator parses the client's stdout with ``inv.parser``
     (a non-zero exit makes the step ``failed``, the tool's message kept as the reason).

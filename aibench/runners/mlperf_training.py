@@ -32,7 +32,10 @@ checker on it::
            --log_output RAW/<label>.r<repeat>.result_<k>.compliance.log LOG
 
 (``--log_output`` so nothing lands in the working directory) and parses it with the
-``mlperf-training`` parser. Emitted, per run (dim ``run_index``): ``time_to_train`` (ms,
+``mlperf-training`` parser. The step's processes in run.json add, besides the planned
+ones, each run as the sequencer started it (role ``run``: the filled-in argv, the
+environment, the exit code) and each checker run (role ``checker``, host ``_controller``:
+this machine). Emitted, per run (dim ``run_index``): ``time_to_train`` (ms,
 run_stop - run_start, dims ``benchmark``, ``status``) and the Facts ``compliance``
 (``passed`` / ``failed``, the checker's first complaint as the reason) and ``status``.
 Per benchmark: Measurement ``score`` (ms, dim ``benchmark``: the mean after dropping the
@@ -57,7 +60,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -66,8 +69,9 @@ from pydantic import Field, field_validator, model_validator
 from aibench import mlperf_rules, parsers
 from aibench.config import Strict
 from aibench.errors import OutputError, ToolFailure
+from aibench.executors.base import redact_env
 from aibench.inventory import Node
-from aibench.model import Fact, FrozenDims, Measurement
+from aibench.model import Fact, FrozenDims, Measurement, ProcessRecord
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
@@ -75,6 +79,7 @@ from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
 TOOL = "mlperf-training"
 PLACEHOLDERS = ("log_dir", "run_index", "seed")
 RUNS_FILE = "runs.json"
+CONTROLLER = "_controller"  # the host of processes run here, by aibench itself (the checker)
 _PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
 _LOG_FILE = re.compile(r"^[A-Za-z0-9_./{}+@%=-]+$")
 
@@ -192,9 +197,7 @@ class MlperfTrainingRunner:
                     role="launcher",
                     timeout=n * o.run_timeout + 60.0,
                 ),
-                artifacts=tuple(
-                    _log_path(o.log_file, f"{run_dir}/run_{k}") for k in range(n)
-                ),
+                artifacts=tuple(_log_path(o.log_file, f"{run_dir}/run_{k}") for k in range(n)),
             )
         ]
 
@@ -217,6 +220,12 @@ class MlperfTrainingRunner:
             )
         runs = json.loads(runs_file.read_text(encoding="utf-8"))["runs"]
         shutil.copyfile(runs_file, out.raw_dir / f"{inv.label}.r{inv.repeat}.{RUNS_FILE}")
+        # each run's filled-in argv, as the sequencer started it on the launch node
+        env = redact_env(inv.client.env)
+        out.processes.extend(
+            ProcessRecord(inv.client.host, tuple(r["argv"]), env, "run", r.get("exit_code"))
+            for r in runs
+        )
         records: list[Record] = []
         times: list[float] = []
         converged: list[bool] = []
@@ -226,12 +235,18 @@ class MlperfTrainingRunner:
         # registry is loaded first, here: its first load is not meant for threads)
         parsers.get("mlperf-training")
         with ThreadPoolExecutor(max_workers=4) as pool:
-            checked = list(pool.map(
-                lambda kr: self._one_run(inv, out.raw_dir, kr[0], kr[1], benchmark, o["ruleset"]),
-                enumerate(runs),
-            ))
-        for k, (got, problem) in enumerate(checked):
+            checked = list(
+                pool.map(
+                    lambda kr: self._one_run(
+                        inv, out.raw_dir, kr[0], kr[1], benchmark, o["ruleset"]
+                    ),
+                    enumerate(runs),
+                )
+            )
+        for k, (got, problem, checker) in enumerate(checked):
             records += got
+            if checker is not None:
+                out.processes.append(checker)
             if problem:
                 failures.append(f"run {k}: {problem}")
                 continue
@@ -250,37 +265,47 @@ class MlperfTrainingRunner:
 
     def _one_run(
         self, inv: Invocation, raw: Path, k: int, run: dict[str, Any], benchmark: str, ruleset: str
-    ) -> tuple[list[Record], str]:
+    ) -> tuple[list[Record], str, ProcessRecord | None]:
         dims = {"run_index": k}
         log = Path(inv.artifacts[k]) if k < len(inv.artifacts) else None
         if log is None or not log.is_file():
             code, why = run.get("exit_code"), run.get("reason") or ""
-            return [Fact(TOOL, "compliance", None, dims=FrozenDims(dims), reason="no log")], (
-                f"no MLLOG file {log} (exit code {code}{': ' + why if why else ''})"
+            return (
+                [Fact(TOOL, "compliance", None, dims=FrozenDims(dims), reason="no log")],
+                (f"no MLLOG file {log} (exit code {code}{': ' + why if why else ''})"),
+                None,
             )
         stem = f"{inv.label}.r{inv.repeat}.result_{k}"
         kept = raw / f"{stem}.txt"
         shutil.copyfile(log, kept)
-        passed, reason = compliance(kept, ruleset, raw / f"{stem}.compliance.log")
+        checked = compliance(kept, ruleset, raw / f"{stem}.compliance.log")
+        passed, reason = checked.passed, (checked.complaint, checked.output)
+        checker = ProcessRecord(CONTROLLER, checked.argv, {}, "checker", checked.exit_code)
         (raw / f"{stem}.compliance.txt").write_text(reason[1], encoding="utf-8")
         out: list[Record] = [
-            Fact(TOOL, "compliance", "passed" if passed else "failed", None, FrozenDims(dims),
-                 reason="" if passed else reason[0])
+            Fact(
+                TOOL,
+                "compliance",
+                "passed" if passed else "failed",
+                None,
+                FrozenDims(dims),
+                reason="" if passed else reason[0],
+            )
         ]
         try:
             parsed = parsers.parse("mlperf-training", kept.read_text(encoding="utf-8"))
         except ToolFailure as exc:
             parsed = [r for r in exc.partial if isinstance(r, Measurement | Fact)]
             out += [_with_dims(r, dims, benchmark) for r in parsed]
-            return out, exc.reason if passed else f"compliance checker: {reason[0]}"
+            return out, exc.reason if passed else f"compliance checker: {reason[0]}", checker
         except OutputError as exc:
-            return out, f"{exc.reason}"
+            return out, f"{exc.reason}", checker
         out += [_with_dims(r, dims, benchmark) for r in parsed]
         if run.get("exit_code") != 0:
-            return out, f"exit code {run.get('exit_code')}"
+            return out, f"exit code {run.get('exit_code')}", checker
         if not passed:
-            return out, f"compliance checker: {reason[0]}"
-        return out, ""
+            return out, f"compliance checker: {reason[0]}", checker
+        return out, "", checker
 
     def _score(
         self, benchmark: str, ruleset: str, n: int, times: list[float], converged: list[bool]
@@ -306,20 +331,43 @@ class MlperfTrainingRunner:
         reason = complete.reason or scored.reason
         if len(times) < n:
             reason = reason or f"{n - len(times)} of {n} runs gave no time"
-        out.append(Fact(TOOL, "score_valid", complete.valid and len(times) == n, None, dims,
-                        reason=reason))
+        out.append(
+            Fact(TOOL, "score_valid", complete.valid and len(times) == n, None, dims, reason=reason)
+        )
         return out
 
 
-def compliance(log: Path, ruleset: str, log_output: Path) -> tuple[bool, tuple[str, str]]:
-    """Run mlperf-logging's compliance checker: (passed, (first complaint, full output))."""
-    argv = [sys.executable, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
-            "--ruleset", ruleset, "--log_output", str(log_output), str(log)]
+@dataclass(frozen=True)
+class Compliance:
+    """One run of the compliance checker: its verdict and the exact process."""
+
+    passed: bool
+    complaint: str  # the first complaint when it failed
+    output: str  # everything it printed
+    argv: tuple[str, ...]
+    exit_code: int
+
+
+def compliance(log: Path, ruleset: str, log_output: Path) -> Compliance:
+    """Run mlperf-logging's compliance checker on ``log`` (here, on this machine)."""
+    argv = (
+        sys.executable,
+        "-m",
+        "mlperf_logging.compliance_checker",
+        "--usage",
+        "training",
+        "--ruleset",
+        ruleset,
+        "--log_output",
+        str(log_output),
+        str(log),
+    )
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=300, cwd=log_output.parent, check=False
     )
     text = proc.stdout + proc.stderr
-    return proc.returncode == 0, (first_complaint(text) if proc.returncode else "", text)
+    complaint = first_complaint(text) if proc.returncode else ""
+    return Compliance(proc.returncode == 0, complaint, text, argv, proc.returncode)
 
 
 def checker_version() -> Fact:
@@ -357,8 +405,10 @@ def _options_of(inv: Invocation) -> dict[str, str]:
     """run_dir, benchmark and ruleset: the sequencer's own options in the client argv."""
     argv = list(inv.client.argv)
     head = argv[: argv.index("--")]
-    return {k: head[head.index(f"--{k.replace('_', '-')}") + 1]
-            for k in ("run_dir", "benchmark", "ruleset")}
+    return {
+        k: head[head.index(f"--{k.replace('_', '-')}") + 1]
+        for k in ("run_dir", "benchmark", "ruleset")
+    }
 
 
 def _with_dims(r: Record, dims: dict[str, Any], benchmark: str) -> Record:
@@ -401,8 +451,9 @@ def sequence(
             except OSError as exc:
                 code, why = 127, f"cannot start {argv[0]}: {exc.strerror}"
         seconds = round(time.monotonic() - t0, 3)
-        done.append({"index": k, "argv": list(argv), "exit_code": code, "seconds": seconds,
-                     "reason": why})
+        done.append(
+            {"index": k, "argv": list(argv), "exit_code": code, "seconds": seconds, "reason": why}
+        )
         print(f"mlperf-training: run {k} exit {code} after {seconds} s {why}".rstrip(), flush=True)
         tmp = run_dir / f".{RUNS_FILE}.tmp"
         tmp.write_text(json.dumps({"runs": done}, indent=1), encoding="utf-8")

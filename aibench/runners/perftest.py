@@ -17,7 +17,8 @@ Latency tools (``*_lat``) take no ``--report_gbits``, ``-q`` or ``-b``.
 
 Without HCA facts one rail is planned with the ``device``/``ib_port``/``gid_index``
 options (none: perftest's first device). Output is parsed by the ``perftest`` parser in
-``collect``, which adds the rail (dims ``device``, ``server_device``). ``--out_json``
+``collect``, which adds the rail (dims ``device``, ``server_device``). The version is
+read from the binary the step runs (``BIN_DIR/<test> --version``). ``--out_json``
 exists from perftest 4.5-0.20 on; use it only where the version has it. ``bin_dir``
 names the binaries' directory (default: the PATH). Tested with perftest 6.06 on a
 machine without an RDMA device (the server exits with "Unable to find the
@@ -51,8 +52,14 @@ _WORD = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _FLAG = re.compile(r"^--?[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
 
 Test = Literal[
-    "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
-    "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat",
+    "ib_write_bw",
+    "ib_read_bw",
+    "ib_send_bw",
+    "ib_atomic_bw",
+    "ib_write_lat",
+    "ib_read_lat",
+    "ib_send_lat",
+    "ib_atomic_lat",
 ]
 
 
@@ -275,8 +282,15 @@ class PerftestRunner:
             )
         return out
 
+    # ``--version`` prints "Version: 6.06" and exits 1 (perftest 6.06 on Debian 12)
+    version_exit_codes: ClassVar[tuple[int, ...]] = (0, 1)
+
     def version_argv(self) -> tuple[str, ...]:
         return ("ib_write_bw", "--version")
+
+    def version_argv_for(self, inv: Invocation) -> tuple[str, ...]:
+        """The version of the binary the step runs (its bin_dir, its test), not the PATH's."""
+        return (inv.client.argv[0], "--version")
 
     def parse_version(self, text: str) -> str:
         m = re.search(r"Version:\s*(\S+)", text)

@@ -22,19 +22,48 @@ from aibench.runners.base import Slot
 from aibench.runners.mlperf_training import first_complaint
 from tests.runners.helpers import PROGRAMS, node, plan, run, suite_of
 
-TRAIN = [sys.executable, str(PROGRAMS / "mlperf_train_logreg.py"),
-         "--log-file", "{log_dir}/result.txt", "--seed", "{seed}"]
+TRAIN = [
+    sys.executable,
+    str(PROGRAMS / "mlperf_train_logreg.py"),
+    "--log-file",
+    "{log_dir}/result.txt",
+    "--seed",
+    "{seed}",
+]
 
 
 def test_the_client_is_the_sequencer_with_the_rules_run_count() -> None:
-    o = {"benchmark": "llama31_8b", "command": ["srun", "-N2", "train.sh", "{log_dir}", "{seed}"],
-         "python": "/opt/venv/bin/python", "seed": 40, "run_timeout": 3600}
+    o = {
+        "benchmark": "llama31_8b",
+        "command": ["srun", "-N2", "train.sh", "{log_dir}", "{seed}"],
+        "python": "/opt/venv/bin/python",
+        "seed": 40,
+        "run_timeout": 3600,
+    }
     (inv,) = plan("mlperf-training", o, [node("g1"), node("g2")], Slot(workdir="/w"), "llm")
     d = "/w/mlperf-training/llm/g1--g2.r0"
     assert list(inv.client.argv) == [
-        "/opt/venv/bin/python", "-m", "aibench.runners.mlperf_training", "--runs", "10",
-        "--benchmark", "llama31_8b", "--ruleset", "6.0.0", "--run-dir", d, "--seed", "40",
-        "--run-timeout", "3600", "--", "srun", "-N2", "train.sh", "{log_dir}", "{seed}",
+        "/opt/venv/bin/python",
+        "-m",
+        "aibench.runners.mlperf_training",
+        "--runs",
+        "10",
+        "--benchmark",
+        "llama31_8b",
+        "--ruleset",
+        "6.0.0",
+        "--run-dir",
+        d,
+        "--seed",
+        "40",
+        "--run-timeout",
+        "3600",
+        "--",
+        "srun",
+        "-N2",
+        "train.sh",
+        "{log_dir}",
+        "{seed}",
     ]
     assert mlperf_rules.min_runs("llama31_8b", "6.0.0") == 10
     assert inv.client.host == "g1"
@@ -44,8 +73,13 @@ def test_the_client_is_the_sequencer_with_the_rules_run_count() -> None:
 
 
 def test_runs_and_stdout_logs() -> None:
-    o = {"benchmark": "anything", "runs": 3, "command": ["t"], "log_file": "stdout",
-         "shared_dir": "/data/runs/"}
+    o = {
+        "benchmark": "anything",
+        "runs": 3,
+        "command": ["t"],
+        "log_file": "stdout",
+        "shared_dir": "/data/runs/",
+    }
     (inv,) = plan("mlperf-training", o, [node("g1")], step="t")
     assert inv.client.argv[inv.client.argv.index("--runs") + 1] == "3"
     d = "/data/runs/mlperf-training/t/g1.r0"
@@ -71,24 +105,31 @@ def test_bad_options(options: dict[str, Any], message: str) -> None:
 
 def train(tmp_path: Path, *extra: str, runs: int = 3) -> StepResult:
     o = {"benchmark": "dlrm_dcnv2", "runs": runs, "command": [*TRAIN, *extra], "seed": 1}
-    (res,) = run(tmp_path / "run", suite_of("mlperf-training", o, workdir=tmp_path / "w"),
-                 [node("ws", "127.0.0.1")])
+    (res,) = run(
+        tmp_path / "run",
+        suite_of("mlperf-training", o, workdir=tmp_path / "w"),
+        [node("ws", "127.0.0.1")],
+    )
     return res
 
 
 def test_three_real_runs_are_checked_timed_and_scored(tmp_path: Path) -> None:
     res = train(tmp_path)
     assert res.status is StepStatus.OK, res.reason
-    ttt = sorted((m for m in res.measurements if m.metric == "time_to_train"),
-                 key=lambda m: m.dims["run_index"])
+    ttt = sorted(
+        (m for m in res.measurements if m.metric == "time_to_train"),
+        key=lambda m: m.dims["run_index"],
+    )
     assert [m.dims["run_index"] for m in ttt] == [0, 1, 2]
     assert all(m.unit == "ms" and m.dims["benchmark"] == "dlrm_dcnv2" for m in ttt)
     # each time is run_stop - run_start of that run's own log, kept in the raw folder
     raw = tmp_path / "run" / "raw" / "s"
     for m in ttt:
         k = m.dims["run_index"]
-        events = [json.loads(ln.split(":::MLLOG ", 1)[1])
-                  for ln in (raw / f"ws.r0.result_{k}.txt").read_text().splitlines()]
+        events = [
+            json.loads(ln.split(":::MLLOG ", 1)[1])
+            for ln in (raw / f"ws.r0.result_{k}.txt").read_text().splitlines()
+        ]
         at = {e["key"]: e["time_ms"] for e in events}
         assert m.value == at["run_stop"] - at["run_start"]
         assert (raw / f"ws.r0.result_{k}.compliance.log").is_file()
@@ -108,6 +149,42 @@ def test_three_real_runs_are_checked_timed_and_scored(tmp_path: Path) -> None:
     assert by["score_valid"].reason == "3 runs, the rules need 10"
     assert (raw / "ws.r0.runs.json").is_file()
     assert by["mlperf_logging_version"].value == version("mlperf-logging")
+    # every process is recorded on the step: the sequencer, each run with its filled-in
+    # argv, and each compliance checker run (here, on this machine) with its argv
+    roles = [p.role for p in res.processes]
+    assert roles == ["setup", "setup", "launcher", "run", "run", "run", *["checker"] * 3]
+    runs = json.loads((raw / "ws.r0.runs.json").read_text())["runs"]
+    w = tmp_path / "w" / "mlperf-training" / "s" / "ws.r0"
+    for k, p in enumerate(r for r in res.processes if r.role == "run"):
+        assert p.host == "ws"
+        assert list(p.argv) == runs[k]["argv"]
+        assert list(p.argv) == [
+            *TRAIN[:2],
+            "--log-file",
+            f"{w}/run_{k}/result.txt",
+            "--seed",
+            str(1 + k),
+        ]
+        assert p.exit_code == 0
+    checkers = sorted((p for p in res.processes if p.role == "checker"), key=lambda p: p.argv[-1])
+    for k, p in enumerate(checkers):
+        assert p.host == "_controller"
+        assert p.exit_code == 0
+        assert list(p.argv) == [
+            sys.executable,
+            "-m",
+            "mlperf_logging.compliance_checker",
+            "--usage",
+            "training",
+            "--ruleset",
+            "6.0.0",
+            "--log_output",
+            str(raw / f"ws.r0.result_{k}.compliance.log"),
+            str(raw / f"ws.r0.result_{k}.txt"),
+        ]
+    # and they are in the journal that run.json is made of
+    (line,) = (tmp_path / "run" / "steps.jsonl").read_text().splitlines()
+    assert [p["role"] for p in json.loads(line)["processes"]] == roles
 
 
 def test_a_log_that_fails_compliance_fails_the_step_with_the_checkers_reason(
@@ -115,6 +192,8 @@ def test_a_log_that_fails_compliance_fails_the_step_with_the_checkers_reason(
 ) -> None:
     res = train(tmp_path, "--break", "no_status", runs=1)
     assert res.status is StepStatus.FAILED
+    (checker,) = [p for p in res.processes if p.role == "checker"]
+    assert checker.exit_code not in (0, None)  # the checker's own verdict, recorded
     assert res.reason.startswith("mlperf-training: run 0: compliance checker: CHECK for 'run_stop'")
     assert "failed test: 'status' in v['metadata']" in res.reason
     (cc,) = [f for f in res.facts if f.name == "compliance"]
@@ -156,8 +235,11 @@ def test_a_run_that_does_not_converge_counts_as_the_slowest(tmp_path: Path) -> N
 
 def test_a_command_that_cannot_start_is_named_for_each_run(tmp_path: Path) -> None:
     o = {"benchmark": "dlrm_dcnv2", "runs": 2, "command": [str(tmp_path / "no-train"), "{seed}"]}
-    (res,) = run(tmp_path / "run", suite_of("mlperf-training", o, workdir=tmp_path / "w"),
-                 [node("ws", "127.0.0.1")])
+    (res,) = run(
+        tmp_path / "run",
+        suite_of("mlperf-training", o, workdir=tmp_path / "w"),
+        [node("ws", "127.0.0.1")],
+    )
     assert res.status is StepStatus.FAILED
     assert "run 0: no MLLOG file" in res.reason
     assert "exit code 127: cannot start" in res.reason

@@ -74,21 +74,41 @@ def test_mpirun_two_local_ranks_run_the_replay_through_the_runners_argv(tmp_path
         for r in expected["records"]
         if r.get("metric") == "busbw" and r["dims"].get("op") == "sendrecv"
     }
-    got = {(m.dims["size_bytes"], m.dims["placement"]): m.value
-           for m in res.measurements if m.metric == "busbw"}
+    got = {
+        (m.dims["size_bytes"], m.dims["placement"]): m.value
+        for m in res.measurements
+        if m.metric == "busbw"
+    }
     assert got == want
     assert len(got) == 10
     assert {m.dims["op"] for m in res.measurements} == {"sendrecv"}
     assert all(m.nodes == ("ws",) and m.step == "s" for m in res.measurements)
-    facts = {f.name: f.value for f in res.facts}
-    assert facts["version"] == "2.17.8"
+    facts = {(f.source, f.name): f for f in res.facts}
+    assert facts["nccl-tests", "version"].value == "2.17.8"
+    assert res.tool_version == "2.17.8"
+    # the launcher's version, from the mpirun the step ran, is a fact of the step's node
+    launcher = facts["mpirun", "version"]
+    assert str(launcher.value).startswith("Open MPI "), launcher
+    assert launcher.nodes == ("ws",)
+    assert launcher.value == mpirun_version()
+
+
+def mpirun_version() -> str:
+    import subprocess
+
+    out = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, check=True)
+    return "Open MPI " + out.stdout.split("(Open MPI)")[1].split()[0]
 
 
 def test_direct_run_reads_the_json_file_when_asked(tmp_path: Path) -> None:
     bin_dir = replay_bin(tmp_path, "--json-fixture", str(JSON))
     suite = suite_of("nccl-tests", {"bin_dir": str(bin_dir), "json_output": True})
-    suite = suite.__class__(**{**suite.__dict__, "settings": suite.settings.model_copy(
-        update={"workdir": str(tmp_path / "work")})})
+    suite = suite.__class__(
+        **{
+            **suite.__dict__,
+            "settings": suite.settings.model_copy(update={"workdir": str(tmp_path / "work")}),
+        }
+    )
     (res,) = run(tmp_path / "run", suite, [node("ws", "127.0.0.1")])
     assert res.status is StepStatus.OK, res.reason
     facts = {f.name: f.value for f in res.facts if isinstance(f, Fact)}
