@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import combinations
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,154 @@ def test_pack_first_fit() -> None:
         [("a", "b"), ("c", "d")],
         [("b", "c"), ("a", "d")],
     ]
+
+
+# --------------------------------------------------------------------------- aibench plan
+
+PLAN_SUITE = """\
+schema_version: 1
+name: plan-test
+steps:
+  - name: disk
+    tool: fio
+    options: {rw: read, bs: 1M, size: 64M, runtime: 2}
+  - name: net
+    tool: iperf3
+    placement: pairs
+    options: {duration: 3, streams: 2}
+  - name: nccl
+    tool: nccl-tests
+    nodes: ['node[1-2]']
+    placement: all
+    options: {launcher: mpirun, ranks_per_node: 8, env: {NCCL_DEBUG: INFO, HF_TOKEN: hunter2}}
+"""
+
+# SSH nodes on TEST-NET-1 (192.0.2.0/24, never routed) with a known_hosts file that does
+# not exist: a plan that tried to reach them would fail or hang.
+PLAN_INVENTORY = """\
+name: lab
+defaults: {{executor: ssh}}
+ssh: {{user: bench, known_hosts: {known_hosts}, connect_timeout: 30}}
+limits: {{max_parallel: {max_parallel}, max_network_parallel: {max_network_parallel}}}
+nodes:
+  - name: node[1-4]
+    address_pattern: "192.0.2.{{n}}"
+"""
+
+
+@pytest.fixture
+def no_contact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to start a process or open a connection fails the test."""
+    import asyncio
+    import socket
+    import subprocess
+
+    import asyncssh
+
+    def refuse(*a: object, **k: object) -> None:
+        raise AssertionError(f"a node or process was contacted: {a!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", refuse)
+    monkeypatch.setattr(asyncssh, "connect", refuse)
+
+
+def plan_files(tmp_path: Path, max_parallel: int = 16, max_network_parallel: int = 0) -> list[str]:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(PLAN_SUITE)
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(
+        PLAN_INVENTORY.format(
+            known_hosts=tmp_path / "no-such-known_hosts",
+            max_parallel=max_parallel,
+            max_network_parallel=max_network_parallel,
+        )
+    )
+    return ["--suite", str(suite), "--inventory", str(inv)]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    from aibench.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+def test_plan_prints_rounds_commands_and_duration_touching_no_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
+) -> None:
+    files = plan_files(tmp_path)
+    out = run_cli(capsys, ["plan", *files])
+    lines = out.splitlines()
+    # fio 2 s + 1, three rounds of iperf3 3 s + 1, nccl-tests with no duration: its
+    # timeout's share, capped at 60 s
+    assert lines[0] == (
+        f"suite plan-test ({tmp_path / 'suite.yaml'}) on 4 node(s) of lab: "
+        "11 runs in 5 rounds, about 75 s"
+    )
+    rounds = [ln.strip() for ln in lines if ln.strip().startswith("repeat ")]
+    assert rounds == [
+        "repeat 1 round 1: 4 run(s) at once",  # fio on each node
+        "repeat 1 round 1: 2 run(s) at once",  # iperf3: 3 rounds of 2 pairs for 4 nodes
+        "repeat 1 round 2: 2 run(s) at once",
+        "repeat 1 round 3: 2 run(s) at once",
+        "repeat 1 round 1: 1 run(s) at once",  # nccl-tests: one job over node1, node2
+    ]
+    cmds = [ln.split(None, 2) for ln in lines if ln.startswith("    ")]
+    fio = [c for c in cmds if c[2].startswith("fio ")]
+    assert sorted(c[0] for c in fio) == ["node1", "node2", "node3", "node4"]
+    assert {c[1] for c in fio} == {"client"}
+    # every pair once, its server started on the second node and the client aimed at it
+    servers = {c[0]: c for c in cmds if c[1] == "server"}
+    pairs = set()
+    i = 0
+    body = [c for c in cmds if c[2].startswith("iperf3 ")]
+    while i < len(body):
+        server, client = body[i], body[i + 1]
+        assert server[1] == "server"
+        assert client[1] == "client"
+        s_argv, c_argv = server[2].split(), client[2].split()
+        assert c_argv[c_argv.index("-c") + 1] == f"192.0.2.{server[0][-1]}"
+        assert c_argv[c_argv.index("-p") + 1] == s_argv[s_argv.index("-p") + 1]
+        assert "-t 3 -P 2" in client[2]
+        pairs.add(frozenset((client[0], server[0])))
+        i += 2
+    assert len(pairs) == 6
+    assert servers
+    # the launcher line: mpirun with its host list and slots; the secret is not printed
+    (nccl,) = [c for c in cmds if "all_reduce_perf" in c[2]]
+    assert nccl[0:2] == ["node1", "launcher"]
+    assert "HF_TOKEN=*** NCCL_DEBUG=INFO mpirun --host 192.0.2.1:8,192.0.2.2:8 -np 16" in nccl[2]
+    assert "hunter2" not in out
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
+) -> None:
+    files = plan_files(tmp_path)
+    planned = run_cli(capsys, ["plan", *files])
+    out = tmp_path / "runs"
+    dry = run_cli(capsys, ["run", "--dry-run", *files, "--output-dir", str(out)])
+    assert dry == planned
+    assert not out.exists()  # no run directory
+
+
+def test_plan_shows_the_concurrency_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
+) -> None:
+    files = plan_files(tmp_path, max_parallel=3, max_network_parallel=1)
+    lines = run_cli(capsys, ["plan", *files]).splitlines()
+    rounds = [ln.strip() for ln in lines if ln.strip().startswith("repeat ")]
+    assert rounds == [
+        "repeat 1 round 1: 4 run(s), 3 at once",  # max_parallel
+        "repeat 1 round 1: 2 run(s), 1 at once",  # max_network_parallel
+        "repeat 1 round 2: 2 run(s), 1 at once",
+        "repeat 1 round 3: 2 run(s), 1 at once",
+        "repeat 1 round 1: 1 run(s) at once",
+    ]
+    # fio in two waves (2 x 3 s), each iperf3 round in two (2 x 4 s), nccl-tests 60 s: 90 s
+    assert lines[0].endswith("11 runs in 5 rounds, about 2 min")

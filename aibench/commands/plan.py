@@ -1,4 +1,11 @@
-"""``aibench plan``: print the schedule of a suite over an inventory, touching no node."""
+"""``aibench plan``: print the schedule of a suite over an inventory, touching no node.
+
+The header names the suite, the inventory, the number of runs and rounds and the
+estimated duration; then per step and round how many runs it holds and how many run at
+once under the inventory's limits, and per run each process: the node, its role (setup,
+server, client or launcher) and its command line with its environment (secret-looking
+values shown as ``***``). ``aibench run --dry-run`` prints the same.
+"""
 
 from __future__ import annotations
 
@@ -34,19 +41,27 @@ def format_plan(plan: Any) -> str:
         if rnd.step != current:
             current = rnd.step
             lines.append(f"\nstep {rnd.step} ({rnd.tool})")
-        lines.append(
-            f"  repeat {rnd.repeat + 1} round {rnd.round + 1}: "
-            f"{len(rnd.invocations)} run(s) at once"
-        )
+        n, at_once = len(rnd.invocations), plan.at_once(rnd)
+        concurrency = f"{n} run(s) at once" if at_once >= n else f"{n} run(s), {at_once} at once"
+        lines.append(f"  repeat {rnd.repeat + 1} round {rnd.round + 1}: {concurrency}")
         for inv in rnd.invocations:
             for s in inv.setup:
-                lines.append(f"    {s.host:<16} setup   {shlex.join(s.argv)}")
+                lines.append(f"    {s.host:<16} setup   {_command(s)}")
             for s in inv.servers:
-                lines.append(f"    {s.host:<16} server  {shlex.join(s.argv)}")
-            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(inv.client.env.items()))
-            cmd = f"{env} {shlex.join(inv.client.argv)}".strip()
-            lines.append(f"    {inv.client.host:<16} client  {cmd}")
+                lines.append(f"    {s.host:<16} server  {_command(s)}")
+            lines.append(f"    {inv.client.host:<16} {inv.client.role:<7} {_command(inv.client)}")
     return "\n".join(lines)
+
+
+def _command(spec: Any) -> str:
+    """``NAME=value ... argv`` as a shell would read it; secret-looking values as ***."""
+    from aibench.executors.base import REDACTED, redact_env
+
+    env = " ".join(
+        f"{k}={v if v == REDACTED else shlex.quote(v)}"
+        for k, v in sorted(redact_env(spec.env).items())
+    )
+    return f"{env} {shlex.join(spec.argv)}".strip()
 
 
 def run(args: argparse.Namespace) -> int:
