@@ -519,12 +519,17 @@ class Run:
     # Who hands over to whom: cluster, vendor, customer, site ... (free text, from the CLI)
     signoff: Mapping[str, str] = field(default_factory=dict)
     suite_sha256: str = ""
+    # Fault localization of the pairwise network results (aibench.thresholds.localize):
+    # one mapping per suspect: tool, metric, kind (group | node | link), name, slow_pairs,
+    # pairs, median_ratio, fleet_median, unit, series (list), evidence ([a, b, value]), text.
+    suspects: tuple[Mapping[str, Any], ...] = ()
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "verdicts", tuple(self.verdicts))
         object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "suspects", tuple(self.suspects))
 
     @property
     def measurements(self) -> list[Measurement]:
@@ -564,6 +569,7 @@ class Run:
             "notes": list(self.notes),
             "steps": [s.to_dict() for s in self.steps],
             "verdicts": [v.to_dict() for v in self.verdicts],
+            "suspects": [dict(x) for x in self.suspects],
         }
 
     @classmethod
@@ -591,6 +597,7 @@ class Run:
             notes=tuple(d.get("notes", ())),
             steps=tuple(StepResult.from_dict(s) for s in d.get("steps", ())),
             verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
+            suspects=tuple(dict(x) for x in d.get("suspects", ())),
         )
 
 

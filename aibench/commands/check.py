@@ -2,8 +2,10 @@
 
 Loads RUN_DIR/run.json, judges its measurements and facts with the spec (a built-in
 profile name or a path; default: the spec the run was judged with), prints one line per
-verdict and the fault-localization suspects of the pairwise network results, and exits
-0 (every check PASS, WARN or WAIVED) or 1. run.json is rewritten only with ``--write``.
+verdict, the checks that do not apply (a role no node has), and the fault-localization
+suspects of the pairwise network results (comparable series only: see
+aibench/thresholds/localize.py), and exits 0 (every check PASS, WARN or WAIVED) or 1.
+run.json is rewritten only with ``--write`` (verdicts, suspects and a note).
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
     from aibench.errors import UserError
     from aibench.store import load_run, save_run
-    from aibench.thresholds import judge, load_spec
-    from aibench.thresholds.localize import run_suspects
+    from aibench.thresholds import judge, load_spec, not_applicable
+    from aibench.thresholds.localize import suspects_of
 
     run_dir = Path(args.run_dir)
     if not run_dir.exists():
@@ -57,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     spec_name = args.spec or the_run.spec or "default"
     spec = load_spec(spec_name)
     verdicts = judge(spec, the_run)
-    suspects = run_suspects(the_run)
+    inapplicable = not_applicable(spec, the_run)
+    suspects = suspects_of(the_run)
+    records = tuple(s.to_dict(tool, metric) for tool, metric, s in suspects)
     failing = any(v.outcome.failing for v in verdicts)
     if args.format == "json":
         json.dump(
@@ -66,16 +70,8 @@ def run(args: argparse.Namespace) -> int:
                 "spec_sha256": spec.sha256,
                 "outcome": "FAIL" if failing else "PASS",
                 "verdicts": [v.to_dict() for v in verdicts],
-                "suspects": [
-                    {
-                        "tool": t,
-                        "kind": s.kind,
-                        "name": s.name,
-                        "text": s.text,
-                        "evidence": [list(e) for e in s.evidence],
-                    }
-                    for t, s in suspects
-                ],
+                "not_applicable": inapplicable,
+                "suspects": list(records),
             },
             sys.stdout,
             indent=1,
@@ -94,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
         for v in verdicts:
             counts[v.outcome.value] = counts.get(v.outcome.value, 0) + 1
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-        for tool, s in suspects:
+        for line in inapplicable:
+            print(f"NOTE    {line}")
+        for tool, _, s in suspects:
             print(f"SUSPECT {tool}: {s.text}")
         print(f"{'FAIL' if failing else 'PASS'}: {the_run.id} against {spec.name} ({summary})")
     if args.write:
@@ -102,9 +100,14 @@ def run(args: argparse.Namespace) -> int:
         save_run(
             the_run.replace(
                 verdicts=tuple(verdicts),
+                suspects=records,
                 spec=spec.name,
                 spec_sha256=spec.sha256,
-                notes=(*the_run.notes, f"re-judged with {spec.name} at {when} by aibench check"),
+                notes=(
+                    *the_run.notes,
+                    *(n for n in inapplicable if n not in the_run.notes),
+                    f"re-judged with {spec.name} at {when} by aibench check",
+                ),
             ),
             run_dir if run_dir.is_dir() else run_dir.parent,
         )

@@ -339,7 +339,13 @@ def run(args: argparse.Namespace) -> int:
             )
             run_obj = run_obj.replace(notes=tuple(notes))
     verdicts = [*judge(spec, run_obj), *consistency]
-    run_obj = run_obj.replace(verdicts=tuple(verdicts))
+    from aibench.thresholds import not_applicable
+    from aibench.thresholds.localize import suspect_records
+
+    notes += [n for n in not_applicable(spec, run_obj) if n not in notes]
+    run_obj = run_obj.replace(
+        verdicts=tuple(verdicts), suspects=suspect_records(run_obj), notes=tuple(notes)
+    )
     earlier: list[Any] = []
     if args.history:
         run_obj, earlier = _against_history(run_obj, Path(args.history))

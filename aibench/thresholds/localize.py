@@ -16,15 +16,34 @@ Each suspect divides its own slowdown (the median ratio of its slow pairs) out o
 pairs it explains; a pair still slow after that has a second fault of its own (a bad
 cable out of a slow leaf) and is explained by the next step, so both faults are named.
 Each :class:`Suspect` carries the pairs and values that convicted it.
+
+:func:`run_suspects` reads a run's pairwise results as *comparable series* only, so that a
+pair's value is never a median over things that differ by design:
+
+* measurements spanning exactly two nodes, of OK steps;
+* one group per step and per value of every dimension but the message size (so per
+  collective ``op``, per perftest ``test`` type, per rail ``device`` / ``server_device``,
+  per iperf3 direction and stream count), each at its own largest ``size_bytes``;
+* where a run has several values of a dimension that does not change what the link
+  carries (nccl-tests ``placement``, ``dtype``, ``redop``; iperf3 ``side``), one value:
+  out_of_place, float, sum, receiver (else the most common one);
+* values converted to one unit per group (a unit of another dimension is left out).
+
+Every group is localized on its own; a suspect found in several groups (a bad node seen
+on every rail, by ib_write_bw and NCCL) is named once per tool, with the groups listed in
+``series`` and the worst ratio kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from aibench import units
 from aibench.model import Measurement, Run
 
 Pair = tuple[str, str]
@@ -38,35 +57,38 @@ class Suspect:
     pairs: int
     median_ratio: float  # median value of its slow pairs / fleet median
     evidence: tuple[tuple[str, str, float], ...]  # (a, b, value), worst first, at most 10
+    series: tuple[str, ...] = ()  # the comparable series it was found in (run_suspects)
+    unit: str = ""  # of the evidence values
+    fleet_median: float | None = None  # of the series it was convicted in
 
     @property
     def text(self) -> str:
+        where = f" ({'; '.join(self.series)})" if self.series else ""
         return (
             f"{self.kind} {self.name}: {self.slow_pairs} of {self.pairs} pairs slow, "
-            f"at {self.median_ratio * 100:.0f}% of the fleet median"
+            f"at {self.median_ratio * 100:.0f}% of the fleet median{where}"
         )
+
+    def to_dict(self, tool: str = "", metric: str = "") -> dict[str, Any]:
+        """The suspect as stored in run.json (``Run.suspects``)."""
+        return {
+            "tool": tool,
+            "metric": metric,
+            "kind": self.kind,
+            "name": self.name,
+            "slow_pairs": self.slow_pairs,
+            "pairs": self.pairs,
+            "median_ratio": round(self.median_ratio, 4),
+            "fleet_median": self.fleet_median,
+            "unit": self.unit,
+            "series": list(self.series),
+            "evidence": [[a, b, v] for a, b, v in self.evidence],
+            "text": self.text,
+        }
 
 
 def pair(a: str, b: str) -> Pair:
     return (a, b) if a <= b else (b, a)
-
-
-def pair_values(
-    measurements: Iterable[Measurement],
-    *,
-    tool: str,
-    metric: str,
-    dims: Mapping[str, object] | None = None,
-) -> dict[Pair, float]:
-    """Median per unordered pair of the measurements of (tool, metric) that span two nodes."""
-    acc: dict[Pair, list[float]] = defaultdict(list)
-    for m in measurements:
-        if m.tool != tool or m.metric != metric or len(set(m.nodes)) != 2:
-            continue
-        if dims and any(m.dims.get(k) != v for k, v in dims.items()):
-            continue
-        acc[pair(m.nodes[0], m.nodes[1])].append(m.value)
-    return {p: float(statistics.median(v)) for p, v in acc.items()}
 
 
 def localize(
@@ -148,19 +170,104 @@ def localize(
     return suspects
 
 
-# The pairwise results localization reads from a run: (tool, metric, dims).
+# The pairwise results localization reads from a run: (tool, metric, required dims).
 NETWORK_SERIES: tuple[tuple[str, str, Mapping[str, object] | None], ...] = (
     ("iperf3", "throughput", {"side": "receiver"}),
     ("perftest", "bw_avg", None),
     ("nccl-tests", "busbw", None),
 )
+# Dimensions that do not change what a link carries: one value is kept (preferred first).
+ONE_OF: dict[str, dict[str, str]] = {
+    "nccl-tests": {"placement": "out_of_place", "dtype": "float", "redop": "sum"},
+    "iperf3": {"side": "receiver"},
+    "perftest": {"side": "client"},
+}
+# Dimensions that vary with the message size within one series.
+SIZE_DIMS = ("size_bytes", "count")
+# Dimensions named in a series label, in this order.
+LABEL_DIMS = ("op", "test", "device", "server_device", "reverse", "streams", "protocol")
+
+
+@dataclass(frozen=True)
+class Series:
+    """One comparable series: its label, unit and the median per pair."""
+
+    tool: str
+    metric: str
+    label: str
+    unit: str
+    values: dict[Pair, float]
+
+
+def comparable_series(
+    measurements: Iterable[Measurement],
+    *,
+    tool: str,
+    metric: str,
+    dims: Mapping[str, object] | None = None,
+) -> list[Series]:
+    """The pairwise measurements of (tool, metric) split into comparable series."""
+    sel = [
+        m
+        for m in measurements
+        if m.tool == tool
+        and m.metric == metric
+        and len(set(m.nodes)) == 2
+        and not (dims and any(m.dims.get(k) != v for k, v in dims.items()))
+    ]
+    for dim, preferred in ONE_OF.get(tool, {}).items():
+        seen = Counter(m.dims[dim] for m in sel if dim in m.dims)
+        if len(seen) > 1:
+            keep = preferred if preferred in seen else seen.most_common(1)[0][0]
+            sel = [m for m in sel if m.dims.get(dim, keep) == keep]
+    groups: dict[tuple[Any, ...], list[Measurement]] = defaultdict(list)
+    for m in sel:
+        rest = tuple(sorted((k, v) for k, v in m.dims.items() if k not in SIZE_DIMS))
+        groups[(m.step, rest)].append(m)
+    out = []
+    for (step, rest), items in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+        sizes = [
+            float(v)
+            for m in items
+            if isinstance(v := m.dims.get("size_bytes"), int | float) and not isinstance(v, bool)
+        ]
+        top = max(sizes) if sizes else None
+        if top is not None:
+            items = [m for m in items if m.dims.get("size_bytes") == top]
+        unit = items[0].unit
+        acc: dict[Pair, list[float]] = defaultdict(list)
+        for m in items:
+            try:
+                acc[pair(m.nodes[0], m.nodes[1])].append(units.convert(m.value, m.unit, unit))
+            except units.UnitError:
+                continue
+        named = dict(rest)
+        label = " ".join(
+            [step or tool]
+            + [f"{k}={named[k]}" for k in LABEL_DIMS if k in named]
+            + ([f"size_bytes={_size(top)}"] if top is not None else [])
+        )
+        values = {p: float(statistics.median(v)) for p, v in acc.items()}
+        out.append(Series(tool, metric, label, unit, values))
+    return out
+
+
+def _size(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def run_suspects(run: Run, *, min_pairs: int = 3) -> list[tuple[str, Suspect]]:
-    """(tool, suspect) for every pairwise network series of ``run`` (OK steps only).
+    """(tool, suspect) for the pairwise network results of ``run`` (OK steps only).
 
-    The inventory's node labels (leaf, rack ...) are the candidate groups.
+    Each comparable series (see the module docstring) is localized on its own; the
+    inventory's node labels (leaf, rack ...) are the candidate groups. A suspect named by
+    several series of one tool is given once, with its series listed and the worst ratio.
     """
+    return [(tool, s) for tool, _, s in suspects_of(run, min_pairs=min_pairs)]
+
+
+def suspects_of(run: Run, *, min_pairs: int = 3) -> list[tuple[str, str, Suspect]]:
+    """(tool, metric, suspect), as :func:`run_suspects`, with the metric."""
     ok = [m for s in run.steps if s.ok for m in s.measurements]
     nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
     labels = {
@@ -168,9 +275,51 @@ def run_suspects(run: Run, *, min_pairs: int = 3) -> list[tuple[str, Suspect]]:
         for n in nodes
         if isinstance(n, Mapping) and "name" in n
     }
-    out: list[tuple[str, Suspect]] = []
+    out: list[tuple[str, str, Suspect]] = []
     for tool, metric, dims in NETWORK_SERIES:
-        values = pair_values(ok, tool=tool, metric=metric, dims=dims)
-        if len(values) >= min_pairs:
-            out += [(tool, s) for s in localize(values, labels=labels)]
+        merged: dict[tuple[str, str], Suspect] = {}
+        for series in comparable_series(ok, tool=tool, metric=metric, dims=dims):
+            if len(series.values) < min_pairs:
+                continue
+            median = float(statistics.median(series.values.values()))
+            for s in localize(series.values, labels=labels):
+                s = dataclasses.replace(
+                    s, series=(series.label,), unit=series.unit, fleet_median=median
+                )
+                key = (s.kind, s.name)
+                if key not in merged:
+                    merged[key] = s
+                    continue
+                old = merged[key]
+                worst = s if s.median_ratio < old.median_ratio else old
+                merged[key] = dataclasses.replace(worst, series=old.series + s.series)
+        out += [(tool, metric, s) for s in merged.values()]
     return out
+
+
+def pair_values(
+    measurements: Iterable[Measurement],
+    *,
+    tool: str,
+    metric: str,
+    dims: Mapping[str, object] | None = None,
+) -> dict[Pair, float]:
+    """Median per unordered pair of one comparable series of (tool, metric).
+
+    A convenience for a run with a single series (one step, one size); with several, the
+    series are :func:`comparable_series` and this refuses to mix them.
+    """
+    found = comparable_series(measurements, tool=tool, metric=metric, dims=dims)
+    if not found:
+        return {}
+    if len(found) > 1:
+        labels = ", ".join(s.label for s in found)
+        raise ValueError(f"{tool} {metric}: {len(found)} series ({labels}): not comparable")
+    return found[0].values
+
+
+def suspect_records(run: Run, *, min_pairs: int = 3) -> tuple[dict[str, Any], ...]:
+    """The suspects of ``run`` in the form stored in run.json (``Run.suspects``)."""
+    return tuple(
+        s.to_dict(tool, metric) for tool, metric, s in suspects_of(run, min_pairs=min_pairs)
+    )
