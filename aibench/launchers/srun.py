@@ -12,7 +12,8 @@ process itself and recorded as such. ``--mpi=pmix`` is what Open MPI programs ne
 ``salloc``/``sbatch`` shell): inside a step srun sees only that step's nodes. Tested with
 Slurm 22.05.8 and Open MPI 4.1.4.
 
-``srun --version`` prints ``slurm 22.05.8`` (recorded as ``Slurm 22.05.8``); it reads the
+``srun --version`` prints ``slurm 22.05.8`` (Debian's slurm-wlm: ``slurm-wlm 22.05.8``),
+recorded as ``Slurm 22.05.8``; it reads the
 Slurm configuration first, so it runs with the launch's environment (``SLURM_CONF``).
 """
 

@@ -111,3 +111,24 @@ def test_a_job_needs_hosts_and_a_program() -> None:
         Job((), TWO)
     with pytest.raises(ValueError, match="slot"):
         Job(PROG, (HostSlots("h", 0),))
+
+
+# What the launchers print for --version, captured on Debian 12 (Open MPI 4.1.4 from
+# openmpi-bin, Slurm 22.05.8 from slurm-wlm).
+MPIRUN_4_1_4 = "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
+SRUN_DEBIAN = "slurm-wlm 22.05.8\n"
+
+
+@pytest.mark.parametrize(
+    ("launcher", "text", "version"),
+    [
+        ("mpirun", MPIRUN_4_1_4, "Open MPI 4.1.4"),
+        ("srun", SRUN_DEBIAN, "Slurm 22.05.8"),
+        ("srun", "slurm 22.05.8\n", "Slurm 22.05.8"),  # the upstream package name
+        ("srun", "srun: fatal: Could not establish a configuration source\n", ""),
+    ],
+)
+def test_launcher_versions(launcher: str, text: str, version: str) -> None:
+    got = LAUNCHERS.get(launcher)
+    assert got.version_argv() == (launcher, "--version")  # type: ignore[attr-defined]
+    assert got.parse_version(text) == version  # type: ignore[attr-defined]

@@ -46,3 +46,13 @@ def test_three_runs_through_srun_are_checked_and_scored(
         said = (run_dir / "mlperf-training" / "s" / "login.r0" / f"run_{k}" / "stdout.txt").read_text().splitlines()[-1]
         assert said.startswith("host abt-h"), said
     assert (tmp_path / "raw" / "s" / "login.r0.runs.json").is_file()
+    # each run's srun line, filled in, with the environment it was given, is on the step
+    runs = [p for p in res.processes if p.role == "run"]
+    base = run_dir / "mlperf-training" / "s" / "login.r0"
+    assert [p.argv for p in runs] == [
+        (*command[:7], "--log-file", f"{base}/run_{k}/result.txt", "--seed", str(1 + k))
+        for k in range(3)
+    ]
+    assert all(p.env == {"SLURM_CONF": str(testbed_slurm.conf)} for p in runs)
+    assert [p.exit_code for p in runs] == [0, 0, 0]
+    assert len([p for p in res.processes if p.role == "checker"]) == 3

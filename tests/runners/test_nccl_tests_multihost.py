@@ -9,6 +9,7 @@ starting ranks over ssh in two namespace hosts, and ``srun --mpi=pmix`` on the b
 from __future__ import annotations
 
 import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,10 @@ def test_mpirun_over_ssh_across_two_namespace_hosts(
     assert len({ns for _, ns in got}) == 2, "the two ranks ran in two different hosts"
     err = (tmp_path / res.stderr_path).read_text()
     assert err.count("NCCL_DEBUG=INFO") == 2
+    # the launcher's version is a fact of the node that ran it
+    (version,) = [f for f in res.facts if f.source == "mpirun"]
+    assert version.nodes == (h1.name,)
+    assert str(version.value).startswith("Open MPI "), version
 
 
 def test_srun_pmix_on_the_slurm_cluster(
@@ -102,6 +107,20 @@ def test_srun_pmix_on_the_slurm_cluster(
     got = ranks(tmp_path, res)
     assert [r for r, _ in got] == ["0/4", "1/4", "2/4", "3/4"]
     assert len({ns for _, ns in got}) == 2, "two ranks on each of two hosts"
+    # srun's version, asked with the step's SLURM_CONF (srun reads it first), is recorded
+    (version,) = [f for f in res.facts if f.source == "srun"]
+    assert version.name == "version"
+    assert version.nodes == (names[0],)
+    assert version.value == slurm_version(testbed_slurm), version.reason
+
+
+def slurm_version(cluster: SlurmCluster) -> str:
+    out = subprocess.run(
+        ["srun", "--version"], env=cluster.env, capture_output=True, text=True, check=True
+    ).stdout
+    # "slurm 22.05.8"; Debian's package prints "slurm-wlm 22.05.8"
+    assert out.split()[0] in ("slurm", "slurm-wlm"), out
+    return "Slurm " + out.split()[1]
 
 
 SUITE = """\
@@ -152,3 +171,11 @@ def test_cli_over_ssh_mpirun_starts_on_the_first_host_and_reaches_the_second(
     got = ranks(run_dir, step)
     assert [r for r, _ in got] == ["0/4", "1/4", "2/4", "3/4"]
     assert len({ns for _, ns in got}) == 2
+    # mpirun's version, asked over ssh on the node that launched it, is in run.json: in
+    # that node's environment and on the step
+    mpirun = run.environment["abt-h1"]["tools"]["mpirun"]
+    assert mpirun.startswith("Open MPI "), mpirun
+    assert [(f.value, f.nodes) for f in step.facts if f.source == "mpirun"] == [
+        (mpirun, ("abt-h1",))
+    ]
+    assert step.tool_version == "2.17.8"  # nccl-tests' own, from its output
