@@ -22,8 +22,16 @@ def test_registry_discovers_the_three_launchers() -> None:
     [
         (
             Job(PROG, TWO),
-            ["mpirun", "--host", "10.0.0.1:8,10.0.0.2:8", "-np", "16",
-             "--map-by", "ppr:8:node", *PROG],
+            [
+                "mpirun",
+                "--host",
+                "10.0.0.1:8,10.0.0.2:8",
+                "-np",
+                "16",
+                "--map-by",
+                "ppr:8:node",
+                *PROG,
+            ],
             {},
         ),
         (
@@ -38,18 +46,57 @@ def test_registry_discovers_the_three_launchers() -> None:
                 ssh_config="/etc/aibench/ssh_config",
                 as_root=True,
             ),
-            ["mpirun", "--host", "10.0.0.1:8,10.0.0.2:8", "-np", "16", "--map-by", "ppr:8:node",
-             "--bind-to", "none", "--mca", "plm_rsh_agent", "ssh -F /etc/aibench/ssh_config",
-             "--mca", "oob_tcp_if_include", "10.0.0.0/24",
-             "--mca", "btl_tcp_if_include", "10.0.0.0/24", "--mca", "btl", "self,tcp",
-             "--mca", "pml", "ob1", "-x", "NCCL_DEBUG", "-x", "UCX_TLS", *PROG],
-            {"NCCL_DEBUG": "INFO", "UCX_TLS": "rc", "OMPI_ALLOW_RUN_AS_ROOT": "1",
-             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
+            [
+                "mpirun",
+                "--host",
+                "10.0.0.1:8,10.0.0.2:8",
+                "-np",
+                "16",
+                "--map-by",
+                "ppr:8:node",
+                "--bind-to",
+                "none",
+                "--mca",
+                "plm_rsh_agent",
+                "ssh -F /etc/aibench/ssh_config",
+                "--mca",
+                "oob_tcp_if_include",
+                "10.0.0.0/24",
+                "--mca",
+                "btl_tcp_if_include",
+                "10.0.0.0/24",
+                "--mca",
+                "btl",
+                "self,tcp",
+                "--mca",
+                "pml",
+                "ob1",
+                "-x",
+                "NCCL_DEBUG",
+                "-x",
+                "UCX_TLS",
+                *PROG,
+            ],
+            {
+                "NCCL_DEBUG": "INFO",
+                "UCX_TLS": "rc",
+                "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            },
         ),
         (
             Job(PROG, (HostSlots("localhost", 2),), map_by="slot", extra_args=("--oversubscribe",)),
-            ["mpirun", "--host", "localhost:2", "-np", "2", "--map-by", "slot", "--oversubscribe",
-             *PROG],
+            [
+                "mpirun",
+                "--host",
+                "localhost:2",
+                "-np",
+                "2",
+                "--map-by",
+                "slot",
+                "--oversubscribe",
+                *PROG,
+            ],
             {},
         ),
     ],
@@ -66,8 +113,17 @@ def test_mpirun(job: Job, argv: list[str], env: dict[str, str]) -> None:
     [
         (
             Job(PROG, (HostSlots("gpu001", 8), HostSlots("gpu002", 8)), env={"NCCL_DEBUG": "WARN"}),
-            ["srun", "--mpi=pmix", "-N", "2", "--ntasks-per-node", "8",
-             "--nodelist", "gpu001,gpu002", *PROG],
+            [
+                "srun",
+                "--mpi=pmix",
+                "-N",
+                "2",
+                "--ntasks-per-node",
+                "8",
+                "--nodelist",
+                "gpu001,gpu002",
+                *PROG,
+            ],
         ),
         (
             Job(
@@ -79,9 +135,24 @@ def test_mpirun(job: Job, argv: list[str], env: dict[str, str]) -> None:
                 partition="gpu",
                 account="acc",
             ),
-            ["srun", "--mpi=pmix", "-N", "1", "--ntasks-per-node", "1", "--nodelist", "n1",
-             "-p", "gpu", "-A", "acc", "--cpu-bind=cores", "--gpus-per-task=1",
-             "--gpu-bind=closest", *PROG],
+            [
+                "srun",
+                "--mpi=pmix",
+                "-N",
+                "1",
+                "--ntasks-per-node",
+                "1",
+                "--nodelist",
+                "n1",
+                "-p",
+                "gpu",
+                "-A",
+                "acc",
+                "--cpu-bind=cores",
+                "--gpus-per-task=1",
+                "--gpu-bind=closest",
+                *PROG,
+            ],
         ),
     ],
 )
@@ -94,16 +165,40 @@ def test_srun(job: Job, argv: list[str]) -> None:
 def test_torchrun_one_process_per_node() -> None:
     job = Job(("train.py", "--lr", "0.1"), (HostSlots("h1", 4), HostSlots("h2", 4)), job_id="j7")
     launch = LAUNCHERS.get("torchrun").wrap(job)
-    common = ["--rdzv-backend", "c10d", "--rdzv-endpoint", "h1:29500", "--rdzv-id", "j7",
-              "train.py", "--lr", "0.1"]
-    assert list(launch.argv) == ["torchrun", "--nnodes", "2", "--nproc-per-node", "4",
-                                 "--node-rank", "0", *common]
+    common = [
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "h1:29500",
+        "--rdzv-id",
+        "j7",
+        "train.py",
+        "--lr",
+        "0.1",
+    ]
+    assert list(launch.argv) == [
+        "torchrun",
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "4",
+        "--node-rank",
+        "0",
+        *common,
+    ]
     assert [(h, list(a)) for h, a in launch.others] == [
         ("h2", ["torchrun", "--nnodes", "2", "--nproc-per-node", "4", "--node-rank", "1", *common])
     ]
     single = LAUNCHERS.get("torchrun").wrap(Job(("t.py",), (HostSlots("h1", 2),)))
-    assert list(single.argv) == ["torchrun", "--standalone", "--nnodes", "1",
-                                 "--nproc-per-node", "2", "t.py"]
+    assert list(single.argv) == [
+        "torchrun",
+        "--standalone",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        "2",
+        "t.py",
+    ]
 
 
 def test_a_job_needs_hosts_and_a_program() -> None:

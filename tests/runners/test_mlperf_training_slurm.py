@@ -30,12 +30,28 @@ def run_dir() -> Iterator[Path]:
 def test_three_runs_through_srun_are_checked_and_scored(
     tmp_path: Path, testbed_slurm: SlurmCluster, run_dir: Path
 ) -> None:
-    command = ["srun", "-N1", "-p", "debug", "--", sys.executable,
-               str(PROGRAMS / "mlperf_train_logreg.py"), "--log-file", "{log_dir}/result.txt",
-               "--seed", "{seed}"]
-    options = {"benchmark": "dlrm_dcnv2", "runs": 3, "seed": 1, "command": command,
-               "shared_dir": str(run_dir), "env": {"SLURM_CONF": str(testbed_slurm.conf)},
-               "run_timeout": 60}
+    command = [
+        "srun",
+        "-N1",
+        "-p",
+        "debug",
+        "--",
+        sys.executable,
+        str(PROGRAMS / "mlperf_train_logreg.py"),
+        "--log-file",
+        "{log_dir}/result.txt",
+        "--seed",
+        "{seed}",
+    ]
+    options = {
+        "benchmark": "dlrm_dcnv2",
+        "runs": 3,
+        "seed": 1,
+        "command": command,
+        "shared_dir": str(run_dir),
+        "env": {"SLURM_CONF": str(testbed_slurm.conf)},
+        "run_timeout": 60,
+    }
     (res,) = run(tmp_path, suite_of("mlperf-training", options), [node("login", "127.0.0.1")])
     assert res.status is StepStatus.OK, res.reason
     assert [f.value for f in res.facts if f.name == "compliance"] == ["passed"] * 3
@@ -43,7 +59,11 @@ def test_three_runs_through_srun_are_checked_and_scored(
     assert [m.metric for m in res.measurements if m.metric == "score"] == ["score"]
     # the runs really went through Slurm: each ran on a bed node (its own host name)
     for k in range(3):
-        said = (run_dir / "mlperf-training" / "s" / "login.r0" / f"run_{k}" / "stdout.txt").read_text().splitlines()[-1]
+        said = (
+            (run_dir / "mlperf-training" / "s" / "login.r0" / f"run_{k}" / "stdout.txt")
+            .read_text()
+            .splitlines()[-1]
+        )
         assert said.startswith("host abt-h"), said
     assert (tmp_path / "raw" / "s" / "login.r0.runs.json").is_file()
     # each run's srun line, filled in, with the environment it was given, is on the step

@@ -102,8 +102,17 @@ def test_srun_pmix_on_the_slurm_cluster(
     (res,) = run(tmp_path, suite_of("nccl-tests", options, placement="all"), nodes)
     check_all_reduce(res)
     argv = res.processes[-1].argv
-    assert argv[:9] == ("srun", "--mpi=pmix", "-N", "2", "--ntasks-per-node", "2",
-                        "--nodelist", ",".join(names), "-p")
+    assert argv[:9] == (
+        "srun",
+        "--mpi=pmix",
+        "-N",
+        "2",
+        "--ntasks-per-node",
+        "2",
+        "--nodelist",
+        ",".join(names),
+        "-p",
+    )
     got = ranks(tmp_path, res)
     assert [r for r, _ in got] == ["0/4", "1/4", "2/4", "3/4"]
     assert len({ns for _, ns in got}) == 2, "two ranks on each of two hosts"
@@ -158,9 +167,22 @@ def test_cli_over_ssh_mpirun_starts_on_the_first_host_and_reaches_the_second(
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE.format(bin=bin_dir, subnet=SUBNET, root=str(is_root()).lower()))
     res = subprocess.run(
-        [sys.executable, "-m", "aibench", "run", "--suite", str(suite), "--inventory", str(inv),
-         "--output-dir", str(tmp_path / "runs"), "--quiet"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "aibench",
+            "run",
+            "--suite",
+            str(suite),
+            "--inventory",
+            str(inv),
+            "--output-dir",
+            str(tmp_path / "runs"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert res.returncode in (0, 1), res.stderr
     (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]

@@ -23,7 +23,11 @@ from tests.runners.helpers import FIXTURES, PROGRAMS, wrapper
 from tests.testbed.bed import TestBed
 
 CLIENT = FIXTURES / "perftest" / "ib_send_bw_client_IB_LID_NDR_report_gbits_single_size.txt"
-SERVER = FIXTURES / "perftest" / "ib_send_bw_server_a_R_rdma_cm_report_gbits_BWpeak_not_measured_warning.txt"
+SERVER = (
+    FIXTURES
+    / "perftest"
+    / "ib_send_bw_server_a_R_rdma_cm_report_gbits_BWpeak_not_measured_warning.txt"
+)
 HCAS = [{"name": "mlx5_0", "port": 1}, {"name": "mlx5_1", "port": 1}]
 
 pytestmark = pytest.mark.skipif(shutil.which("stdbuf") is None, reason="needs coreutils stdbuf")
@@ -44,17 +48,37 @@ steps:
 def test_every_pair_and_rail_of_four_hosts(tmp_path: Path, testbed_hosts: TestBed) -> None:
     """Over ssh (the bed's hosts are reached like real nodes), through the CLI."""
     bin_dir = tmp_path / "bin"
-    wrapper(bin_dir, "ib_send_bw", PROGRAMS / "perftest_replay.py",
-            "--server-fixture", str(SERVER), "--client-fixture", str(CLIENT))
+    wrapper(
+        bin_dir,
+        "ib_send_bw",
+        PROGRAMS / "perftest_replay.py",
+        "--server-fixture",
+        str(SERVER),
+        "--client-fixture",
+        str(CLIENT),
+    )
     inv = testbed_hosts.write_inventory(
         tmp_path / "inventory.yaml", defaults={"executor": "ssh", "hcas": HCAS}
     )
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE.format(bin=bin_dir))
     res = subprocess.run(
-        [sys.executable, "-m", "aibench", "run", "--suite", str(suite), "--inventory", str(inv),
-         "--output-dir", str(tmp_path / "runs"), "--quiet"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "aibench",
+            "run",
+            "--suite",
+            str(suite),
+            "--inventory",
+            str(inv),
+            "--output-dir",
+            str(tmp_path / "runs"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert res.returncode in (0, 1), res.stderr
     (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
