@@ -28,6 +28,15 @@ else on the PATH. The version is read from the output's ``# nccl-tests version X
 the option ``json_output`` says so; the file is then read instead of stdout when it can be
 read from here (a local node or a shared file system), else stdout is parsed.
 
+``-J`` stays opt-in rather than switched on "when the binary supports it": the version is
+known only from the header of a run's own output (there is no ``--version``), so support
+could be learnt only after the run it should have changed; the text log is printed by
+every version and carries every number that is judged (the parser is tested on real logs
+from before 2.13 to 2.18, the JSON reader only on files built from nccl-tests' source, as
+no real ``-J`` file has been captured yet); and a JSON file on a remote node without a shared file system
+could not be read back anyway. A site on 2.17.7 or later with a shared ``workdir`` turns
+it on to keep the richer file.
+
 Output is parsed by the ``nccl-tests`` parser in ``collect``, which adds the ``op`` dim
 that logs before 2.17 do not carry and a ``version`` Fact. Placements: ``each`` (intra-
 node, the default), ``all``, ``pairs`` (to find the bad node), ``groups``.
@@ -126,7 +135,9 @@ class NcclTestsOptions(Strict):
         None, description="-a: how results are aggregated over ranks (0 rank0, 1 avg, 2 min, 3 max)"
     )
     json_output: bool = Field(
-        False, description="also write JSON (-J FILE; nccl-tests 2.17.7 and later)"
+        False,
+        description="also write JSON (-J FILE; nccl-tests 2.17.7 and later), read instead "
+        "of the text log when this machine can read the file",
     )
     launcher: Literal["auto", "none", "mpirun", "srun"] = Field(
         "auto", description="auto: direct for one process on one node, else mpirun"
@@ -167,8 +178,19 @@ class NcclTestsOptions(Strict):
         return v
 
     @field_validator(
-        "datatype", "op", "nccl_debug", "nccl_algo", "nccl_proto", "nccl_ib_hca",
-        "nccl_socket_ifname", "bind_to", "map_by", "interfaces", "btl", "cpu_bind", "gpu_bind",
+        "datatype",
+        "op",
+        "nccl_debug",
+        "nccl_algo",
+        "nccl_proto",
+        "nccl_ib_hca",
+        "nccl_socket_ifname",
+        "bind_to",
+        "map_by",
+        "interfaces",
+        "btl",
+        "cpu_bind",
+        "gpu_bind",
     )
     @classmethod
     def _value(cls, v: str | None) -> str | None:

@@ -18,8 +18,15 @@ Latency tools (``*_lat``) take no ``--report_gbits``, ``-q`` or ``-b``.
 Without HCA facts one rail is planned with the ``device``/``ib_port``/``gid_index``
 options (none: perftest's first device). Output is parsed by the ``perftest`` parser in
 ``collect``, which adds the rail (dims ``device``, ``server_device``). The version is
-read from the binary the step runs (``BIN_DIR/<test> --version``). ``--out_json``
-exists from perftest 4.5-0.20 on; use it only where the version has it. ``bin_dir``
+read from the binary the step runs (``BIN_DIR/<test> --version``).
+
+``--out_json`` is opt-in (option ``json_output``), not switched on by version. The text
+report is what every perftest prints, and what aibench parses and judges on every
+version; the JSON report holds the same numbers, is written on the node (``workdir``)
+and is not read back (a site that collects those files itself can ask for them).
+Switching by version would also be a guess: builds differ from their version string
+(Debian's ``4.5+0.17`` package reports ``Version: 6.06`` and lists ``--out_json`` in
+its ``--help``). ``bin_dir``
 names the binaries' directory (default: the PATH). Tested with perftest 6.06 on a
 machine without an RDMA device (the server exits with "Unable to find the
 Infiniband/RoCE device", which the step reports), and across hosts over ssh with a
@@ -79,7 +86,9 @@ class PerftestOptions(Strict):
     no_cpu_freq_warning: bool = Field(True, description="-F: no cpufreq warning / refusal")
     rdma_cm: bool = Field(False, description="connect the QPs with rdma_cm (-R)")
     json_output: bool = Field(
-        False, description="also write --out_json (perftest 4.5-0.20 and later)"
+        False,
+        description="also write --out_json on the node (builds whose --help lists it); "
+        "the text report is what is parsed",
     )
     rails: list[str] | None = Field(
         None, description="only these HCAs (client-side names); default every HCA of the node"
