@@ -9,6 +9,7 @@ A suite file (YAML)::
     settings:
       workdir: /var/tmp/aibench      # scratch directory on every node
       base_port: 15201           # first TCP port for servers (iperf3, perftest)
+      history: false             # true: record every run in <output-dir>/history.sqlite
     steps:
       - name: fio-seq-read       # unique; used by spec checks (select.step)
         tool: fio                # a runner name: see `aibench run --list-tools`
@@ -43,6 +44,12 @@ class Settings(Strict):
         "/var/tmp/aibench", pattern=r"^/[A-Za-z0-9_./-]*$", description="scratch directory on nodes"
     )
     base_port: Annotated[int, Field(ge=1024, le=64000)] = 15201
+    history: bool = Field(
+        False,
+        description="record every run in the history database and judge it against "
+        "earlier runs (aibench run: <output-dir>/history.sqlite unless --history or "
+        "--no-history)",
+    )
 
 
 class StepModel(Strict):

@@ -56,7 +56,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
-    p.add_argument("--history", metavar="DB", help="also record the run in this history database")
+    p.add_argument(
+        "--history",
+        metavar="DB",
+        help="record the run in this history database and judge it against earlier runs "
+        "(suites with settings.history, e.g. nightly: OUTPUT_DIR/history.sqlite by default)",
+    )
+    p.add_argument(
+        "--no-history", action="store_true", help="do not record the run, whatever the suite says"
+    )
     p.add_argument("--vendor", default="", help="for the sign-off block of the report")
     p.add_argument("--customer", default="", help="for the sign-off block of the report")
     p.add_argument("--cluster", default="", help="cluster name for the report (default: inventory)")
@@ -347,8 +355,9 @@ def run(args: argparse.Namespace) -> int:
         verdicts=tuple(verdicts), suspects=suspect_records(run_obj), notes=tuple(notes)
     )
     earlier: list[Any] = []
-    if args.history:
-        run_obj, earlier = _against_history(run_obj, Path(args.history))
+    history = history_path(args, inputs.suite, run_dir)
+    if history is not None:
+        run_obj, earlier = _against_history(run_obj, history)
     store.save_run(run_obj, run_dir)
     reports.write_all(run_obj, run_dir, history=earlier)
     _print_summary(run_obj, run_dir, quiet=args.quiet)
@@ -358,6 +367,22 @@ def run(args: argparse.Namespace) -> int:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
         return EXIT_CANNOT_RUN
     return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run_obj.verdicts) else EXIT_OK
+
+
+def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | None:
+    """The history database of this run: --history, else the suite's default, else none.
+
+    A suite with ``settings.history: true`` (the built-in nightly suite) records into
+    ``history.sqlite`` beside its run directories, the database ``aibench history`` reads
+    by default when the output directory is the default ``runs``.
+    """
+    if getattr(args, "no_history", False):
+        return None
+    if args.history:
+        return Path(args.history)
+    if suite.settings.history:
+        return run_dir.parent / "history.sqlite"
+    return None
 
 
 def _against_history(run: Any, db: Path) -> tuple[Any, list[Any]]:

@@ -402,3 +402,76 @@ def test_history_converts_a_unit_that_changed_between_runs(tmp_path: Path) -> No
     assert unit == "ns"
     assert [round(p.median) for p in h.points(key)] == [95000 + 200 * i for i in range(8)]
     assert h.scan(key, min_history=3) == []
+
+
+# ------------------------------------------------------- nightly records by default
+
+
+def test_nightly_suite_records_history_by_default(tmp_path: Path) -> None:
+    import argparse
+
+    from aibench.commands.run import history_path
+    from aibench.suite import load_suite
+
+    nightly, acceptance = load_suite("nightly"), load_suite("acceptance")
+    run_dir = tmp_path / "runs" / "20261202-030000-nightly"
+    args = argparse.Namespace(history=None, no_history=False)
+    assert history_path(args, nightly, run_dir) == tmp_path / "runs" / "history.sqlite"
+    assert history_path(args, acceptance, run_dir) is None
+    explicit = argparse.Namespace(history=str(tmp_path / "h.db"), no_history=False)
+    assert history_path(explicit, acceptance, run_dir) == tmp_path / "h.db"
+    off = argparse.Namespace(history=None, no_history=True)
+    assert history_path(off, nightly, run_dir) is None
+
+
+def test_aibench_run_of_a_history_suite_fills_the_default_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`aibench run` twice, the execution replaced by generated fio results (the numbers
+    are not the point): both runs land in OUTPUT_DIR/history.sqlite, which `aibench
+    history --db` lists."""
+    import yaml
+
+    from aibench import envfacts, orchestrator
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "name": "nightly-like",
+                "spec": "default",
+                "settings": {"history": True},
+                "steps": [
+                    {"name": "fio-seq-read", "tool": "fio", "options": {"rw": "read", "bs": "1M"}}
+                ],
+            }
+        )
+    )
+    results = [
+        step(
+            "fio-seq-read",
+            "fio",
+            ("localhost",),
+            [m("fio", "bw", 5e5, "KiB/s", (), direction="read")],
+        )
+    ]
+
+    async def no_execute(ex: object) -> None:
+        return None
+
+    async def no_facts(ex: object, raw: Path) -> dict[str, object]:
+        return {}
+
+    monkeypatch.setattr(orchestrator, "execute", no_execute)
+    monkeypatch.setattr(orchestrator.Execution, "results", lambda self: list(results))
+    monkeypatch.setattr(envfacts, "collect", no_facts)
+    out = tmp_path / "runs"
+    for _ in range(2):  # exit 1: the default spec misses the steps this suite lacks
+        assert main(["run", "--suite", str(suite), "--output-dir", str(out), "--quiet"]) == 1
+    db = out / "history.sqlite"
+    runs = History(db).runs()
+    assert len(runs) == 2
+    assert {r.suite for r in runs} == {"nightly-like"}
+    main(["run", "--suite", str(suite), "--output-dir", str(out), "--quiet", "--no-history"])
+    assert len(History(db).runs()) == 2
