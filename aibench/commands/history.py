@@ -4,7 +4,9 @@ Lists the recorded runs, then per series (tool, metric, step, dims, nodes) the t
 medians, and the level shifts found by the noise-aware rule (see aibench/history.py).
 With ``--regressions`` it judges the latest run (or ``--run``) against its baseline
 (``--baseline RUN_ID`` = the handover run, else the last good runs) and exits 1 when a
-regression is found. Record a run with ``aibench run --history DB`` or ``--record RUN_DIR``.
+regression is found. Record a run with ``aibench run --history DB`` or ``--record RUN_DIR``;
+a suite with ``settings.history: true`` (nightly) records into ``<output-dir>/history.sqlite``
+by itself, which is this command's default database for the default output directory.
 """
 
 from __future__ import annotations

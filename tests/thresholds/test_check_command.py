@@ -62,6 +62,9 @@ def test_fail_exit_1_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str
     stored = Run.from_dict(json.loads((d / "run.json").read_text()))
     assert {v.outcome.value for v in stored.verdicts if v.check == "fio-seq-read-bw"} == {"FAIL"}
     assert "re-judged with default" in stored.notes[-1]
+    (suspect,) = stored.suspects
+    assert (suspect["tool"], suspect["kind"], suspect["name"]) == ("iperf3", "node", "n4")
+    assert len(suspect["series"]) == 2  # iperf3-tcp and iperf3-tcp-reverse, named once
 
 
 def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
