@@ -109,7 +109,8 @@ _DIMS_CACHE: dict[tuple[tuple[str, type, Scalar], ...], FrozenDims] = {}
 
 def frozen(dims: Mapping[str, Scalar]) -> FrozenDims:
     """A FrozenDims for ``dims``, shared between the many records of one job and
-    direction (a memo without I/O: building FrozenDims is most of a record's cost)."""
+    direction (a memo without I/O: building FrozenDims is most of a record's cost).
+    The parsers call it once per job and direction, not once per record."""
     if isinstance(dims, FrozenDims):
         return dims
     key = tuple((k, type(v), v) for k, v in dims.items())
@@ -119,6 +120,25 @@ def frozen(dims: Mapping[str, Scalar]) -> FrozenDims:
             _DIMS_CACHE.clear()
         found = _DIMS_CACHE[key] = FrozenDims(dims)
     return found
+
+
+# (id of a base FrozenDims, percentile) -> (that base, base + percentile). The entry holds
+# the base, so while it is here no other object can have its id.
+_PCT_CACHE: dict[tuple[int, float], tuple[FrozenDims, FrozenDims]] = {}
+
+
+def with_percentile(base: FrozenDims, p: float) -> FrozenDims:
+    """``base`` plus the dim ``percentile`` (a memo like :func:`frozen`: jobs of one
+    name, as ``numjobs`` makes them, share their percentile dims)."""
+    key = (id(base), p)
+    found = _PCT_CACHE.get(key)
+    if found is not None and found[0] is base:
+        return found[1]
+    if len(_PCT_CACHE) > 4096:
+        _PCT_CACHE.clear()
+    dims = FrozenDims({**base.to_dict(), "percentile": p})
+    _PCT_CACHE[key] = (base, dims)
+    return dims
 
 
 def measurement(metric: str, value: float, unit: str, dims: Mapping[str, Scalar]) -> Measurement:

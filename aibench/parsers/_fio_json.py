@@ -14,12 +14,23 @@ Generations handled (see the fio parser's docstring for the metrics):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement, Scalar
-from aibench.parsers._fio_common import DIRECTIONS, TOOL, measurement, number, option_dims
+from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.parsers._fio_common import (
+    DIRECTIONS,
+    TOOL,
+    frozen,
+    number,
+    option_dims,
+    with_percentile,
+)
 from aibench.parsers._util import json_document
+
+_first = itemgetter(0)
+_EXACT = 2**53  # ints up to this convert to float exactly and never overflow
 
 
 def _latency(
@@ -45,14 +56,14 @@ def _has_samples(lat: Mapping[str, Any], what: str, line: int) -> bool:
 
 
 def _percentiles(
-    lat: Mapping[str, Any], unit: str, dims: Mapping[str, Scalar], what: str, line: int
+    lat: Mapping[str, Any], unit: str, dims: FrozenDims, what: str, line: int
 ) -> list[Measurement]:
     pct = lat.get("percentile")
     if pct is None:
         return []
     if not isinstance(pct, Mapping):
         raise ParseError(TOOL, f"{what}.percentile is not an object", line=line)
-    out = []
+    found: list[tuple[float, float]] = []
     for key, raw in pct.items():
         try:
             p = float(key)
@@ -62,10 +73,15 @@ def _percentiles(
             ) from None
         if p <= 0.0:
             continue  # fio 2.x writes an unused "0.00": 0 slot
-        value = number(raw, f"{what}.percentile[{key}]", line)
-        out.append(measurement("clat_percentile", value, unit, {**dims, "percentile": p}))
-    out.sort(key=lambda m: float(m.dims["percentile"]))
-    return out
+        if type(raw) is int and -_EXACT <= raw <= _EXACT:  # number()'s result, sooner
+            value = float(raw)
+        else:
+            value = number(raw, f"{what}.percentile[{key}]", line)
+        found.append((p, value))
+    found.sort(key=_first)  # stable, as the records were sorted before
+    return [
+        Measurement(TOOL, "clat_percentile", v, unit, with_percentile(dims, p)) for p, v in found
+    ]
 
 
 def _has_io(section: Mapping[str, Any], direction: str, line: int) -> bool:
@@ -83,30 +99,29 @@ def _has_io(section: Mapping[str, Any], direction: str, line: int) -> bool:
     )
 
 
+def _num(section: Mapping[str, Any], key: str, direction: str, line: int) -> float:
+    value = section.get(key)
+    if type(value) is float and value - value == 0.0:  # finite: what number() returns as is
+        return value
+    return number(value, f"{direction}.{key}", line)
+
+
 def _direction(
     section: Mapping[str, Any], direction: str, base: Mapping[str, Scalar], line: int
 ) -> list[Measurement]:
     if not _has_io(section, direction, line):
         return []
-    dims = {**base, "direction": direction}
+    dims = frozen({**base, "direction": direction})
     out: list[Measurement] = []
     if direction != "sync":
-        out.append(
-            measurement("bw", number(section.get("bw"), f"{direction}.bw", line), "KiB/s", dims)
-        )
-        out.append(
-            measurement(
-                "iops", number(section.get("iops"), f"{direction}.iops", line), "IOPS", dims
-            )
-        )
-        io = number(section.get("io_bytes"), f"{direction}.io_bytes", line)
+        out.append(Measurement(TOOL, "bw", _num(section, "bw", direction, line), "KiB/s", dims))
+        out.append(Measurement(TOOL, "iops", _num(section, "iops", direction, line), "IOPS", dims))
+        io = _num(section, "io_bytes", direction, line)
         if "io_kbytes" not in section:
             io *= 1024  # fio 2.x: "io_bytes" holds KiB
-        out.append(measurement("io_bytes", io, "B", dims))
+        out.append(Measurement(TOOL, "io_bytes", io, "B", dims))
         out.append(
-            measurement(
-                "runtime", number(section.get("runtime"), f"{direction}.runtime", line), "ms", dims
-            )
+            Measurement(TOOL, "runtime", _num(section, "runtime", direction, line), "ms", dims)
         )
     for key in ("lat", "clat", "slat"):
         found = _latency(section, key, line)
@@ -117,11 +132,15 @@ def _direction(
         if not _has_samples(lat, what, line):
             continue
         out.append(
-            measurement(f"{key}_mean", number(lat.get("mean"), f"{what}.mean", line), unit, dims)
+            Measurement(
+                TOOL, f"{key}_mean", number(lat.get("mean"), f"{what}.mean", line), unit, dims
+            )
         )
         if key == "lat" and "stddev" in lat:
             out.append(
-                measurement("lat_stdev", number(lat["stddev"], f"{what}.stddev", line), unit, dims)
+                Measurement(
+                    TOOL, "lat_stdev", number(lat["stddev"], f"{what}.stddev", line), unit, dims
+                )
             )
         # The sync section reports one latency (the sync call) with its percentiles.
         if key == "clat" or (direction == "sync" and key == "lat"):

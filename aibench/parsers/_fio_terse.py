@@ -16,7 +16,7 @@ import re
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement
-from aibench.parsers._fio_common import TOOL, measurement
+from aibench.parsers._fio_common import TOOL, frozen, with_percentile
 
 _BLOCK = 41
 _LINE = re.compile(r"^[34];fio-")
@@ -43,23 +43,23 @@ def _direction(fields: list[str], start: int, base: dict[str, str], no: int) -> 
     io, bw, iops, runtime = (_f(fields, start + k, no) for k in range(4))
     if io == 0 and bw == 0 and iops == 0 and runtime == 0:
         return []
+    dims = frozen(base)
     out = [
-        measurement("bw", bw, "KiB/s", base),
-        measurement("iops", iops, "IOPS", base),
-        measurement("io_bytes", io * 1024, "B", base),
-        measurement("runtime", runtime, "ms", base),
+        Measurement(TOOL, "bw", bw, "KiB/s", dims),
+        Measurement(TOOL, "iops", iops, "IOPS", dims),
+        Measurement(TOOL, "io_bytes", io * 1024, "B", dims),
+        Measurement(TOOL, "runtime", runtime, "ms", dims),
     ]
     slat = [_f(fields, start + 4 + k, no) for k in range(4)]
     clat = [_f(fields, start + 8 + k, no) for k in range(4)]
     lat = [_f(fields, start + 32 + k, no) for k in range(4)]
-    out.append(measurement("lat_mean", lat[2], "us", base))
-    out.append(measurement("lat_stdev", lat[3], "us", base))
-    out.append(measurement("clat_mean", clat[2], "us", base))
+    out.append(Measurement(TOOL, "lat_mean", lat[2], "us", dims))
+    out.append(Measurement(TOOL, "lat_stdev", lat[3], "us", dims))
+    out.append(Measurement(TOOL, "clat_mean", clat[2], "us", dims))
     if any(slat[:3]):
-        out.append(measurement("slat_mean", slat[2], "us", base))
-    for k in range(20):
-        i = start + 12 + k
-        raw = fields[i - 1] if i - 1 < len(fields) else ""
+        out.append(Measurement(TOOL, "slat_mean", slat[2], "us", dims))
+    first = start + 11  # 0-based index of the first percentile field
+    for i, raw in enumerate(fields[first : first + 20], first + 1):
         p_text, sep, v_text = raw.partition("%=")
         try:
             p, v = float(p_text), float(v_text)
@@ -67,10 +67,10 @@ def _direction(fields: list[str], start: int, base: dict[str, str], no: int) -> 
             raise ParseError(
                 TOOL, f"terse field {i} is not a percentile: {raw!r}", line=no
             ) from None
-        if not sep or not (math.isfinite(p) and math.isfinite(v)):
+        if not sep or p - p != 0.0 or v - v != 0.0:  # no "%=", or not finite
             raise ParseError(TOOL, f"terse field {i} is not a percentile: {raw!r}", line=no)
         if p > 0:
-            out.append(measurement("clat_percentile", v, "us", {**base, "percentile": p}))
+            out.append(Measurement(TOOL, "clat_percentile", v, "us", with_percentile(dims, p)))
     return out
 
 

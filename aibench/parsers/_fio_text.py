@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement, Scalar
-from aibench.parsers._fio_common import TOOL, measurement, normalize_bs
+from aibench.parsers._fio_common import TOOL, frozen, normalize_bs, with_percentile
 from aibench.units import factor
 
 _OPTS = re.compile(
@@ -72,21 +72,28 @@ _BIN |= {"KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB"}
 
 def convert(value: float | str, src: str, dst: str) -> float:
     """Exact conversion of a printed decimal (no binary-float noise such as 8291790.000000001)."""
-    f = _factor(src, dst)
+    num, den = _factor(src, dst)
     text = str(value)
-    if f.denominator == 1 and text.isdigit():
-        return float(int(text) * f.numerator)
-    return float(Fraction(text) * f)
+    if den == 1 and text.isdigit():
+        return float(int(text) * num)
+    whole, dot, frac = text.partition(".")
+    if dot and whole.isdecimal() and frac.isdecimal():
+        # the correctly rounded quotient that float(Fraction(text) * factor) gives
+        return int(whole + frac) * num / (10 ** len(frac) * den)
+    return float(Fraction(text) * Fraction(num, den))
 
 
-_FACTORS: dict[tuple[str, str], Fraction] = {}
+_FACTORS: dict[tuple[str, str], tuple[int, int]] = {}
 
 
-def _factor(src: str, dst: str) -> Fraction:
+def _factor(src: str, dst: str) -> tuple[int, int]:
+    """The exact factor from ``src`` to ``dst`` as (numerator, denominator)."""
     key = (src, dst)
-    if key not in _FACTORS:
-        _FACTORS[key] = factor(src, dst)
-    return _FACTORS[key]
+    found = _FACTORS.get(key)
+    if found is None:
+        f = factor(src, dst)
+        found = _FACTORS[key] = (f.numerator, f.denominator)
+    return found
 
 
 def _size(value: str, unit: str) -> float:
@@ -150,6 +157,7 @@ def parse_text(text: str) -> list[Measurement]:
     job: _Job | None = None
     direction = ""
     dims: dict[str, Scalar] = {}
+    fdims = frozen(dims)  # dims as a FrozenDims, built once per direction
     pct: tuple[str, str] | None = None
     for no, line in enumerate(lines, 1):
         if not line:
@@ -158,10 +166,11 @@ def parse_text(text: str) -> list[Measurement]:
         if pct is not None:
             if line.lstrip().startswith("|"):
                 assert job is not None
-                for item in _PCT_ITEM.finditer(line):
-                    value = convert(item["v"], _LAT_UNITS[pct[1]], lat_unit)
-                    pdims = {**dims, "percentile": float(item["p"])}
-                    job.records.append(measurement("clat_percentile", value, lat_unit, pdims))
+                src = _LAT_UNITS[pct[1]]
+                for p, v in _PCT_ITEM.findall(line):
+                    value = convert(v, src, lat_unit)
+                    pdims = with_percentile(fdims, float(p))
+                    job.records.append(Measurement(TOOL, "clat_percentile", value, lat_unit, pdims))
                 continue
             pct = None
         # cheap tests first: most lines of a report are none of the ones read here
@@ -194,12 +203,13 @@ def parse_text(text: str) -> list[Measurement]:
             bs = bs_by_job.get(job.name, {}).get(direction)
             if bs:
                 dims["bs"] = bs
+            fdims = frozen(dims)
             iops = float(m["iops"]) * _X[m["iopsx"]]
             job.records += [
-                measurement("bw", _rate(m["bw"], m["bwu"]), "KiB/s", dims),
-                measurement("iops", iops, "IOPS", dims),
-                measurement("io_bytes", _size(m["io"], m["iou"]), "B", dims),
-                measurement("runtime", float(m["run"]), "ms", dims),
+                Measurement(TOOL, "bw", _rate(m["bw"], m["bwu"]), "KiB/s", fdims),
+                Measurement(TOOL, "iops", iops, "IOPS", fdims),
+                Measurement(TOOL, "io_bytes", _size(m["io"], m["iou"]), "B", fdims),
+                Measurement(TOOL, "runtime", float(m["run"]), "ms", fdims),
             ]
         elif s.startswith("fsync/fdatasync/sync_file_range:"):
             direction = "sync"
@@ -207,6 +217,7 @@ def parse_text(text: str) -> list[Measurement]:
             bs = bs_by_job.get(job.name, {}).get("write")
             if bs:
                 dims["bs"] = bs
+            fdims = frozen(dims)
         elif not direction:
             continue
         elif s.startswith(("slat (", "clat (", "lat (", "sync (")):
@@ -216,11 +227,11 @@ def parse_text(text: str) -> list[Measurement]:
             key = "lat" if m["key"] == "sync" else m["key"]
             unit = _LAT_UNITS[m["unit"]]
             job.records.append(
-                measurement(f"{key}_mean", convert(m["avg"], unit, lat_unit), lat_unit, dims)
+                Measurement(TOOL, f"{key}_mean", convert(m["avg"], unit, lat_unit), lat_unit, fdims)
             )
             if key == "lat":
                 stdev = convert(m["stdev"], unit, lat_unit)
-                job.records.append(measurement("lat_stdev", stdev, lat_unit, dims))
+                job.records.append(Measurement(TOOL, "lat_stdev", stdev, lat_unit, fdims))
         elif "percentiles (" in s and (m := _PCT_HEAD.match(line)) and m["key"] in ("clat", "sync"):
             pct = (m["key"], m["unit"])
     if not jobs:
