@@ -79,7 +79,8 @@ def convert(value: float | str, src: str, dst: str) -> float:
     whole, dot, frac = text.partition(".")
     if dot and whole.isdecimal() and frac.isdecimal():
         # the correctly rounded quotient that float(Fraction(text) * factor) gives
-        return int(whole + frac) * num / (10 ** len(frac) * den)
+        scale: int = 10 ** len(frac)
+        return int(whole + frac) * num / (scale * den)
     return float(Fraction(text) * Fraction(num, den))
 
 
