@@ -12,9 +12,11 @@ wrapper (``setsid sh``, ``env``, the tool's fork and exec) and the sshd's own wo
 work is CPU, on the same machine as every sshd of the bed, so N steps of it cannot finish
 faster than N x (CPU per step) / (cores); the bench measures the CPU per step (its own
 and that of the bed's processes, from /proc: other load on the machine does not count)
-and prints that bound beside the ratio, and the bare asyncssh floor (the same command over the same
-connections with no wrapper and no files). Per step it also prints the harness cost: the
-median over SSH less the tool's own run time (the same argv as a local subprocess).
+and prints that bound beside the ratio, and the bare asyncssh floor (the same command
+over the same connections with no wrapper and no files). Per step it also prints the
+harness cost: the median over SSH less the tool's own run time (the same argv as a
+local subprocess). The machine's other load is printed first: on a shared machine it
+slows the one-host steps and leaves fewer cores for the fan-out.
 
     sudo .venv/bin/python bench/fanout.py [--hosts 4] [--rounds 30] [--step "sleep 0.2"]
 """
