@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Scalar
-from aibench.parsers._util import json_document
 
 TOOL = "iperf3"
+_DOC_START = re.compile(r"^[ \t]*\{", re.MULTILINE)
+NO_DATAGRAMS = "the UDP receiver counted 0 datagrams: nothing arrived, so there is no loss figure"
 
 
 def _num(obj: Mapping[str, Any], key: str, what: str, line: int | None) -> float:
@@ -126,6 +128,12 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
             for r in _sum_records(s, "receiver", dims, True, "end.sum", line)
             if r.metric != "throughput"
         )
+    if udp and any(
+        r.metric == "packets" and r.dims.get("side") == "receiver" and r.value == 0 for r in out
+    ):
+        # iperf3 writes lost_percent 0 when it received nothing: that is no loss figure
+        partial: list[object] = [r for r in out if r.metric != "lost_percent"]
+        raise ToolFailure(TOOL, NO_DATAGRAMS, line=line, partial=partial)
     streams = end.get("streams", [])
     if not isinstance(streams, list):
         raise ParseError(TOOL, "end.streams is not a list", line=line)
@@ -162,11 +170,14 @@ def parse_document(doc: Any, line: int | None) -> list[Measurement]:
         raise ParseError(TOOL, "JSON document is not an object", line=line)
     err = doc.get("error")
     if err is not None:
+        partial: list[object] = []
         try:
-            partial = end_records(doc, line)
+            partial = list(end_records(doc, line))
+        except ToolFailure as exc:
+            partial = exc.partial
         except ParseError:
-            partial = []
-        raise ToolFailure(TOOL, str(err), line=line, partial=list(partial))
+            pass
+        raise ToolFailure(TOOL, str(err), line=line, partial=partial)
     if "end" not in doc:
         raise ParseError(TOOL, 'JSON document has no "end" object', line=line)
     recs = end_records(doc, line)
@@ -176,8 +187,26 @@ def parse_document(doc: Any, line: int | None) -> list[Measurement]:
 
 
 def parse_json(text: str) -> list[Measurement]:
-    doc, first = json_document(TOOL, text)
+    """One ``-J`` document, after any non-JSON lines; a second document after it (two
+    runs appended to one log) is a ParseError, not the first run's numbers."""
+    start = text.find("{")
+    if start < 0:
+        raise ParseError(TOOL, "no JSON object in the output", line=None)
+    first = text.count("\n", 0, start) + 1
+    decoder = json.JSONDecoder()
+    try:
+        doc, end = decoder.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        line = text.count("\n", 0, exc.pos) + 1
+        raise ParseError(TOOL, f"invalid or truncated JSON: {exc.msg}", line=line) from None
+    if second := _DOC_START.search(text, end):
+        line = text.count("\n", 0, second.start()) + 1
+        raise ParseError(TOOL, _runs(f"a second JSON document starts at line {line}"), line=line)
     return parse_document(doc, first)
+
+
+def _runs(what: str) -> str:
+    return f"{what}: the output holds more than one iperf3 run; parse each run's output alone"
 
 
 def parse_stream(text: str) -> list[Measurement]:
@@ -203,6 +232,8 @@ def parse_stream(text: str) -> list[Measurement]:
             raise ParseError(TOOL, 'a JSON event needs an "event" name', line=no)
         kind, data = ev["event"], ev.get("data")
         if kind == "start":
+            if "start" in doc:
+                raise ParseError(TOOL, _runs('a second "start" event'), line=no)
             doc["start"] = data
         elif kind == "end":
             doc["end"] = data

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.parsers._iperf3_json import NO_DATAGRAMS
 from aibench.units import factor
 
 TOOL = "iperf3"
@@ -53,15 +54,34 @@ def parse_text(text: str) -> list[Measurement]:
     udp = False
     reverse = False
     summary_start = 0
+    summaries: list[int] = []  # the separator line before each block of summary lines
     for no, line in enumerate(lines, 1):
         if line.startswith("iperf3: error") or line.startswith("iperf3: interrupt"):
             raise ToolFailure(TOOL, line.split(":", 1)[1].strip(), line=no, partial=list(records))
+        if line.startswith("Server output:"):
+            # --get-server-output: the server's own report follows the client's
+            lines = lines[: no - 1]
+            break
         if line.startswith("Reverse mode"):
             reverse = True
         if "Jitter" in line and "Lost/Total" in line:
             udp = True
         if line.startswith("- - - -"):
             summary_start = no
+        elif (
+            line.rstrip().endswith(("sender", "receiver"))
+            and (not summaries or summaries[-1] != summary_start)
+            and _SUMMARY.match(line)
+        ):
+            summaries.append(summary_start)
+            if len(summaries) > 1:
+                raise ParseError(
+                    TOOL,
+                    f"summary lines after line {summaries[0]} and again after line "
+                    f"{summaries[1]}: the output holds more than one iperf3 run; parse each "
+                    "run's output alone",
+                    line=no,
+                )
     rows: list[tuple[int, re.Match[str]]] = []
     for no in range(summary_start + 1, len(lines) + 1):
         mt = _SUMMARY.match(lines[no - 1])
@@ -112,7 +132,9 @@ def parse_text(text: str) -> list[Measurement]:
                 records.append(_m("jitter", float(u["jitter"]), "ms", dims))
                 records.append(_m("lost_packets", float(u["lost"]), "count", dims))
                 records.append(_m("packets", total, "count", dims))
-                pct = 100.0 * float(u["lost"]) / total if total else 0.0
+                if total == 0:  # iperf3 prints "0/0 (0%)": no loss figure, not 0 %
+                    raise ToolFailure(TOOL, NO_DATAGRAMS, line=no, partial=list(records))
+                pct = 100.0 * float(u["lost"]) / total
                 records.append(_m("lost_percent", pct, "%", dims))
             else:
                 records.append(_m("packets", total, "count", dims))

@@ -3,7 +3,8 @@
 Reads the output of ``iperf -c HOST`` and ``iperf -s`` in the classic text format, the
 enhanced format (``-e``: ``Write/Err Rtry Cwnd/RTT`` for TCP clients, latency columns for
 UDP servers), and the CSV format (``-y C``: 9 fields for TCP, 14 for UDP). Tested on
-iperf 2.0.5-2.0.9 output and iperf 2.1.8 captured on loopback.
+iperf 2.0.5-2.0.9 output, a 2.1.x client whose server received nothing, and iperf 2.1.8
+captured on loopback.
 
 iperf2 prints interval lines and, per stream, a final line covering the whole test
 (``0.0-10.0 sec``); with ``-P`` also ``[SUM]`` lines (CSV: stream id -1). Only the final
@@ -25,7 +26,16 @@ lines, receiver for a server's and for a Server Report; omitted for TCP CSV, whi
 not say which end wrote it). Text rates are iperf's rounded figures (three significant
 digits); CSV rates are exact integers. iperf2's ``Kbits``/``Mbits`` are powers of 1000.
 
-Errors such as ``tcp connect failed: Connection refused`` are a ToolFailure.
+Errors such as ``tcp connect failed: Connection refused`` are a ToolFailure. So is a UDP
+receiver report that counted no datagram (``0/0``, or iperf 2.1's ``-nan bits/sec ...
+N/0 (inf%)``): nothing arrived, and there is no loss figure (never 0 %); what the sender
+reported is kept as the partial records. ``N datagrams received out-of-order`` lines are
+not report lines.
+
+One output is one run. A log holding several (a second ``Client connecting to`` or
+``Server listening on`` banner, a stream id that connects twice, or a stream whose lines
+from 0 go back in time, e.g. ``0.0-10.0`` then ``0.0-1.0``; in CSV also a stream id seen
+between other ports) is a ParseError that says so, rather than the last run's numbers.
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from aibench.errors import ParseError, ToolFailure
+from aibench.errors import OutputError, ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.parsers import Parser
 from aibench.units import factor
@@ -46,9 +56,12 @@ _NUM = r"\d+(?:\.\d+)?"
 _LINE = re.compile(
     rf"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+"
     rf"(?P<xfer>{_NUM})\s+(?P<xunit>[KMGT]?Bytes)\s+"
-    rf"(?P<rate>{_NUM})\s+(?P<runit>[KMGT]?bits/sec)(?P<rest>.*)$"
+    rf"(?P<rate>{_NUM}|-?nan|-?inf)\s+(?P<runit>[KMGT]?bits/sec)(?P<rest>.*)$"
 )
-_HEAD = re.compile(rf"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s")
+# A report line: interval and transfer (not "N datagrams received out-of-order").
+_HEAD = re.compile(
+    rf"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+{_NUM}\s+[KMGT]?Bytes\s"
+)
 _UDP_REST = re.compile(rf"^\s+(?P<jitter>{_NUM})\s+ms\s+(?P<lost>-?\d+)/\s*(?P<total>\d+)\s+\(")
 _TCP_E_REST = re.compile(r"^\s+\d+/\d+\s+(?P<rtry>\d+)\s+\d+K/\d+")
 _SENT = re.compile(r"^\[\s*(?P<id>\d+)\]\s+Sent\s+(?P<n>\d+)\s+datagrams")
@@ -63,6 +76,10 @@ _RATE_UNITS = {
     "Tbits/sec": "Tbit/s",
 }
 _CSV = re.compile(r"^\d{14},[^,]*,\d+,[^,]*,\d+,-?\d+,")
+NO_DATAGRAMS = (
+    "the UDP receiver counted 0 datagrams (Lost/Total 0/0): nothing arrived, so there is "
+    "no loss figure"
+)
 
 
 @dataclass(frozen=True)
@@ -133,14 +150,17 @@ def _records(
     parts = [r for r in streams.values() if r.total is not None]
     if udp and side != "sender" and ((total is not None and total.total is not None) or parts):
         if total is not None and total.total is not None:
-            lost, tot = total.lost or 0, total.total
+            lost, tot, at = total.lost or 0, total.total, total.line
         else:
             lost, tot = sum(r.lost or 0 for r in parts), sum(r.total or 0 for r in parts)
+            at = max(r.line for r in parts)
         if total is not None and total.jitter is not None:
             out.append(_m("jitter", total.jitter, "ms", base))
         out.append(_m("lost_packets", float(lost), "count", base))
         out.append(_m("packets", float(tot), "count", base))
-        out.append(_m("lost_percent", 100.0 * lost / tot if tot else 0.0, "%", base))
+        if tot == 0:
+            raise ToolFailure(TOOL, NO_DATAGRAMS, line=at, partial=list(out))
+        out.append(_m("lost_percent", 100.0 * lost / tot, "%", base))
     elif udp and sent:
         out.append(_m("packets", float(sum(sent.values())), "count", base))
     for sid in sorted(streams, key=int):
@@ -165,6 +185,7 @@ _LINE_M = re.compile(_LINE.pattern, re.MULTILINE)
 _SENT_M = re.compile(_SENT.pattern, re.MULTILINE)
 _REPORT_M = re.compile(r"^\[\s*\d+\]\s+Server Report:", re.MULTILINE)
 _START_M = re.compile(r"^(?:Client connecting to|Server listening on)[^\n]*", re.MULTILINE)
+_CONNECTED_M = re.compile(r"\[\s*(?P<id>\d+)\] local \S+ port \d+ connected with")
 _UDP_HEAD_M = re.compile(r"^\[ ID\][^\n]*Jitter[^\n]*Lost/Total", re.MULTILINE)
 
 
@@ -182,6 +203,9 @@ def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
             ends[sid] = (t1, h.start())
             if h["t0"].strip("0.") == "":
                 zero[sid] = (t1, h.start())
+        elif h["t0"].strip("0.") == "" and sid in zero and t1 < zero[sid][0]:
+            # a stream's lines from 0 only grow (0-1, then 0-10): it started again
+            raise ParseError(TOOL, _runs(f"stream {sid} starts again at 0 sec"), line=h.start())
     rows: list[_Row] = []
     for sid, (t1, pos) in zero.items():
         m = _LINE_M.match(text, pos, stop)
@@ -193,6 +217,10 @@ def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
             jitter, lost, total = float(u["jitter"]), int(u["lost"]), int(u["total"])
         elif t := _TCP_E_REST.match(rest):
             rtry = int(t["rtry"])
+        if m["rate"].lstrip("-") in ("nan", "inf"):
+            if total == 0:  # iperf 2.1 prints "0.000 Bytes -nan bits/sec ... N/0 (inf%)"
+                raise ToolFailure(TOOL, NO_DATAGRAMS, line=pos)
+            raise ParseError(TOOL, f"rate {m['rate']} bits/sec is not a number", line=pos)
         rate = _rate(m["rate"], m["runit"])
         rows.append(_Row(pos, "", sid, 0.0, t1, rate, jitter, lost, total, rtry))
     return rows, ends
@@ -214,20 +242,74 @@ def _parse_text(text: str) -> list[Measurement]:
     if first:
         side = "sender" if first[0].startswith("Client") else "receiver"
         udp = udp or "UDP port" in first[0]
+    for banner in ("Client connecting to", "Server listening on"):
+        again = _line_starts(text, banner)[1:2]
+        if again:
+            no = text.count("\n", 0, again[0]) + 1
+            line = text[again[0] :].partition("\n")[0].strip()
+            raise ParseError(TOOL, _runs(f"a second {line!r}"), line=no)
+    connected: dict[str, int] = {}  # stream -> offset of its "connected with" line
+    for pos in _line_starts(text, " connected with ", anywhere=True):
+        c = _CONNECTED_M.match(text, pos)
+        if not c:
+            continue
+        if c["id"] in connected:
+            no = text.count("\n", 0, pos) + 1
+            raise ParseError(TOOL, _runs(f"stream {c['id']} connects a second time"), line=no)
+        connected[c["id"]] = pos
     report = _REPORT_M.search(text)
     split = report.start() if report else len(text)
     sent = {m["id"]: int(m["n"]) for m in _SENT_M.finditer(text, 0, split)}
-    own_rows, own_ends = _section(text, 0, split)
-    rep_rows, rep_ends = _section(text, split, len(text)) if report else ([], {})
+    out: list[Measurement] = []
+    try:
+        own_rows, own_ends = _section(text, 0, split)
+        _one_test(text, own_rows, connected)
+        out = _records(own_rows, own_ends, side, udp, sent)
+        rep_ends: Ends = {}
+        if report:
+            rep_rows, rep_ends = _section(text, split, len(text))
+            out += _records(rep_rows, rep_ends, "receiver", udp, {})
+    except OutputError as exc:  # its line is a text offset here
+        no = text.count("\n", 0, exc.line or 0) + 1
+        if isinstance(exc, ToolFailure):
+            raise ToolFailure(TOOL, exc.reason, line=no, partial=out + exc.partial) from None
+        raise ParseError(TOOL, exc.reason, line=no) from None
     if not own_ends and not rep_ends:
         raise ParseError(TOOL, "no report lines ([ID] interval sec transfer bandwidth)")
-    try:
-        out = _records(own_rows, own_ends, side, udp, sent)
-        out += _records(rep_rows, rep_ends, "receiver", udp, {})
-    except ParseError as exc:  # its line is a text offset here
-        offset = exc.line or 0
-        raise ParseError(TOOL, exc.reason, line=text.count("\n", 0, offset) + 1) from None
     return out
+
+
+def _one_test(text: str, rows: list[_Row], connected: dict[str, int]) -> None:
+    """Parallel streams (-P) all connect before any of them ends; a server that served
+    one client after another prints a connection after an earlier stream's final line."""
+    if not rows or not connected:
+        return
+    first_end = min(rows, key=lambda r: r.line)
+    late = [(pos, sid) for sid, pos in connected.items() if pos > first_end.line]
+    if late:
+        pos, sid = min(late)
+        raise ParseError(
+            TOOL,
+            _runs(f"stream {sid} connects after stream {first_end.stream}'s final line"),
+            line=pos,
+        )
+
+
+def _line_starts(text: str, needle: str, anywhere: bool = False) -> list[int]:
+    """Offsets of the lines that start with ``needle`` (or hold it, ``anywhere``); a
+    plain substring search: these lines are few, the text may be megabytes."""
+    out: list[int] = []
+    i = text.find(needle)
+    while i >= 0:
+        start = text.rfind("\n", 0, i) + 1
+        if anywhere or start == i:
+            out.append(start)
+        i = text.find(needle, i + len(needle))
+    return out
+
+
+def _runs(what: str) -> str:
+    return f"{what}: the output holds more than one iperf run; parse each run's output alone"
 
 
 def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
@@ -235,6 +317,7 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
     ends: Ends = {}
     udp_sender = False
     udp = False
+    zero_end: dict[str, tuple[float, str]] = {}  # stream -> its latest line from 0: end, ends
     for no, line in lines:
         f = line.strip().split(",")
         if len(f) not in (9, 14):
@@ -257,6 +340,12 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
         if total is not None and total < 0:
             udp_sender = True  # a client's own UDP line: the receiver's counts are unknown (-1)
             jitter = lost = total = None
+        if start == 0:
+            # a stream's lines from 0 only grow (0-1, then 0-10), between the same two ends
+            conn = " ".join(sorted((f"{f[1]}:{f[2]}", f"{f[3]}:{f[4]}")))
+            if sid in zero_end and (end < zero_end[sid][0] or conn != zero_end[sid][1]):
+                raise ParseError(TOOL, _runs(f"stream {f[5]} starts again at 0 sec"), line=no)
+            zero_end[sid] = (end, conn)
         _see(ends, sid, end, no)
         if start == 0:
             rows.append(_Row(no, "own", sid, start, end, rate, jitter, lost, total))

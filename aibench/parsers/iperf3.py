@@ -22,7 +22,15 @@ Dims from ``start.test_start`` when present: ``protocol`` (tcp | udp), ``streams
 reverse on each record.
 
 iperf3's top-level ``"error"`` is a ToolFailure with iperf3's message; a cut document is
-a ParseError with the line where it ends.
+a ParseError with the line where it ends. A UDP receiver that counted no datagram is a
+ToolFailure (iperf3 writes ``lost_percent`` 0 and ``0/0 (0%)`` then: that is no loss
+figure), with the other records as partial ones.
+
+One output is one test. A log holding several (a second ``-J`` document, a second
+``start`` event, a second block of summary lines in text, as in a long-running server's
+log or a client log appended to) is a ParseError that says so, not the last test's
+numbers. A client's ``--get-server-output`` text is read up to ``Server output:`` (the
+client's own summary).
 """
 
 from __future__ import annotations

@@ -99,6 +99,92 @@ def test_connect_failure_is_tool_failure() -> None:
     assert exc.value.line == 5
 
 
+def test_a_receiver_that_counted_no_datagram_is_never_a_0_percent_loss() -> None:
+    """Real: iperf 2.1 through a load balancer that delivered nothing prints
+    ``0.000 Bytes  -nan bits/sec ... 4294966296/0 (inf%)`` as the Server Report."""
+    raw = (FIX / "v2.1_text_udp_client_report_0_datagrams.txt").read_bytes().decode()
+    assert "\r\n" in raw  # the capture's CRLF line ends, as `aibench parse` reads them
+    for text in (raw, raw.replace("\r\n", "\n")):
+        with pytest.raises(ToolFailure, match="counted 0 datagrams") as exc:
+            iperf2.parse(text)
+        assert exc.value.line == 12
+        assert {r.metric for r in exc.value.partial} == {
+            "throughput",
+            "packets",
+            "stream_throughput",
+        }
+        assert all(r.dims["side"] == "sender" for r in exc.value.partial)
+
+
+def test_a_0_of_0_final_line_is_a_tool_failure_in_text_and_csv() -> None:
+    """Constructed from real outputs: their final line's counts set to 0/0."""
+    text = (FIX / "v2.0_text_udp_server_i1.txt").read_text()
+    final = "[904]   0.0-10.0 sec   11.8 MBytes   9.86 Mbits/sec   2.618 ms   9/ 8409  (0.11%)"
+    assert final in text
+    zero = "[904]   0.0-10.0 sec   0.00 Bytes   0.00 bits/sec   0.000 ms   0/    0  (0%)"
+    with pytest.raises(ToolFailure, match="counted 0 datagrams") as exc:
+        iperf2.parse(text.replace(final, zero))
+    assert exc.value.line == 18
+    partial = {r.metric: r.value for r in exc.value.partial}
+    assert partial["packets"] == 0
+    assert "lost_percent" not in partial
+    csv = (FIX / "v2.1.8_lo_server_udp_yC.csv").read_text()
+    fields = csv.splitlines()[0].split(",")
+    fields[10:12] = ["0", "0"]
+    with pytest.raises(ToolFailure, match="counted 0 datagrams") as exc:
+        iperf2.parse(",".join(fields) + "\n")
+    assert exc.value.line == 1
+    assert "lost_percent" not in {r.metric for r in exc.value.partial}
+
+
+def test_out_of_order_lines_are_not_report_lines() -> None:
+    """``[  3]  0.0-60.0 sec  1 datagrams received out-of-order`` follows the final line."""
+    client = parse("v2.0_text_udp_client_out_of_order.txt")
+    assert pick(client, "lost_packets", side="receiver")[0].value == 24605
+    server = parse("v2.0_text_udp_server_out_of_order.txt")
+    assert pick(server, "packets", side="receiver")[0].value == 512674
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "line"),
+    [
+        ("v2.1.8_lo_client_tcp.txt", "v2.1.8_lo_client_tcp_e.txt", 9),  # second banner
+        ("v2.1.8_lo_server_udp.txt", "v2.1.8_lo_server_udp.txt", 9),
+        ("v2.0_text_udp_server_i1.txt", "v2.0_text_udp_server_P3.txt", 20),
+    ],
+)
+def test_two_concatenated_text_runs_are_a_parse_error(first: str, second: str, line: int) -> None:
+    text = (FIX / first).read_text() + (FIX / second).read_text()
+    with pytest.raises(ParseError, match="more than one iperf run") as exc:
+        iperf2.parse(text)
+    assert exc.value.line == line
+
+
+def test_two_runs_without_their_banners_are_still_told_apart() -> None:
+    """Only the report lines of two real runs: stream 3's lines from 0 go back in time."""
+    lines = (FIX / "v2.0_text_tcp_client_i1.txt").read_text().splitlines()
+    rows = [ln for ln in lines if ln.startswith("[  3]") and " sec " in ln]
+    with pytest.raises(ParseError, match="stream 3 starts again") as exc:
+        iperf2.parse("\n".join(rows + rows) + "\n")
+    assert exc.value.line == len(rows) + 1
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "line"),
+    [
+        # the same stream id between other ports (a new connection)
+        ("v2.1.8_lo_client_tcp_yC.csv", "v2.1.8_lo_client_tcp_P2_yC.csv", 3),
+        # the same stream id and ports, its lines from 0 going back in time
+        ("v2.0_csv_tcp_client_i1.csv", "v2.0_csv_tcp_client_i1.csv", 12),
+    ],
+)
+def test_two_concatenated_csv_runs_are_a_parse_error(first: str, second: str, line: int) -> None:
+    text = (FIX / first).read_text() + (FIX / second).read_text()
+    with pytest.raises(ParseError, match="more than one iperf run") as exc:
+        iperf2.parse(text)
+    assert exc.value.line == line
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -122,7 +208,9 @@ def test_live_loopback_csv_and_text(tmp_path: Path) -> None:
                 text=True,
                 timeout=30,
             ).stdout
-            if "connect failed" not in client:
+            # a busy machine may leave the client connected to nothing ("local 0.0.0.0
+            # port 0 connected with ...") and without a report: try again
+            if "connect failed" not in client and " sec " in client:
                 break
             time.sleep(0.1)
         time.sleep(0.5)

@@ -19,7 +19,8 @@ FIX = Path(__file__).resolve().parent.parent / "fixtures" / "iperf3"
 JSON_OK = sorted(
     f
     for f in FIX.glob("*.json")
-    if not f.name.endswith(".expected.json") and '"error"' not in f.read_text()
+    if not f.name.endswith(".expected.json")
+    and "records" in json.loads(f.with_name(f.stem + ".expected.json").read_text())
 )
 
 
@@ -176,6 +177,62 @@ def test_json_stream_cut_and_error() -> None:
     err = json.dumps({"event": "error", "data": "error - the server has terminated"})
     with pytest.raises(ToolFailure, match="server has terminated"):
         iperf3.parse("\n".join([*lines[:2], err]))
+
+
+def test_a_udp_receiver_that_counted_no_datagram_is_never_a_0_percent_loss() -> None:
+    """Constructed from real 3.12 outputs, the receiver's counts set to 0: iperf3 itself
+    writes ``lost_percent`` 0 (JSON) and ``0/0 (0%)`` (text) when nothing arrived."""
+    doc = json.loads((FIX / "v3.12_lo_udp_100M.json").read_text())
+    rcv = doc["end"]["sum_received"]
+    rcv.update(bytes=0, bits_per_second=0, packets=0, lost_packets=0, lost_percent=0)
+    with pytest.raises(ToolFailure, match="counted 0 datagrams") as exc:
+        iperf3.parse(json.dumps(doc, indent=1))
+    metrics = {(r.metric, r.dims["side"]) for r in exc.value.partial}
+    assert ("packets", "receiver") in metrics
+    assert ("throughput", "sender") in metrics
+    assert not any(m == "lost_percent" for m, _ in metrics)
+    text = (FIX / "v3.12_lo_udp_100M_text.txt").read_text()
+    real = "11.9 MBytes   100 Mbits/sec  0.007 ms  0/382 (0%)  receiver"
+    assert real in text
+    zero = text.replace(real, "0.00 Bytes  0.00 bits/sec  0.000 ms  0/0 (0%)  receiver")
+    with pytest.raises(ToolFailure, match="counted 0 datagrams") as exc:
+        iperf3.parse(zero)
+    assert exc.value.line == 8
+    assert "lost_percent" not in {r.metric for r in exc.value.partial}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "line"),
+    [
+        ("v3.12_lo_tcp_P2_text.txt", "v3.12_lo_udp_100M_text.txt", 24),
+        ("v3_text_tcp_server_basic.txt", "v3_text_tcp_server_basic.txt", 41),
+    ],
+)
+def test_two_text_runs_in_one_log_are_a_parse_error(first: str, second: str, line: int) -> None:
+    """Two real outputs one after the other (a client log appended to, a server that
+    served two tests): not the last run's summary."""
+    text = (FIX / first).read_text() + (FIX / second).read_text()
+    with pytest.raises(ParseError, match="more than one iperf3 run") as exc:
+        iperf3.parse(text)
+    assert exc.value.line == line
+
+
+def test_two_json_documents_in_one_log_are_a_parse_error() -> None:
+    text = (FIX / "v3.12_tcp1.json").read_text() + (FIX / "v3.12_udp_1G.json").read_text()
+    with pytest.raises(ParseError, match="more than one iperf3 run") as exc:
+        iperf3.parse(text)
+    assert exc.value.line == (FIX / "v3.12_tcp1.json").read_text().count("\n") + 1
+    one = json.loads((FIX / "v3.12_tcp1.json").read_text())
+    stream = _as_json_stream(one)
+    with pytest.raises(ParseError, match='second "start" event') as exc:
+        iperf3.parse(stream + stream)
+    assert exc.value.line == len(stream.splitlines()) + 1
+
+
+def test_get_server_output_reads_the_clients_own_summary() -> None:
+    recs = iperf3.parse((FIX / "v3.12_lo_tcp_get_server_output_text.txt").read_text())
+    assert {r.dims["side"] for r in pick(recs, "throughput")} == {"sender", "receiver"}
+    assert pick(recs, "retransmits")[0].value == 9
 
 
 def _free_port() -> int:
