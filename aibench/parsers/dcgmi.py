@@ -41,7 +41,7 @@ def _rows(text: str) -> list[tuple[int, str, str, str]]:
     section = ""
     for lineno, line in enumerate(text.splitlines(), 1):
         s = line.rstrip()
-        m = _SECTION.match(s)
+        m = _SECTION.match(s) if s.startswith(("|-", "+-")) else None
         if m:
             section = m.group(1).strip()
             continue
@@ -65,7 +65,7 @@ def _rows(text: str) -> list[tuple[int, str, str, str]]:
 
 
 def parse(text: str) -> list[Fact]:
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines() if "Error:" in text else (), 1):
         if line.strip().startswith("Error:"):
             raise ToolFailure(SOURCE, line.strip(), line=lineno)
     rows = _rows(text)

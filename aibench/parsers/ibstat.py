@@ -26,6 +26,7 @@ SOURCE = "ibstat"
 _CA = re.compile(r"^CA '([^']+)'\s*$")
 _PORT = re.compile(r"^Port ([0-9]+):\s*$")
 _KV = re.compile(r"^([A-Za-z][A-Za-z ]*?):\s*(.*?)\s*$")
+_DIGITS = re.compile(r"[0-9]+")
 
 _CA_KEYS = {
     "CA type": ("ca_type", "str", None),
@@ -45,6 +46,7 @@ def parse(text: str) -> list[Fact]:
     out: list[Fact] = []
     hca: str | None = None
     port: int | None = None
+    dims: FrozenDims | None = None  # of the current CA or port, shared by its facts
     count = 0
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -54,32 +56,34 @@ def parse(text: str) -> list[Fact]:
             continue
         if line.startswith("ibpanic:"):
             raise ToolFailure(SOURCE, line, line=lineno, partial=[_count(count), *out])
-        m = _CA.match(line)
+        m = _CA.match(line) if line.startswith("CA '") else None
         if m:
-            hca, port = m.group(1), None
+            hca, port, dims = m.group(1), None, None
             count += 1
             continue
-        m = _PORT.match(line)
+        m = _PORT.match(line) if line.startswith("Port ") else None
         if m:
             if hca is None:
                 raise ParseError(SOURCE, "a port before any CA line", line=lineno)
-            port = int(m.group(1))
+            port, dims = int(m.group(1)), None
             continue
         m = _KV.match(line)
         if m is None or hca is None:
             raise ParseError(SOURCE, f"unexpected line {line!r}", line=lineno)
-        key, value = m.group(1), m.group(2)
+        key, value = m.groups()
         table = _PORT_KEYS if port is not None else _CA_KEYS
         if key not in table:
             continue
         name, kind, unit = table[key]
-        dims: dict[str, str | int] = {"hca": hca} if port is None else {"hca": hca, "port": port}
+        if dims is None:
+            d: dict[str, str | int] = {"hca": hca} if port is None else {"hca": hca, "port": port}
+            dims = FrozenDims(d)
         if kind == "int":
-            if not re.fullmatch(r"[0-9]+", value):
+            if not _DIGITS.fullmatch(value):
                 raise ParseError(SOURCE, f"{key}: not a number: {value!r}", line=lineno)
-            out.append(Fact(SOURCE, name, int(value), unit, FrozenDims(dims)))
+            out.append(Fact(SOURCE, name, int(value), unit, dims))
         else:
-            out.append(Fact(SOURCE, name, value, unit, FrozenDims(dims)))
+            out.append(Fact(SOURCE, name, value, unit, dims))
     if count == 0:
         raise ParseError(SOURCE, "no CA found in the output")
     return [_count(count), *out]

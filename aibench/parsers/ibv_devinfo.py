@@ -24,6 +24,8 @@ from aibench.parsers import Parser
 SOURCE = "ibv_devinfo"
 _KV = re.compile(r"^\s*([a-z_]+):\s+(.*?)\s*$")
 _ENUM = re.compile(r"^(\S+(?: \S+)*?) \(\d+\)$")  # "PORT_ACTIVE (4)" -> "PORT_ACTIVE"
+_LEADING_DIGITS = re.compile(r"^([0-9]+)")
+_DIGITS = re.compile(r"[0-9]+")
 
 _HCA_KEYS = {
     "transport": ("transport", "enum"),
@@ -49,7 +51,7 @@ def _value(kind: str, raw: str, key: str, line: int) -> tuple[FactValue, str | N
         m = _ENUM.match(raw)
         return (m.group(1) if m else raw), None
     if kind in ("int", "mtu"):
-        m = re.match(r"^([0-9]+)", raw)
+        m = _LEADING_DIGITS.match(raw)
         if m is None:
             raise ParseError(SOURCE, f"{key}: not a number: {raw!r}", line=line)
         return int(m.group(1)), ("count" if kind == "int" else "B")
@@ -62,30 +64,33 @@ def parse(text: str) -> list[Fact]:
     out: list[Fact] = []
     hca: str | None = None
     port: int | None = None
+    dims: FrozenDims | None = None  # of the current adapter or port, shared by its facts
     count = 0
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("hca_id:"):
-            hca, port = line.split(":", 1)[1].strip(), None
+            hca, port, dims = line.split(":", 1)[1].strip(), None, None
             count += 1
             continue
         m = _KV.match(line)
         if m is None:
             continue
-        key, raw = m.group(1), m.group(2)
+        key, raw = m.groups()
         if hca is None:
             raise ParseError(SOURCE, f"{key} before any hca_id line", line=lineno)
         if key == "port":
-            if not re.fullmatch(r"[0-9]+", raw):
+            if not _DIGITS.fullmatch(raw):
                 raise ParseError(SOURCE, f"port: not a number: {raw!r}", line=lineno)
-            port = int(raw)
+            port, dims = int(raw), None
             continue
         table = _PORT_KEYS if port is not None else _HCA_KEYS
         if key not in table:
             continue
         name, kind = table[key]
         value, unit = _value(kind, raw, key, lineno)
-        dims: dict[str, str | int] = {"hca": hca} if port is None else {"hca": hca, "port": port}
-        out.append(Fact(SOURCE, name, value, unit, FrozenDims(dims)))
+        if dims is None:
+            d: dict[str, str | int] = {"hca": hca} if port is None else {"hca": hca, "port": port}
+            dims = FrozenDims(d)
+        out.append(Fact(SOURCE, name, value, unit, dims))
     if count == 0:
         raise ParseError(SOURCE, "no hca_id line in the output")
     return [Fact(SOURCE, "hca_count", count, "count"), *out]

@@ -198,15 +198,16 @@ def parse_summary(text: str) -> list[Record]:
     constraints: list[tuple[str, bool]] = []
     for n, raw in enumerate(lines, start=1):
         ln = raw.rstrip()
-        if not ln.strip() or set(ln.strip()) == {"="}:
+        st = ln.strip()
+        if not st.strip("="):  # blank, or a rule of "=" only
             continue
         if _BANNER in ln:
             section = "results"
             continue
-        if ln.strip() == "Additional Stats":
+        if st == "Additional Stats":
             section, es_kind, in_recs = "stats", None, False
             continue
-        if ln.strip() == "Test Parameters Used":
+        if st == "Test Parameters Used":
             section, es_kind, in_recs = "params", None, False
             params_at = n
             continue
@@ -217,17 +218,17 @@ def parse_summary(text: str) -> list[Record]:
             s.measure(n, metric, "count", str(k))
             continue
         if section == "results":
-            esm = _ES_BLOCK.match(ln.strip())
+            esm = _ES_BLOCK.match(st)
             if esm:
                 es_kind, in_recs = (esm.group(1) or ""), False
                 continue
-            if ln.strip() == "Recommendations:":
+            if st == "Recommendations:":
                 in_recs, es_kind = True, None
                 continue
-            if ln.lstrip().startswith("*") or ln.startswith(" "):
+            if st.startswith("*") or ln.startswith(" "):
                 # bullet lines and their continuations belong to the current block
                 if in_recs:
-                    recommendations.append(ln.strip().lstrip("*").strip())
+                    recommendations.append(st.lstrip("*").strip())
                     continue
                 if es_kind is not None:
                     em = _ES_EST.match(ln)

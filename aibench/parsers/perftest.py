@@ -54,11 +54,10 @@ with neither a result table nor such a line is a ParseError.
 
 from __future__ import annotations
 
-import math
 import re
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import FrozenDims, Measurement, Scalar
+from aibench.model import DimsLayout, Measurement, Scalar
 from aibench.parsers import Parser
 
 TOOL = "perftest"
@@ -68,13 +67,14 @@ _TITLE = re.compile(
     r"(?:Post List\s+)?(BW|Latency)\b.*Test\s*$"
 )
 _TESTS = {"Send": "send", "RDMA_Write": "write", "RDMA_Read": "read", "Atomic": "atomic"}
-_FACTS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
-    ("device", re.compile(r"Device\s*:\s*(\S+)"), False),
-    ("qps", re.compile(r"Number of qps\s*:\s*(\d+)"), True),
-    ("transport", re.compile(r"Connection type\s*:\s*(\S+)"), False),
-    ("mtu", re.compile(r"Mtu\s*:\s*(\d+)"), True),
-    ("link_layer", re.compile(r"Link type\s*:\s*(\S+)"), False),
-    ("gid_index", re.compile(r"GID index\s*:\s*(\d+)", re.IGNORECASE), True),
+# (dim, pattern, is an integer, a substring the pattern cannot match without, or "")
+_FACTS: tuple[tuple[str, re.Pattern[str], bool, str], ...] = (
+    ("device", re.compile(r"Device\s*:\s*(\S+)"), False, "Device"),
+    ("qps", re.compile(r"Number of qps\s*:\s*(\d+)"), True, "Number of qps"),
+    ("transport", re.compile(r"Connection type\s*:\s*(\S+)"), False, "Connection type"),
+    ("mtu", re.compile(r"Mtu\s*:\s*(\d+)"), True, "Mtu"),
+    ("link_layer", re.compile(r"Link type\s*:\s*(\S+)"), False, "Link type"),
+    ("gid_index", re.compile(r"GID index\s*:\s*(\d+)", re.IGNORECASE), True, ""),
 )
 _ERROR = re.compile(
     r"^(?:[\w.]+: )?(?:Couldn't|Could not|Unable to|Failed|Can't|Cannot|Completion with error"
@@ -105,6 +105,10 @@ class _Run:
         self.bidirectional = False
         self.columns: list[str] = []  # metric per row field after #bytes
         self.unit = ""
+        # set by header(), when the dims and columns of the rows are known
+        self.units: dict[str, str] = {}
+        self.layout = DimsLayout(())
+        self.row_dims: tuple[Scalar, ...] = ()
 
     def final_dims(self) -> dict[str, Scalar]:
         dims = dict(self.dims)
@@ -124,6 +128,7 @@ class _Run:
             self.kind, self.unit = "bw", _BW_UNITS[m.group(1)]
             cols = ["iterations", "bw_peak", "bw_avg", "msg_rate"]
             self.columns = ["sl", *cols] if "#sl" in line else cols
+            self._rows_ready()
             return
         cols = ["iterations"]
         rest = line
@@ -139,6 +144,19 @@ class _Run:
         self.columns = cols + [m for _, m in sorted(found)]
         if "tps" in line:
             self.columns.append("tps")
+        self._rows_ready()
+
+    def _rows_ready(self) -> None:
+        """The facts are read before the header: the rows' dims and units are fixed now."""
+        dims = self.final_dims()
+        self.layout = DimsLayout((*dims, "size_bytes"))
+        self.row_dims = tuple(dims.values())
+        self.units = {
+            "iterations": "count",
+            "msg_rate": "Mpps",
+            "bw_peak": self.unit,
+            "bw_avg": self.unit,
+        }
 
 
 def parse(text: str) -> list[Measurement]:
@@ -163,7 +181,8 @@ def parse(text: str) -> list[Measurement]:
         if "Waiting for client to connect" in line:
             pending_server = True
             continue
-        m = _TITLE.match(raw)
+        # a banner's first word (after the blanks strip() also removes) is Send, RDMA_* or Atomic
+        m = _TITLE.match(raw) if line[0] in "SRA" else None
         if m:
             run = _Run(pending_server, pending_no_peak)
             pending_server = pending_no_peak = False
@@ -181,7 +200,9 @@ def parse(text: str) -> list[Measurement]:
         if run is None:
             continue
         if not run.columns:
-            for name, rx, is_int in _FACTS:
+            for name, rx, is_int, needle in _FACTS:
+                if needle and needle not in line:
+                    continue
                 fm = rx.search(line)
                 if fm:
                     run.dims[name] = int(fm.group(1)) if is_int else fm.group(1)
@@ -191,8 +212,10 @@ def parse(text: str) -> list[Measurement]:
             run.header(line, no)
             in_table = saw_table = True
             continue
-        if in_table and line.split()[0].isdigit():
-            out.extend(_row(run, line, no))
+        if in_table:
+            tokens = line.split()
+            if tokens[0].isdigit():
+                out.extend(_row(run, line, tokens, no))
     if errors:
         reason = " | ".join(msg for _, msg in errors)
         raise ToolFailure(TOOL, reason, line=errors[0][0], partial=[*out])
@@ -201,41 +224,31 @@ def parse(text: str) -> list[Measurement]:
     return out
 
 
-def _number(tok: str, name: str, no: int) -> float:
-    try:
-        v = float(tok)
-    except ValueError:
-        raise ParseError(TOOL, f"{name}: {tok!r} is not a number", no) from None
-    if not math.isfinite(v):  # perftest prints %.2f of finite doubles: inf/nan is damage
-        raise ParseError(TOOL, f"{name}: {tok!r} is not a finite number", no)
-    return v
-
-
-def _row(run: _Run, line: str, no: int) -> list[Measurement]:
-    tokens = line.split()
+def _row(run: _Run, line: str, tokens: list[str], no: int) -> list[Measurement]:
     cols = run.columns
     if len(tokens) < len(cols) + 1 or (run.kind == "lat" and len(tokens) > len(cols) + 2):
         raise ParseError(
             TOOL, f"row has {len(tokens)} fields, the header has {len(cols) + 1}: {line}", no
         )
     size = int(tokens[0])
-    dims = run.final_dims()
-    dims["size_bytes"] = size
     values: dict[str, float] = {}
     for name, tok in zip(cols, tokens[1:], strict=False):
-        values[name] = _number(tok, name, no)
+        try:
+            v = float(tok)
+        except ValueError:
+            raise ParseError(TOOL, f"{name}: {tok!r} is not a number", no) from None
+        if v - v != 0.0:  # perftest prints %.2f of finite doubles: inf/nan is damage
+            raise ParseError(TOOL, f"{name}: {tok!r} is not a finite number", no)
+        values[name] = v
     if run.kind == "bw":
         _check_rate(run, size, values, tokens, no)
         if run.no_peak or (values["bw_peak"] == 0 and values["bw_avg"] > 0):
             del values["bw_peak"]
     values.pop("sl", None)
     values.pop("tps", None)
-    units = {"iterations": "count", "msg_rate": "Mpps", "bw_peak": run.unit, "bw_avg": run.unit}
-    fd = FrozenDims(dims)
-    return [
-        Measurement(tool=TOOL, metric=k, value=v, unit=units.get(k, "us"), dims=fd)
-        for k, v in values.items()
-    ]
+    units = run.units
+    fd = run.layout.make((*run.row_dims, size))
+    return [Measurement(TOOL, k, v, units.get(k, "us"), fd) for k, v in values.items()]
 
 
 def _check_rate(run: _Run, size: int, values: dict[str, float], tokens: list[str], no: int) -> None:

@@ -117,26 +117,24 @@ _MULTI: dict[str, list[tuple[str, str, str | None]]] = {
     ],
 }
 _GREP_ERR = re.compile(r"^grep: (/\S+): (.+)$")
+_KNOWN = frozenset(NODE_FILES)
+assert not any(":" in p for p in _KNOWN)  # _group relies on it
 
 
 def _group(text: str) -> tuple[dict[str, list[tuple[int, str]]], dict[str, str]]:
     files: dict[str, list[tuple[int, str]]] = {}
     errors: dict[str, str] = {}
-    known = sorted(NODE_FILES, key=len, reverse=True)
     for lineno, line in enumerate(text.splitlines(), 1):
-        m = _GREP_ERR.match(line)
+        m = _GREP_ERR.match(line) if line.startswith("grep: ") else None
         if m:
             errors[m.group(1)] = m.group(2).strip()
             continue
-        for path in known:
-            if line.startswith(path + ":"):
-                files.setdefault(path, []).append((lineno, line[len(path) + 1 :]))
-                break
-        else:
-            if line.strip():
-                raise ParseError(
-                    "node-files", f"line names no known file: {line[:80]!r}", line=lineno
-                )
+        # no known path holds a ":", so the text before the first ":" is the path
+        path, sep, content = line.partition(":")
+        if sep and path in _KNOWN:
+            files.setdefault(path, []).append((lineno, content))
+        elif line.strip():
+            raise ParseError("node-files", f"line names no known file: {line[:80]!r}", line=lineno)
     return files, errors
 
 
@@ -463,9 +461,13 @@ _VERSION_PATTERNS: dict[str, str] = {
 _NONZERO_OK = {"ib_write_bw", "ibstat", "iperf"}
 
 
+_VERSION_RX = {tool: re.compile(p, re.M) for tool, p in _VERSION_PATTERNS.items()}
+_ANY_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)*)", re.M)
+_RC = re.compile(r"-?[0-9]+")
+
+
 def _version_of(tool: str, output: str) -> str | None:
-    pattern = _VERSION_PATTERNS.get(tool, r"(\d+\.\d+(?:\.\d+)*)")
-    m = re.search(pattern, output, re.M)
+    m = _VERSION_RX.get(tool, _ANY_VERSION).search(output)
     if not m:
         return None
     return next(g for g in m.groups() if g)
@@ -497,7 +499,7 @@ def parse_tool_versions(text: str) -> list[Fact]:
             raise ParseError(
                 "tool-versions", f"{tool}: the block has no '@@ rc' line (cut off?)", line=lineno
             )
-        if not re.fullmatch(r"-?[0-9]+", rc_line[6:].strip()):
+        if not _RC.fullmatch(rc_line[6:].strip()):
             raise ParseError("tool-versions", f"{tool}: {rc_line!r} has no exit code", line=lineno)
         rc = int(rc_line[6:].strip())
         path = next((ln[8:].strip() for ln in lines if ln.startswith("@@ path ")), None)
