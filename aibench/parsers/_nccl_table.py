@@ -148,6 +148,13 @@ class Section:
             self._plans[len(kept)] = _plan(
                 [names[i] for i in kept], [place[i] for i in kept], self.op
             )
+        if "redop" in names and "root" in names and len(names) - 1 not in self._plans:
+            # hypercube_perf prints an empty redop ("%6s" of ""): one field fewer; the
+            # root column after it must still read as an integer
+            kept = [i for i, n in enumerate(names) if n != "redop"]
+            self._plans[len(kept)] = _plan(
+                [names[i] for i in kept], [place[i] for i in kept], self.op
+            )
 
     def _dims(self, key: dict[str, Scalar], placement: str) -> FrozenDims:
         dims = dict(key)

@@ -15,7 +15,9 @@ lines; ``*_perf_mpi`` binary names), and rccl-tests logs, which share the format
 2021 ``# nThread: 1 nGpus: 1 ...`` header with colons, ``rccl-tests: Version ...`` and
 ``# Errors with asterisks ...`` lines). The JSON reader follows the schema written by
 ``src/util.cu`` (2.19.6); no real ``-J`` capture was available, so its fixtures are
-built from real text logs in that format (see the fixtures' SOURCES.md). Columns are
+built from real text logs in that format (see the fixtures' SOURCES.md). No real
+``reduce``, ``gather``, ``scatter`` or ``hypercube`` log with its footer was found: those
+are tested on constructed logs, and on a real scatter table whose footer was cut. Columns are
 located by the names in the header line and each row is split on whitespace, so widened
 columns, the optional ``timestamp`` column (two fields) and the per-iteration columns
 (``i_min`` ...) of newer versions (the latter two tested on rows built with 2.19.6's
@@ -38,7 +40,9 @@ Emitted, per row and placement (``out_of_place`` then ``in_place``):
   written as 0. The pre-2.13 ``error`` column (largest absolute deviation) is checked,
   not emitted.
 * dims: ``op`` (``all_reduce`` ...), ``size_bytes``, ``count``, ``dtype``, ``redop``,
-  ``root`` (where the column exists) and ``placement``. ``op`` comes from the
+  ``root`` (where the column exists) and ``placement``. ``hypercube_perf`` prints an
+  empty redop (one field fewer, an integer root after the type): its rows have no
+  ``redop`` dim. ``op`` comes from the
   ``# Collective test starting: X_perf`` line (2.17+) or, in JSON, from the binary name
   in ``args[0]``. Logs older than 2.17 do not name the collective anywhere, so their
   records carry no ``op`` dim: the caller that ran the binary knows it and must add it.
