@@ -1,4 +1,7 @@
-"""fio's normal text output (``--output-format=normal``), fio 2.x and 3.x styles.
+"""fio's normal text output (``--output-format=normal``), fio 3.x style (and 2.x).
+
+Tested on real 3.x output only (the 3.0-era HOWTO examples, 3.25, 3.28 and 3.33
+captures). 2.x text: read by the same code, no real 2.x capture tested.
 
 Read per job report (``NAME: (groupid=G, jobs=N): err= E: pid=...``):
 

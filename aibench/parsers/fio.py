@@ -2,7 +2,9 @@
 
 Reads the output of ``fio ... --output-format=json`` (also ``json+``), of the normal
 text output (``--output-format=normal``, the default) and of ``--output-format=terse``
-(terse version 3). Tested on fio 2.1.3, 2.18, 3.16, 3.25, 3.28 and 3.33 output. Lines
+(terse version 3). Tested on real output: JSON of fio 2.1.3, 2.18, 3.16 and 3.33; normal
+text of fio 3.x (3.0-era documentation examples, 3.25, 3.28, 3.33; the 2.x text format is
+read by the same code but no real 2.x text capture was tested); terse of 3.33. Lines
 printed before the JSON document (warnings, errors) are skipped and kept for the error
 message.
 
