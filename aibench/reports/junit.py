@@ -2,10 +2,14 @@
 
 ``<testsuites>`` holds one ``<testsuite>`` per benchmark (``Verdict.benchmark``, or
 ``aibench`` when empty); each verdict is a ``<testcase classname="aibench.<benchmark>"
-name="<check> [<subject>]">``. FAIL and MISSING become ``<failure>``, ERROR becomes
-``<error>``, WAIVED becomes ``<skipped>``; PASS and WARN pass (WARN with a
-``<system-out>`` line). The message reads ``expected X, observed Y unit``. Counts on every
-suite and on the root are computed from the same lists.
+name="<check> [<subject>]">`` (GitLab shows the classname as the suite and drops a
+repeated classname + name, so a repeated name gets `` (2)``, `` (3)`` ...). FAIL and
+MISSING become ``<failure>``, ERROR becomes ``<error>``, WAIVED becomes ``<skipped>``;
+PASS and WARN pass (WARN with a ``<system-out>`` line). The message attribute (Jenkins)
+and the first line of the element's text (GitLab shows only the text) read ``expected X,
+observed Y unit``. Counts on every suite (tests, failures, errors, skipped) and on the
+root (tests, failures, errors: the Jenkins xUnit schema has no skipped there) are
+computed from the same lists.
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ def _clean(text: str) -> str:
     return text.translate(_BAD_XML)
 
 
-def _case(parent: ET.Element, v: Verdict, bench: str) -> None:
-    name = f"{v.check} [{context.subject(v, 8)}]"
+def _case(parent: ET.Element, v: Verdict, bench: str, name: str) -> None:
     tc = ET.SubElement(
         parent, "testcase", classname=_clean(f"aibench.{bench}"), name=_clean(name), time="0"
     )
@@ -33,6 +36,7 @@ def _case(parent: ET.Element, v: Verdict, bench: str) -> None:
     detail = "\n".join(
         x
         for x in (
+            message,
             v.description,
             f"culprits: {', '.join(v.culprits)}" if v.culprits else "",
             f"reason: {v.reason}" if v.reason else "",
@@ -48,7 +52,8 @@ def _case(parent: ET.Element, v: Verdict, bench: str) -> None:
         el.text = _clean(detail)
     elif v.outcome is Outcome.WAIVED:
         reason = (v.waiver or {}).get("reason", "") or v.reason
-        ET.SubElement(tc, "skipped", message=_clean(f"waived: {reason}".strip()))
+        el = ET.SubElement(tc, "skipped", message=_clean(f"waived: {reason}".strip()))
+        el.text = el.get("message")
     elif v.outcome is Outcome.WARN:
         so = ET.SubElement(tc, "system-out")
         so.text = _clean(f"WARN: {message}")
@@ -60,6 +65,7 @@ def render(run: Run) -> str:
         groups[v.benchmark or "aibench"].append(v)
     root = ET.Element("testsuites", name=_clean(f"aibench {run.suite} {run.id}"))
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    seen: dict[tuple[str, str], int] = {}
     for bench in sorted(groups):
         vs = groups[bench]
         c = {
@@ -81,8 +87,10 @@ def render(run: Run) -> str:
             props = ET.SubElement(suite, "properties")
             ET.SubElement(props, "property", name="generated", value="true")
         for v in vs:
-            _case(suite, v, bench)
-    for k, n in totals.items():
-        root.set(k, str(n))
+            name = f"{v.check} [{context.subject(v, 8)}]"
+            n = seen[(bench, name)] = seen.get((bench, name), 0) + 1
+            _case(suite, v, bench, name if n == 1 else f"{name} ({n})")
+    for k in ("tests", "failures", "errors"):
+        root.set(k, str(totals[k]))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -20,22 +20,41 @@ def test_junit_validates_against_schema(rendered):
     schema.validate(rendered.files["junit.xml"])
 
 
-def test_junit_counts_match_verdicts(rendered):
+def test_junit_counts_match_the_testcases_per_suite_and_in_total(rendered):
+    """Jenkins and GitLab count from the testcases; the attributes must say the same."""
     run = rendered.gen.run
     root = ET.parse(rendered.files["junit.xml"]).getroot()
     c = Counter(v.outcome for v in run.verdicts)
     assert int(root.get("tests")) == len(run.verdicts)
     assert int(root.get("failures")) == c[Outcome.FAIL] + c[Outcome.MISSING]
     assert int(root.get("errors")) == c[Outcome.ERROR]
-    assert int(root.get("skipped")) == c[Outcome.WAIVED]
+    assert root.get("skipped") is None  # not an attribute of <testsuites> in junit-10.xsd
     cases = root.findall("./testsuite/testcase")
     assert len(cases) == len(run.verdicts)
     assert len(root.findall("./testsuite/testcase/failure")) == int(root.get("failures"))
     assert len(root.findall("./testsuite/testcase/error")) == int(root.get("errors"))
-    assert len(root.findall("./testsuite/testcase/skipped")) == int(root.get("skipped"))
+    assert len(root.findall("./testsuite/testcase/skipped")) == c[Outcome.WAIVED]
     for suite in root.findall("testsuite"):
-        assert int(suite.get("tests")) == len(suite.findall("testcase"))
-        assert int(suite.get("failures")) == len(suite.findall("testcase/failure"))
+        tcs = suite.findall("testcase")
+        assert int(suite.get("tests")) == len(tcs)
+        assert int(suite.get("failures")) == sum(tc.find("failure") is not None for tc in tcs)
+        assert int(suite.get("errors")) == sum(tc.find("error") is not None for tc in tcs)
+        assert int(suite.get("skipped")) == sum(tc.find("skipped") is not None for tc in tcs)
+    for total in ("tests", "failures", "errors"):
+        assert int(root.get(total)) == sum(int(s.get(total)) for s in root.iter("testsuite"))
+
+
+def test_junit_groups_testcases_by_benchmark_through_classname(rendered):
+    """GitLab shows the classname as the suite: it must be the benchmark, as the testsuite."""
+    root = ET.parse(rendered.files["junit.xml"]).getroot()
+    benchmarks = {v.benchmark or "aibench" for v in rendered.gen.run.verdicts}
+    assert {s.get("name") for s in root.iter("testsuite")} == benchmarks
+    for suite in root.iter("testsuite"):
+        assert {tc.get("classname") for tc in suite.iter("testcase")} == {
+            f"aibench.{suite.get('name')}"
+        }
+    keys = [(tc.get("classname"), tc.get("name")) for tc in root.iter("testcase")]
+    assert len(keys) == len(set(keys)), "GitLab drops a repeated classname + name"
 
 
 def test_junit_failure_message_names_expected_and_observed(rendered):
@@ -46,7 +65,31 @@ def test_junit_failure_message_names_expected_and_observed(rendered):
     failure = case.find("failure")
     assert failure is not None
     assert failure.get("message") == "expected >= 5000 MB/s, observed 3100.0 MB/s"
+    # GitLab shows the element's text only: it starts with the same line
+    assert failure.text.splitlines()[0] == failure.get("message")
     assert bad in failure.text
+    for el in root.iter():
+        if el.tag in ("failure", "error"):
+            assert el.get("message").startswith("expected ")
+            assert ", observed " in el.get("message")
+            assert el.text.splitlines()[0] == el.get("message")
+        if el.tag == "skipped":
+            assert el.text == el.get("message")
+            assert el.text.startswith("waived: ")
+
+
+def test_junit_repeated_names_are_made_distinct():
+    vs = tuple(
+        Verdict("rack-busbw", Outcome.FAIL if i == 1 else Outcome.PASS, (), benchmark="nccl")
+        for i in range(3)
+    )
+    root = ET.fromstring(junit.render(Run(id="r", suite="s", spec="p", verdicts=vs)).encode())
+    names = [tc.get("name") for tc in root.iter("testcase")]
+    assert names == [
+        "rack-busbw [(whole run)]",
+        "rack-busbw [(whole run)] (2)",
+        "rack-busbw [(whole run)] (3)",
+    ]
 
 
 def test_junit_survives_control_characters_and_markup():
