@@ -106,7 +106,7 @@ def _title(html: str, tool: str) -> str:
 
 def test_environment_highlights_values_that_differ(rendered):
     env = rendered.html.split('id="environment"')[1].split('id="logs"')[0]
-    assert "1 of 10 keys differ across nodes" in env
+    assert "1 of 18 keys differ across nodes" in env
     assert '<td class="diff">≠ 535.161.08</td>' in env
     assert f"<b>535.161.08</b>: {rendered.gen.bad_node}" in env
 

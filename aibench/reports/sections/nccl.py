@@ -94,17 +94,11 @@ def render(si: SectionInput) -> SectionOutput:
                     "failing" if p in bad else "",
                 )
             )
-    heat = (
-        pair_heatmap(
-            si.run,
-            metric,
-            ms[0].unit,
-            [m for m in ms if m.dims.get("size_bytes") == max(x.dims["size_bytes"] for x in ms)],
-            si.verdicts,
-        )
-        if ms
-        else None
-    )
+    heat = None
+    if ms:
+        largest = max(float(x.dims["size_bytes"]) for x in ms)
+        at_largest = [m for m in ms if float(m.dims["size_bytes"]) == largest]
+        heat = pair_heatmap(si.run, metric, ms[0].unit, at_largest, si.verdicts)
     if heat:
         out_plots.append(heat)
     tables = [
@@ -114,7 +108,8 @@ def render(si: SectionInput) -> SectionOutput:
             tuple(rows),
         )
     ]
-    rest = [m for m in si.measurements if m not in ms]
+    shown = {id(m) for m in ms}
+    rest = [m for m in si.measurements if id(m) not in shown]
     if rest:
         tables.append(measurement_table(rest, "Other NCCL measurements"))
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))

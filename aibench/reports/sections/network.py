@@ -3,11 +3,16 @@
 For each series (metric + dims, e.g. ``bw [direction=send, streams=8]``) with data-rate
 units: the N x N pair matrix (worst value per pair; aggregated by group label beyond 256
 nodes), bars of the worst link each node is part of, and the 20 worst links as a table.
+Series that differ only by rail (``hca``, ``port`` ...: perftest on 8 HCAs) are drawn as
+one, the worst rail of each pair, and the table names the rail.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aibench import units
+from aibench.model import Measurement
 from aibench.reports import context
 from aibench.reports.sections import (
     Plot,
@@ -21,26 +26,55 @@ from aibench.reports.sections import (
     measurement_table,
     node_bars,
     pair_heatmap,
+    series_key,
+    short_label,
 )
 
 WORST = 20
+RAIL_DIMS = frozenset({"hca", "rail", "port", "device", "ib_dev", "gid_index"})
 
 
 def _is_rate(unit: str) -> bool:
     return units.is_known(unit) and units.dimension(unit) == "data_rate"
 
 
+def _rail(m: Measurement) -> str:
+    return ", ".join(f"{k}={v}" for k, v in m.dims.items() if k in RAIL_DIMS)
+
+
+def merge_rails(
+    series: Sequence[tuple[str, str, list[Measurement]]],
+) -> list[tuple[str, str, list[Measurement]]]:
+    """Series that differ only in their rail (hca, port ...) become one: the matrix and the
+    bars then show the worst rail of each pair, and the table names the rail."""
+    out: dict[tuple[str, str], list[Measurement]] = {}
+    for label, unit, ms in series:
+        if not ms:
+            continue
+        prefix = label.split(": ", 1)[0] + ": " if ": " in label else ""
+        metric, dims = series_key(ms[0])
+        base = prefix + short_label(metric, [(k, v) for k, v in dims if k not in RAIL_DIMS])
+        out.setdefault((base, unit), []).extend(ms)
+    merged = []
+    for (base, unit), ms in out.items():
+        rails = {_rail(m) for m in ms}
+        label = f"{base} — worst of {len(rails)} rails per pair" if len(rails) > 1 else base
+        merged.append((label, unit, ms))
+    return merged
+
+
 def render(si: SectionInput) -> SectionOutput:
     out_plots: list[Plot] = []
     tables: list[Table] = []
-    checked = checked_series(si)
+    checked = checked_series(si, limit=64)
     series = [(c.check + ": " + c.label, c.unit, list(c.measurements)) for c in checked]
     if not checked:  # nothing to follow: every data-rate series
         series = [
             (label, unit, ms)
             for (label, unit), ms in sorted(by_series(si.measurements).items())
             if _is_rate(unit)
-        ][:6]
+        ]
+    series = merge_rails(series)[:8]
     distinct_pairs = len({m.nodes for _, _, ms in series for m in ms if len(m.nodes) == 2})
     for label, unit, ms in series:
         if distinct_pairs > 1:
@@ -53,12 +87,19 @@ def render(si: SectionInput) -> SectionOutput:
                 out_plots.append(bars)
         worst = sorted((m for m in ms if len(m.nodes) == 2), key=lambda m: m.value)[:WORST]
         if worst:
+            rails = any(_rail(m) for m in worst)
             tables.append(
                 Table(
                     f"{label}: slowest links ({len(worst)})",
-                    ("link", "value", "unit", "step"),
+                    ("link", *(("rail",) if rails else ()), "value", "unit", "step"),
                     tuple(
-                        (" ↔ ".join(m.nodes), context.fmt_number(m.value), unit, m.step)
+                        (
+                            " ↔ ".join(m.nodes),
+                            *((_rail(m),) if rails else ()),
+                            context.fmt_number(m.value),
+                            unit,
+                            m.step,
+                        )
                         for m in worst
                     ),
                 )
