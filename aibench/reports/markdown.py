@@ -1,8 +1,10 @@
 """The Markdown summary for CI job pages (GitHub ``$GITHUB_STEP_SUMMARY``, GitLab).
 
-Headline outcome, counts per outcome, a table of failing checks (at most 50 rows) and the
-names of the artefacts. Cell text is escaped for GitHub-flavoured Markdown tables: pipes,
-backslashes, HTML-significant characters and line breaks cannot change the table.
+Headline outcome, counts per outcome, the suspects of fault localization and the MLPerf
+results the tools call not valid (when there are any), a table of failing checks (at most
+50 rows) and the names of the artefacts. Cell text is escaped for GitHub-flavoured
+Markdown tables: pipes, backslashes, HTML-significant characters and line breaks cannot
+change the table.
 """
 
 from __future__ import annotations
@@ -49,6 +51,25 @@ def render(run: Run) -> str:
     ]
     if run.generated:
         lines += ["> **GENERATED DATA** — not measured on a cluster.", ""]
+    found = context.suspects(run)
+    if found:
+        lines += [f"### Suspects ({len(found)})", ""]
+        lines += [
+            f"- {cell(x.kind)} **{cell(x.name)}**" + (f": {cell(x.summary)}" if x.summary else "")
+            for x in found[:20]
+        ]
+        lines.append("")
+    from aibench.reports.sections.mlperf import invalid_results
+
+    invalid = invalid_results(run.steps)
+    if invalid:
+        covered = {e for v in run.verdicts if v.outcome.failing for e in v.evidence}
+        lines += [f"### Results the tools call not valid ({len(invalid)})", ""]
+        lines += [
+            f"- ✖ {cell(text)}" + ("" if sid in covered else " — no check of the spec judges it")
+            for sid, text in invalid[:20]
+        ]
+        lines.append("")
     bad = context.failing(run)
     if bad:
         lines += [

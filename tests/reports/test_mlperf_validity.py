@@ -253,3 +253,10 @@ def test_a_spec_that_judges_validity_covers_the_invalid_results(
     assert nv.count("a failing check below covers it") == 3
     assert "no check of the spec judges it" not in nv
     assert "Not valid, and no check" not in html.split('id="signoff"')[0]
+
+
+def test_the_ci_summary_lists_the_results_that_are_not_valid(stored: Stored) -> None:
+    md = (stored.run_dir / "summary.md").read_text()
+    block = md.split("### Results the tools call not valid (3)")[1].split("###")[0]
+    assert "Offline: INVALID (min\\_duration\\_met not met)" in block
+    assert block.count("no check of the spec judges it") == 3

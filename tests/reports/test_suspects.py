@@ -115,3 +115,14 @@ def test_suspect_text_is_escaped(generated: tuple[Run, Path]) -> None:
     assert "<script>x()" not in html
     assert "&lt;script&gt;x()&lt;/script&gt;" in html
     assert "<img src=x" not in html
+
+
+def test_the_ci_summary_lists_the_suspects(generated: tuple[Run, Path]) -> None:
+    from aibench.reports import markdown
+
+    run, _ = generated
+    md = markdown.render(_with_suspects(run, list(_found(run))))
+    block = md.split("### Suspects (2)")[1].split("###")[0]
+    assert "- node **gpu0007**: 2 of 2 pairs slow, at 43% of the fleet median" in block
+    assert "- link **gpu0002+gpu0003**: 1 of 1 pairs slow" in block
+    assert "### Suspects" not in markdown.render(run)
