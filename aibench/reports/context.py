@@ -248,6 +248,30 @@ def groups(run: Run, nodes: Sequence[str]) -> dict[str, str]:
     return out
 
 
+_RATE_STEPS = {
+    "bit/s": ("bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"),
+    "B/s": ("B/s", "kB/s", "MB/s", "GB/s", "TB/s"),
+}
+
+
+def readable(value: float, unit: str) -> str:
+    """'31500000000 bit/s' -> '31.5 Gbit/s': a data rate in the prefix that keeps it short."""
+    from aibench import units
+
+    for base, ladder in _RATE_STEPS.items():
+        if unit in ladder:
+            try:
+                in_base = units.convert(float(value), unit, base)
+            except ValueError:
+                break
+            best = base
+            for u in ladder:
+                if abs(units.convert(in_base, base, u)) >= 1:
+                    best = u
+            return f"{fmt_number(units.convert(in_base, base, best))} {best}"
+    return f"{fmt_number(value)} {unit}".rstrip()
+
+
 @dataclass(frozen=True)
 class SuspectRow:
     """One entry of the run's fault-localization suspects, as plain text."""
@@ -294,12 +318,15 @@ def suspects(run: Run) -> list[SuspectRow]:
         unit = str(_get(item, "unit") or "")
         source = " ".join(str(_get(item, k)) for k in ("tool", "metric") if _get(item, k))
         source = source or (tool or "")
+        series = _get(item, "series")
+        if isinstance(series, list | tuple) and series:
+            source += ": " + "; ".join(str(x) for x in series)
         evidence = []
         for e in list(_get(item, "evidence") or ())[:10]:
             if isinstance(e, list | tuple) and len(e) == 3:
                 a, b, value = e
-                shown = fmt_number(value) if isinstance(value, int | float) else str(value)
-                evidence.append(f"{a} ↔ {b}: {shown} {unit}".rstrip())
+                shown = readable(value, unit) if isinstance(value, int | float) else str(value)
+                evidence.append(f"{a} ↔ {b}: {shown}".rstrip())
             else:
                 evidence.append(_text(e))
         out.append(SuspectRow(kind, name, str(summary or ""), source, tuple(evidence)))

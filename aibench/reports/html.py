@@ -142,7 +142,8 @@ def _notices(run: Run, unjudged: Sequence[dict[str, Any]]) -> list[str]:
     lines = []
     found = context.suspects(run)
     for s in found[:5]:
-        lines.append(f"Suspect {s.kind} {s.name}" + (f": {s.summary}" if s.summary else ""))
+        tool = f" ({s.source.split(':', 1)[0]})" if s.source else ""
+        lines.append(f"Suspect {s.kind} {s.name}{tool}" + (f": {s.summary}" if s.summary else ""))
     if len(found) > 5:
         lines.append(f"… and {len(found) - 5} more suspects (failures block)")
     loose = [u for u in unjudged if not u["judged"]]

@@ -9,8 +9,9 @@ any size.
 ``make_run(n)`` gives ``n`` nodes in racks of 32 (inventory label ``rack``): preflight facts
 per node as the preflight runner names them (nvidia-smi per GPU, ibstat per HCA and port,
 kernel, sysctl, tool versions), one fio / iperf3 / perftest / NCCL step per node or ring
-pair, an NCCL all-nodes sweep, one MLPerf training and one failed inference step, and
-verdicts with one bad node (``bad_node``) and one bad link (``bad_link``).
+pair, an NCCL all-nodes sweep, one MLPerf training and one failed inference step,
+verdicts with one bad node (``bad_node``) and one bad link (``bad_link``), and the suspects
+fault localization finds in the pairwise results (as ``aibench run`` stores them).
 
 ``make_run(n, dense=True)`` is shaped like a real acceptance of an H100 NDR cluster: the
 built-in acceptance suite's four fio workloads with 3 repeats on every node, iperf3 in both
@@ -36,6 +37,7 @@ from typing import Any
 
 from aibench.model import Fact, Measurement, Outcome, Run, StepResult, StepStatus, Verdict
 from aibench.preflight import environment_from_facts
+from aibench.thresholds.localize import suspect_records
 
 PAYLOAD_TITLE = "<script>document.title='PWNED'</script>"
 PAYLOAD_ATTR = "\"><img src=x onerror=\"document.documentElement.setAttribute('data-pwned','1')\">"
@@ -383,30 +385,23 @@ def _fio(b: _Builder, nodes: Sequence[str], bad_node: str, dense: bool, payload:
 def _network(
     b: _Builder, pairs: Sequence[tuple[str, str]], bad_link: tuple[str, str], dense: bool
 ) -> None:
-    directions = ("send", "receive") if dense else ("send",)
+    directions = (False, True) if dense else (False,)
     repeats = 3 if dense else 1
     for a, c in pairs:
         bad = (a, c) == bad_link
-        for direction in directions:
-            name = "iperf3-tcp" if direction == "send" else "iperf3-tcp-reverse"
+        for reverse in directions:
+            name = "iperf3-tcp-reverse" if reverse else "iperf3-tcp"
             made, values = [], []
             for r in range(repeats):
                 gbit = b.rnd.gauss(94.0, 0.8) if not bad else 31.5
                 values.append(gbit)
+                dims = {"protocol": "tcp", "reverse": reverse, "side": "receiver", "streams": 8}
                 made.append(
                     b.step(
                         name,
                         "iperf3",
                         (a, c),
-                        [
-                            Measurement(
-                                "iperf3",
-                                "bw",
-                                gbit,
-                                "Gbit/s",
-                                {"direction": direction, "streams": 8},
-                            )
-                        ],
+                        [Measurement("iperf3", "throughput", gbit * 1e9, "bit/s", dims)],
                         f"Connecting to host {c}, port 5201\n"
                         f"[SUM]   0.00-10.00  sec  {gbit:.1f} Gbits/sec  receiver\n",
                         repeat=r,
@@ -414,7 +409,7 @@ def _network(
                 )
             med = statistics.median(values)
             b.verdict(
-                "iperf3-tcp-bw" if direction == "send" else "iperf3-tcp-reverse-bw",
+                "iperf3-tcp-reverse-bw" if reverse else "iperf3-tcp-bw",
                 med >= 90,
                 (a, c),
                 "TCP bandwidth per link",
@@ -432,14 +427,22 @@ def _network(
             hca = f"mlx5_{rail}"
             slow = bad and (rail == 3 or not dense)
             ib = b.rnd.gauss(392.0, 2.0) if not slow else 180.2
-            dims: dict[str, Any] = {"op": "write", "size_bytes": 65536}
-            if dense:
-                dims["hca"] = hca
+            dims: dict[str, Any] = {
+                "bidirectional": False,
+                "device": hca,
+                "link_layer": "IB",
+                "mtu": 4096,
+                "qps": 1,
+                "side": "client",
+                "size_bytes": 65536,
+                "test": "write",
+                "transport": "RC",
+            }
             s = b.step(
                 "ib-write-bw",
                 "perftest",
                 (a, c),
-                [Measurement("perftest", "bw", ib, "Gbit/s", dims)],
+                [Measurement("perftest", "bw_avg", ib, "Gbit/s", dims)],
                 " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]\n"
                 f" 65536      5000           {ib + 1:.2f}             {ib:.2f}\n",
                 label=f"{a}+{c}.{hca}" if dense else "",
@@ -790,6 +793,8 @@ def make_run(
         generated=True,
         notes=("GENERATED data for tests: not measured",),
     )
+    # as aibench run does: fault localization of the pairwise results
+    run = run.replace(suspects=suspect_records(run))
     return Generated(run=run, logs=b.logs, bad_node=bad_node, bad_link=bad_link)
 
 

@@ -41,6 +41,11 @@ def test_1024_node_report_is_self_contained_and_under_25_mb(tmp_path: Path) -> N
     assert f"FAIL fio-seq-read-bw: {gen.bad_node}" in head
     a, b = gen.bad_link
     assert f"FAIL iperf3-tcp-bw: {a}&lt;-&gt;{b}" in head
+    # fault localization names the link, in iperf3 and on the one slow perftest rail
+    assert f"Suspect link {a}+{b} (iperf3 throughput): 1 of 1 pairs slow" in head
+    assert f"Suspect link {a}+{b} (perftest bw_avg): 1 of 1 pairs slow" in head
+    sus = html.split('id="suspects"')[1].split("</table>")[0]
+    assert "device=mlx5_3" in sus
     assert len(re.findall(r"<tr data-outcome=", html)) == len(gen.run.verdicts)
     assert "pairwise matrix (aggregated by group: worst link between groups)" in html
     # the preflight table lists the nodes with an odd value, not all 1024
@@ -60,7 +65,7 @@ def test_acceptance_shape_at_8_nodes(tmp_path: Path) -> None:
     assert perf.count("pairwise matrix") == 1
     assert "worst of 8 rails per pair" in perf
     a, b = gen.bad_link
-    assert f"<td>{a} ↔ {b}</td><td>hca=mlx5_3</td><td>180.2</td>" in perf
+    assert f"<td>{a} ↔ {b}</td><td>device=mlx5_3</td><td>180.2</td>" in perf
     # repeats: the verdict is the median of three steps, each linked
     fio = re.search(
         r'<tr data-outcome="FAIL"><td class="t-FAIL">✖ FAIL</td><td>fio-seq-read-bw'

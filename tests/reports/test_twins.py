@@ -180,8 +180,8 @@ def test_prometheus_format_and_content(rendered):
     assert sum(1 for s in samples if s[0] == "aibench_measurement") == len(run.measurements)
     a, b = rendered.gen.bad_link
     assert (
-        f'aibench_measurement{{tool="iperf3",metric="bw",unit="Gbit/s",pair="{a},{b}",'
-        'direction="send",streams="8"} 31.5' in text
+        f'aibench_measurement{{tool="iperf3",metric="throughput",unit="bit/s",pair="{a},{b}",'
+        'protocol="tcp",reverse="False",side="receiver",streams="8"} 31500000000.0' in text
     )
     assert (
         'aibench_run_timestamp_seconds{suite="acceptance",run="20261202-101500-acceptance"} '
