@@ -194,8 +194,10 @@ def pair_heatmap(
     )
 
 
+# dims left out of plot and series labels (they stay in the measurement tables)
 NOISY_DIMS = frozenset(
     {"job", "direct", "ioengine", "numjobs", "iodepth", "count", "dtype", "redop", "root", "group"}
+    | {"mtu", "link_layer", "transport", "gid_index"}
 )
 
 
