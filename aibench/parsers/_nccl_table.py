@@ -266,6 +266,7 @@ class Section:
                 continue  # out_of_place is null in trace replay
             if not isinstance(body, dict):
                 raise ParseError(TOOL, f"results[{index}].{placement} is not an object", line)
+            dims: FrozenDims | None = None  # shared by the metrics of this placement
             for src, metric, unit in _JSON_METRICS:
                 if src not in body or body[src] is None:
                     continue
@@ -291,12 +292,6 @@ class Section:
                     )
                 if metric == "busbw":
                     self.busbw.append((value, 5e-7 if isinstance(raw, str) else 0.0))
-                self.records.append(
-                    Measurement(
-                        tool=TOOL,
-                        metric=metric,
-                        value=value,
-                        unit=unit,
-                        dims=self._dims(key, placement),
-                    )
-                )
+                if dims is None:
+                    dims = self._dims(key, placement)
+                self.records.append(Measurement(TOOL, metric, value, unit, dims))

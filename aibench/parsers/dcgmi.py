@@ -27,6 +27,7 @@ from aibench.parsers import Parser
 
 SOURCE = "dcgmi"
 _SECTION = re.compile(r"^[|+]-+\s+(\w[\w ]*?)\s+-+\+")
+_ROW = re.compile(r"\|([^|]*)\|([^|]*)\|\s*")
 _META = {
     "DCGM Version": "version",
     "Driver Version Detected": "driver_version",
@@ -35,20 +36,35 @@ _META = {
 _RESULTS = ("pass", "fail", "warn", "skip")
 
 
+_DIMS: dict[tuple[str, str, int], FrozenDims] = {}
+
+
+def _dims(test: str, section: str, n: int = 0) -> FrozenDims:
+    """The dims of a test (``n`` 0) or of its n-th message; memoized, as every node's
+    report names the same tests."""
+    key = (test, section, n)
+    found = _DIMS.get(key)
+    if found is None:
+        if len(_DIMS) > 4096:
+            _DIMS.clear()
+        d: dict[str, str | int] = {"test": test, "section": section}
+        if n:
+            d["n"] = n
+        found = _DIMS[key] = FrozenDims(d)
+    return found
+
+
 def _rows(text: str) -> list[tuple[int, str, str, str]]:
     """(line, section, name, value) with wrapped cells joined."""
-    rows: list[tuple[int, str, str, str]] = []
+    rows: list[tuple[int, str, str, list[str]]] = []  # the value's pieces, joined at the end
     section = ""
     for lineno, line in enumerate(text.splitlines(), 1):
-        s = line.rstrip()
-        m = _SECTION.match(s) if s.startswith(("|-", "+-")) else None
+        m = _SECTION.match(line) if line.startswith(("|-", "+-")) else None
         if m:
             section = m.group(1).strip()
             continue
-        if not s.startswith("|") or not s.endswith("|"):
-            continue
-        cells = s.split("|")
-        if len(cells) != 4:
+        cells = _ROW.fullmatch(line)  # "| name | value |": two cells, then only blanks
+        if cells is None:
             continue
         name, value = cells[1].strip(), cells[2]
         if name == "Diagnostic" and value.strip() == "Result":
@@ -57,11 +73,10 @@ def _rows(text: str) -> list[tuple[int, str, str, str]]:
         if not name:
             if not rows:
                 raise ParseError(SOURCE, "a continuation line before any row", line=lineno)
-            ln, sec, nm, val = rows[-1]
-            rows[-1] = (ln, sec, nm, val + piece)
+            rows[-1][3].append(piece)
             continue
-        rows.append((lineno, section, name, piece))
-    return [(ln, sec, nm, " ".join(val.split())) for ln, sec, nm, val in rows]
+        rows.append((lineno, section, name, [piece]))
+    return [(ln, sec, nm, " ".join("".join(val).split())) for ln, sec, nm, val in rows]
 
 
 def parse(text: str) -> list[Fact]:
@@ -84,20 +99,13 @@ def parse(text: str) -> list[Fact]:
                 raise ParseError(SOURCE, f"{name} row before any test", line=lineno)
             n = messages.get(test, 0) + 1
             messages[test] = n
-            out.append(
-                Fact(
-                    SOURCE,
-                    name.lower(),
-                    value,
-                    dims=FrozenDims([("test", test[1]), ("section", test[0]), ("n", n)]),
-                )
-            )
+            out.append(Fact(SOURCE, name.lower(), value, dims=_dims(test[1], test[0], n)))
             continue
         word = value.split(" ", 1)[0].lower() if value else ""
         if word not in _RESULTS:
             raise ParseError(SOURCE, f"{name}: unknown result {value!r}", line=lineno)
         test = (section, name)
-        dims = FrozenDims({"test": name, "section": section})
+        dims = _dims(name, section)
         out.append(Fact(SOURCE, "result", word, dims=dims))
         out.append(Fact(SOURCE, "result_text", value, dims=dims))
         results.append(word)

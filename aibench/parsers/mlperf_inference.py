@@ -173,10 +173,26 @@ class _Summary:
             base["scenario"] = self.scenario
         if self.mode:
             base["mode"] = self.mode
+        plain = FrozenDims(base)  # shared by the records without their own dims
         return [
-            Measurement(tool=TOOL, metric=m, value=v, unit=u, dims=FrozenDims({**base, **d}))
+            Measurement(TOOL, m, v, u, FrozenDims({**base, **d}) if d else plain)
             for _line, m, u, v, d in self.pending
         ]
+
+
+def _kv(ln: str) -> tuple[str, str] | None:
+    """``_KV.match(ln).groups()`` for a line without trailing blanks, with string methods:
+    the key runs to the blanks before the first ":" after its first character (if the
+    line's first character is that ":", the key is the blank before it, as the regex's
+    backtracking has it), the value is the rest after the ":" and its leading blanks."""
+    body = ln.lstrip()
+    w = len(ln) - len(body)
+    c = ln.find(":", w + 1)
+    if c >= 0:
+        return ln[w : len(ln[:c].rstrip())], ln[c + 1 :].lstrip()
+    if w and body[:1] == ":":
+        return ln[w - 1 : w], body[1:].lstrip()
+    return None
 
 
 def parse_summary(text: str) -> list[Record]:
@@ -211,14 +227,15 @@ def parse_summary(text: str) -> list[Record]:
             section, es_kind, in_recs = "params", None, False
             params_at = n
             continue
-        cm = _COUNT_LINE.match(ln)
+        # _COUNT_LINE needs "No" or a digit first (st is ln without its leading blanks)
+        cm = _COUNT_LINE.match(ln) if st[0] in "Nn" or st[0].isdecimal() else None
         if cm:
             k = 0 if cm.group(1).lower() == "no" else int(cm.group(1))
             metric = "warnings" if cm.group(2).lower().startswith("warning") else "errors"
             s.measure(n, metric, "count", str(k))
             continue
         if section == "results":
-            esm = _ES_BLOCK.match(st)
+            esm = _ES_BLOCK.match(st) if "Early Stopping Result:" in st else None
             if esm:
                 es_kind, in_recs = (esm.group(1) or ""), False
                 continue
@@ -248,10 +265,10 @@ def parse_summary(text: str) -> list[Record]:
                     raise ParseError(TOOL, f"cannot read {sat.group(2)!r} as Yes/NO", line=n)
                 constraints.append((constraint_name(sat.group(1)), ok))
                 continue
-        kv = _KV.match(ln)
-        if not kv:
+        kv = _kv(ln)
+        if kv is None:
             continue
-        key, val = kv.group(1), kv.group(2)
+        key, val = kv
         lk = key.lower()
         if section in ("head", "results"):
             if lk == "sut name":
@@ -288,7 +305,7 @@ def parse_summary(text: str) -> list[Record]:
                 metric = "sample_" + metric
             s.measure(n, metric, unit, val)
             continue
-        for rx, metric in _PCT_KEYS:
+        for rx, metric in _PCT_KEYS if key[:1].isdecimal() else ():  # they start with \d
             pm = rx.match(key)
             if pm:
                 if sample_block and metric == "latency":

@@ -94,6 +94,18 @@ _LAT_COLUMNS = (
 )
 
 
+_NO_LAYOUT = DimsLayout(())
+_LAYOUTS: dict[tuple[str, ...], DimsLayout] = {}
+
+
+def _layout(names: tuple[str, ...]) -> DimsLayout:
+    """One DimsLayout per set of dim names (a run's facts, its side, size_bytes)."""
+    found = _LAYOUTS.get(names)
+    if found is None:
+        found = _LAYOUTS[names] = DimsLayout(names)
+    return found
+
+
 class _Run:
     def __init__(self, server_banner: bool, no_peak: bool) -> None:
         self.dims: dict[str, Scalar] = {}
@@ -107,7 +119,7 @@ class _Run:
         self.unit = ""
         # set by header(), when the dims and columns of the rows are known
         self.units: dict[str, str] = {}
-        self.layout = DimsLayout(())
+        self.layout = _NO_LAYOUT
         self.row_dims: tuple[Scalar, ...] = ()
 
     def final_dims(self) -> dict[str, Scalar]:
@@ -149,7 +161,7 @@ class _Run:
     def _rows_ready(self) -> None:
         """The facts are read before the header: the rows' dims and units are fixed now."""
         dims = self.final_dims()
-        self.layout = DimsLayout((*dims, "size_bytes"))
+        self.layout = _layout((*dims, "size_bytes"))
         self.row_dims = tuple(dims.values())
         self.units = {
             "iterations": "count",

@@ -139,11 +139,17 @@ def _group(text: str) -> tuple[dict[str, list[tuple[int, str]]], dict[str, str]]
 
 
 _DIGITS = re.compile(r"^[0-9]+$")
+_INT = re.compile(r"-?[0-9]+")
+_MEMINFO = re.compile(r"^(\w+):\s+([0-9]+)(?: kB)?$")
+_RANGE = re.compile(r"[0-9]+(-[0-9]+)?")
+_NODE = re.compile(r"node(\d+)")
+_SELECTED = re.compile(r"\[(\w+)\]")
+_NCCL_SO = re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)")
 
 
 def _int(text: str, what: str, line: int) -> int:
     try:
-        if not re.fullmatch(r"-?[0-9]+", text.strip()):
+        if not _INT.fullmatch(text.strip()):
             raise ValueError(text)
         return int(text.strip())
     except ValueError:
@@ -207,7 +213,7 @@ def _cpuinfo(lines: list[tuple[int, str]]) -> list[Fact]:
 def _meminfo(lines: list[tuple[int, str]]) -> list[Fact]:
     vals: dict[str, tuple[int, int]] = {}
     for lineno, line in lines:
-        m = re.match(r"^(\w+):\s+([0-9]+)(?: kB)?$", line.strip())
+        m = _MEMINFO.match(line.strip())
         if m:
             vals[m.group(1)] = (int(m.group(2)), lineno)
     if "MemTotal" not in vals:
@@ -250,7 +256,7 @@ def _count_ranges(text: str) -> int:
     for part in text.strip().split(","):
         if not part:
             continue
-        if not re.fullmatch(r"[0-9]+(-[0-9]+)?", part):
+        if not _RANGE.fullmatch(part):
             raise ParseError("node-files", f"/sys/devices/system/node/online: {text.strip()!r}")
         lo, _, hi = part.partition("-")
         n += (int(hi) - int(lo) + 1) if hi else 1
@@ -271,7 +277,7 @@ def parse_node_files(text: str) -> list[Fact]:
         lines = files.get(path)
         if path.startswith("/sys/devices/system/node/node"):
             if lines:
-                node = int(re.findall(r"node(\d+)", path)[-1])
+                node = int(_NODE.findall(path)[-1])
                 out.append(
                     Fact(
                         "cpu",
@@ -291,7 +297,7 @@ def parse_node_files(text: str) -> list[Fact]:
             if kind == "int":
                 value = _int(raw, path, lineno)
             elif kind == "choice":
-                m = re.search(r"\[(\w+)\]", raw)
+                m = _SELECTED.search(raw)
                 if m is None:
                     raise ParseError(
                         "node-files", f"{path}: no [selected] value in {raw!r}", line=lineno
@@ -463,7 +469,6 @@ _NONZERO_OK = {"ib_write_bw", "ibstat", "iperf"}
 
 _VERSION_RX = {tool: re.compile(p, re.M) for tool, p in _VERSION_PATTERNS.items()}
 _ANY_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)*)", re.M)
-_RC = re.compile(r"-?[0-9]+")
 
 
 def _version_of(tool: str, output: str) -> str | None:
@@ -473,19 +478,44 @@ def _version_of(tool: str, output: str) -> str | None:
     return next(g for g in m.groups() if g)
 
 
+class _ToolBlock:
+    """The lines of one ``@@ tool NAME`` block, read in one pass."""
+
+    __slots__ = ("body", "line", "path", "rc_line", "tool")
+
+    def __init__(self, tool: str, line: int) -> None:
+        self.tool, self.line = tool, line
+        self.rc_line: str | None = None  # the first "@@ rc N" line
+        self.path: str | None = None  # from the first "@@ path P" line
+        self.body: list[str] = []  # the version command's output (lines without "@@ ")
+
+
 def parse_tool_versions(text: str) -> list[Fact]:
     out: list[Fact] = []
-    blocks: list[tuple[str, int, list[str]]] = []
+    blocks: list[_ToolBlock] = []
     nccl: str | None = None
     seen_nccl = False
+    block: _ToolBlock | None = None
     for lineno, line in enumerate(text.splitlines(), 1):
-        if line.startswith("@@ tool "):
-            blocks.append((line[8:].strip(), lineno, []))
+        if not line.startswith("@@ "):
+            if block is not None:
+                block.body.append(line)
+            elif line.strip():
+                raise ParseError(
+                    "tool-versions", f"output before the first tool: {line[:80]!r}", line=lineno
+                )
+        elif line.startswith("@@ tool "):
+            block = _ToolBlock(line[8:].strip(), lineno)
+            blocks.append(block)
         elif line.startswith("@@ nccl"):
             seen_nccl = True
             nccl = line[7:].strip() or None
-        elif blocks:
-            blocks[-1][2].append(line)
+        elif block is not None:
+            # the first "@@ rc" and "@@ path" lines count; other "@@" lines are not output
+            if block.rc_line is None and line.startswith("@@ rc "):
+                block.rc_line = line
+            elif block.path is None and line.startswith("@@ path "):
+                block.path = line[8:].strip()
         elif line.strip():
             raise ParseError(
                 "tool-versions", f"output before the first tool: {line[:80]!r}", line=lineno
@@ -493,17 +523,16 @@ def parse_tool_versions(text: str) -> list[Fact]:
     if not blocks:
         raise ParseError("tool-versions", "no '@@ tool' block in the output")
     present: list[str] = []
-    for tool, lineno, lines in blocks:
-        rc_line = next((ln for ln in lines if ln.startswith("@@ rc ")), None)
+    for b in blocks:
+        tool, lineno, rc_line, path = b.tool, b.line, b.rc_line, b.path
         if rc_line is None:
             raise ParseError(
                 "tool-versions", f"{tool}: the block has no '@@ rc' line (cut off?)", line=lineno
             )
-        if not _RC.fullmatch(rc_line[6:].strip()):
+        if not _INT.fullmatch(rc_line[6:].strip()):
             raise ParseError("tool-versions", f"{tool}: {rc_line!r} has no exit code", line=lineno)
         rc = int(rc_line[6:].strip())
-        path = next((ln[8:].strip() for ln in lines if ln.startswith("@@ path ")), None)
-        body = "\n".join(ln for ln in lines if not ln.startswith("@@ "))
+        body = "\n".join(b.body)
         if path is None:
             why = f"{tool}: not installed"
             out.append(Fact("tool-path", tool, None, reason=why))
@@ -545,7 +574,7 @@ def parse_tool_versions(text: str) -> list[Fact]:
         )
     )
     if seen_nccl:
-        m = re.search(r"libnccl\.so\.(\d+\.\d+\.\d+)", nccl or "")
+        m = _NCCL_SO.search(nccl or "")
         if m:
             out.append(Fact("nccl", "version", m.group(1)))
         else:
