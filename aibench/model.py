@@ -128,6 +128,23 @@ class DimsLayout:
         dims._map = dict(zip(self._sorted_names, self._pick(values)))  # noqa: B905
         return dims
 
+    def make_each(self, head: Sequence[Scalar], lasts: Sequence[Scalar]) -> list[FrozenDims]:
+        """One FrozenDims per value in ``lasts`` for the last name, ``head`` for the others
+        (a table row's dims per placement, say): checked once, the dict copied per value."""
+        if not lasts:
+            return []
+        first = self.make((*head, lasts[0]))
+        if len(lasts) == 1 or not _SCALAR_TYPES.issuperset(map(type, lasts)):
+            return [first, *(self.make((*head, v)) for v in lasts[1:])]
+        last = self._names[-1]
+        out = [first]
+        for v in lasts[1:]:
+            dims = FrozenDims.__new__(FrozenDims)
+            dims._map = m = first._map.copy()  # same names, so the same order
+            m[last] = v
+            out.append(dims)
+        return out
+
 
 def _dims(value: Mapping[str, Scalar] | FrozenDims | None) -> FrozenDims:
     if isinstance(value, FrozenDims):

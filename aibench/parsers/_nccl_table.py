@@ -48,6 +48,10 @@ def number(text: str) -> float | None:
 
 def half_ulp(text: str) -> float:
     """Half a unit of the last printed digit of a row value (``%.2f`` ... ``%.1e``)."""
+    if "e" not in text and "E" not in text and text.isprintable() and " " not in text:
+        # the common "%.2f" token: no exponent, nothing for strip() to remove
+        dot = text.find(".")
+        return 0.5 * 10.0 ** -(len(text) - dot - 1 if dot >= 0 else 0)
     mantissa, _, exp = text.strip().lower().partition("e")
     decimals = len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
     return 0.5 * 10.0 ** ((int(exp) if exp else 0) - decimals)
@@ -93,6 +97,8 @@ class _Plan:
     values: tuple[tuple[int, str, int, str, str], ...]  # (index, column, place, metric, unit)
     key_dims: tuple[str, ...]  # the distinct dims of ``keys``
     layout: DimsLayout  # key_dims (+ op) + placement
+    str_keys: tuple[tuple[int, str], ...]  # (index, dim) of the keys read as text
+    int_keys: tuple[tuple[int, str, str], ...]  # (index, column, dim), in column order
 
 
 def _plan(names: list[str], place: list[int], op: str | None) -> _Plan:
@@ -113,7 +119,9 @@ def _plan(names: list[str], place: list[int], op: str | None) -> _Plan:
         # other columns (per-iteration i_min ..., timestamp) are not read
     key_dims = tuple(dict.fromkeys(dim for _, _, dim, _ in keys))
     layout = DimsLayout((*key_dims, "op", "placement") if op else (*key_dims, "placement"))
-    return _Plan(tuple(keys), tuple(values), key_dims, layout)
+    str_keys = tuple((i, dim) for i, _, dim, is_int in keys if not is_int)
+    int_keys = tuple((i, name, dim) for i, name, dim, is_int in keys if is_int)
+    return _Plan(tuple(keys), tuple(values), key_dims, layout, str_keys, int_keys)
 
 
 @dataclass
@@ -179,54 +187,50 @@ class Section:
                 f"row has {len(tokens)} fields, the header has {ncols}: {line.strip()}",
                 no,
             )
-        key: dict[str, Scalar] = {}
-        for i, name, dim, is_int in plan.keys:
-            if not is_int:
-                key[dim] = tokens[i]
-                continue
+        # text and integer dims never share a name, so reading the text ones first gives
+        # the same dict; the first integer column that fails is the one reported
+        key: dict[str, Scalar] = {dim: tokens[i] for i, dim in plan.str_keys}
+        for i, name, dim in plan.int_keys:
             try:
                 key[dim] = int(tokens[i])
             except ValueError:
                 raise ParseError(
                     TOOL, f"column {name!r}: {tokens[i]!r} is not an integer", no
                 ) from None
-        records = self.records
-        # one FrozenDims per placement, shared by the metrics of that placement
-        dims: list[FrozenDims | None] = [None, None]
         head = [key[d] for d in plan.key_dims]
         if self.op:
             head.append(self.op)
+        # one FrozenDims per placement, shared by the metrics of that placement
+        dims = plan.layout.make_each(head, PLACEMENTS)
+        records = self.records
+        add, add_busbw = records.append, self.busbw.append
         for i, name, p, metric, unit in plan.values:
             tok = tokens[i]
             if not metric:
                 self._check_error(tok, key, PLACEMENTS[p], line, no)
                 continue
-            if tok == "N/A":
-                continue
             try:
                 value = float(tok)
             except ValueError:
                 value = math.nan
-            if value - value != 0.0:  # not a finite number
-                if tok.lower().lstrip("-") in ("nan", "inf"):
+            if value - value != 0.0:  # N/A, nan, inf or not a number
+                if tok == "N/A" or tok.lower().lstrip("-") in ("nan", "inf"):
                     continue
                 raise ParseError(
                     TOOL, f"column {name!r} ({PLACEMENTS[p]}): {tok!r} is not a number", no
                 )
-            if metric == "wrong" and value > 0:
-                raise ToolFailure(
-                    TOOL,
-                    f"{PLACEMENTS[p]} #wrong {tok} at size {key.get('size_bytes')} B "
-                    f"(data check failed): {line.strip()}",
-                    no,
-                    partial=list(records),
-                )
-            if metric == "busbw":
-                self.busbw.append((value, half_ulp(tok)))
-            d = dims[p]
-            if d is None:
-                d = dims[p] = plan.layout.make((*head, PLACEMENTS[p]))
-            records.append(Measurement(TOOL, metric, value, unit, d))
+            if metric == "wrong":
+                if value > 0:
+                    raise ToolFailure(
+                        TOOL,
+                        f"{PLACEMENTS[p]} #wrong {tok} at size {key.get('size_bytes')} B "
+                        f"(data check failed): {line.strip()}",
+                        no,
+                        partial=list(records),
+                    )
+            elif metric == "busbw":
+                add_busbw((value, half_ulp(tok)))
+            add(Measurement(TOOL, metric, value, unit, dims[p]))
 
     def _check_error(
         self, tok: str, key: dict[str, Scalar], placement: str, line: str, no: int
