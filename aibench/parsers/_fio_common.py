@@ -122,23 +122,30 @@ def frozen(dims: Mapping[str, Scalar]) -> FrozenDims:
     return found
 
 
-# (id of a base FrozenDims, percentile) -> (that base, base + percentile). The entry holds
-# the base, so while it is here no other object can have its id.
-_PCT_CACHE: dict[tuple[int, float], tuple[FrozenDims, FrozenDims]] = {}
+# id of a base FrozenDims -> (that base, its percentile table). The entry holds the base,
+# so while it is here no other object can have its id.
+_PCT_TABLES: dict[int, tuple[FrozenDims, dict[float, FrozenDims]]] = {}
 
 
-def with_percentile(base: FrozenDims, p: float) -> FrozenDims:
-    """``base`` plus the dim ``percentile`` (a memo like :func:`frozen`: jobs of one
-    name, as ``numjobs`` makes them, share their percentile dims)."""
-    key = (id(base), p)
-    found = _PCT_CACHE.get(key)
+def percentile_table(base: FrozenDims) -> dict[float, FrozenDims]:
+    """The memo of ``base`` plus the dim ``percentile``, by percentile: fill it with
+    :func:`with_percentile`. Jobs of one name (``numjobs``) share their table."""
+    found = _PCT_TABLES.get(id(base))
     if found is not None and found[0] is base:
         return found[1]
-    if len(_PCT_CACHE) > 4096:
-        _PCT_CACHE.clear()
-    dims = FrozenDims({**base.to_dict(), "percentile": p})
-    _PCT_CACHE[key] = (base, dims)
-    return dims
+    if len(_PCT_TABLES) > 4096:
+        _PCT_TABLES.clear()
+    table: dict[float, FrozenDims] = {}
+    _PCT_TABLES[id(base)] = (base, table)
+    return table
+
+
+def with_percentile(base: FrozenDims, p: float, table: dict[float, FrozenDims]) -> FrozenDims:
+    """``base`` plus the dim ``percentile``, from ``table`` (``percentile_table(base)``)."""
+    found = table.get(p)
+    if found is None:
+        found = table[p] = FrozenDims({**base.to_dict(), "percentile": p})
+    return found
 
 
 def measurement(metric: str, value: float, unit: str, dims: Mapping[str, Scalar]) -> Measurement:

@@ -25,6 +25,7 @@ from aibench.parsers._fio_common import (
     frozen,
     number,
     option_dims,
+    percentile_table,
     with_percentile,
 )
 from aibench.parsers._util import json_document
@@ -79,8 +80,10 @@ def _percentiles(
             value = number(raw, f"{what}.percentile[{key}]", line)
         found.append((p, value))
     found.sort(key=_first)  # stable, as the records were sorted before
+    table = percentile_table(dims)
     return [
-        Measurement(TOOL, "clat_percentile", v, unit, with_percentile(dims, p)) for p, v in found
+        Measurement(TOOL, "clat_percentile", v, unit, with_percentile(dims, p, table))
+        for p, v in found
     ]
 
 

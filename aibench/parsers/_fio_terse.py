@@ -16,7 +16,7 @@ import re
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement
-from aibench.parsers._fio_common import TOOL, frozen, with_percentile
+from aibench.parsers._fio_common import TOOL, frozen, percentile_table, with_percentile
 
 _BLOCK = 41
 _LINE = re.compile(r"^[34];fio-")
@@ -38,9 +38,30 @@ def _f(fields: list[str], i: int, no: int) -> float:
     return v
 
 
+# The number fields of a direction, as offsets from its first field: io, bw, iops, runtime,
+# slat min/max/mean/stdev, clat min/max/mean/stdev, then (after the 20 percentile fields)
+# lat min/max/mean/stdev.
+_REST = (*range(4, 12), *range(32, 36))
+_NUMBERS = (0, 1, 2, 3, *_REST)
+
+
+def _finite(fields: list[str], start: int) -> list[float] | None:
+    """The direction's number fields in one go, or None when one of them is not a finite
+    number (the caller then reads them one by one with _f, which says which)."""
+    try:
+        values = [float(fields[start - 1 + k]) for k in _NUMBERS]
+    except (IndexError, ValueError):
+        return None
+    return values if all(map(math.isfinite, values)) else None
+
+
 def _direction(fields: list[str], start: int, base: dict[str, str], no: int) -> list[Measurement]:
     # start: the 1-based index of the direction's first field (io KiB)
-    io, bw, iops, runtime = (_f(fields, start + k, no) for k in range(4))
+    fast = _finite(fields, start)
+    if fast is not None:
+        io, bw, iops, runtime = fast[:4]
+    else:
+        io, bw, iops, runtime = (_f(fields, start + k, no) for k in range(4))
     if io == 0 and bw == 0 and iops == 0 and runtime == 0:
         return []
     dims = frozen(base)
@@ -50,14 +71,14 @@ def _direction(fields: list[str], start: int, base: dict[str, str], no: int) -> 
         Measurement(TOOL, "io_bytes", io * 1024, "B", dims),
         Measurement(TOOL, "runtime", runtime, "ms", dims),
     ]
-    slat = [_f(fields, start + 4 + k, no) for k in range(4)]
-    clat = [_f(fields, start + 8 + k, no) for k in range(4)]
-    lat = [_f(fields, start + 32 + k, no) for k in range(4)]
+    rest = fast[4:] if fast is not None else [_f(fields, start + k, no) for k in _REST]
+    slat, clat, lat = rest[0:4], rest[4:8], rest[8:12]
     out.append(Measurement(TOOL, "lat_mean", lat[2], "us", dims))
     out.append(Measurement(TOOL, "lat_stdev", lat[3], "us", dims))
     out.append(Measurement(TOOL, "clat_mean", clat[2], "us", dims))
     if any(slat[:3]):
         out.append(Measurement(TOOL, "slat_mean", slat[2], "us", dims))
+    pct = percentile_table(dims)
     first = start + 11  # 0-based index of the first percentile field
     for i, raw in enumerate(fields[first : first + 20], first + 1):
         p_text, sep, v_text = raw.partition("%=")
@@ -70,7 +91,8 @@ def _direction(fields: list[str], start: int, base: dict[str, str], no: int) -> 
         if not sep or p - p != 0.0 or v - v != 0.0:  # no "%=", or not finite
             raise ParseError(TOOL, f"terse field {i} is not a percentile: {raw!r}", line=no)
         if p > 0:
-            out.append(Measurement(TOOL, "clat_percentile", v, "us", with_percentile(dims, p)))
+            pdims = pct.get(p) or with_percentile(dims, p, pct)  # never empty: it has percentile
+            out.append(Measurement(TOOL, "clat_percentile", v, "us", pdims))
     return out
 
 

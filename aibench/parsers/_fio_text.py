@@ -27,7 +27,13 @@ from fractions import Fraction
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement, Scalar
-from aibench.parsers._fio_common import TOOL, frozen, normalize_bs, with_percentile
+from aibench.parsers._fio_common import (
+    TOOL,
+    frozen,
+    normalize_bs,
+    percentile_table,
+    with_percentile,
+)
 from aibench.units import factor
 
 _OPTS = re.compile(
@@ -170,10 +176,10 @@ def parse_text(text: str) -> list[Measurement]:
         if pct is not None:
             if line.lstrip().startswith("|"):
                 assert job is not None
-                src = _LAT_UNITS[pct[1]]
+                src, table = _LAT_UNITS[pct[1]], percentile_table(fdims)
                 for p, v in _PCT_ITEM.findall(line):
                     value = convert(v, src, lat_unit)
-                    pdims = with_percentile(fdims, float(p))
+                    pdims = with_percentile(fdims, float(p), table)
                     job.records.append(Measurement(TOOL, "clat_percentile", value, lat_unit, pdims))
                 continue
             pct = None
