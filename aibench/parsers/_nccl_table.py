@@ -124,6 +124,31 @@ def _plan(names: list[str], place: list[int], op: str | None) -> _Plan:
     return _Plan(tuple(keys), tuple(values), key_dims, layout, str_keys, int_keys)
 
 
+# (header names, op) -> its row plans by the number of fields; read only once built
+_PLANS: dict[tuple[tuple[str, ...], str | None], dict[int, _Plan]] = {}
+
+
+def _plans_for(names: tuple[str, ...], place: tuple[int, ...], op: str | None) -> dict[int, _Plan]:
+    """The row plans of one results header (memoized: a log of many runs repeats it)."""
+    found = _PLANS.get((names, op))
+    if found is not None:
+        return found
+    plans = {len(names): _plan(list(names), list(place), op)}
+    if 1 in place:
+        # trace replay: no out-of-place body, only in-place columns
+        kept = [i for i, p in enumerate(place) if p != 0]
+        plans[len(kept)] = _plan([names[i] for i in kept], [place[i] for i in kept], op)
+    if "redop" in names and "root" in names and len(names) - 1 not in plans:
+        # hypercube_perf prints an empty redop ("%6s" of ""): one field fewer; the
+        # root column after it must still read as an integer
+        kept = [i for i, n in enumerate(names) if n != "redop"]
+        plans[len(kept)] = _plan([names[i] for i in kept], [place[i] for i in kept], op)
+    if len(_PLANS) > 256:
+        _PLANS.clear()
+    _PLANS[(names, op)] = plans
+    return plans
+
+
 @dataclass
 class Section:
     """One run of one binary: from its ``# nThread`` line to its footer."""
@@ -149,20 +174,7 @@ class Section:
             raise ParseError(TOOL, f"unexpected results header: {' '.join(names)}", line)
         self.columns, self.header_line, self._place = names, line, place
         self._timestamp = names.index("timestamp") if "timestamp" in names else -1
-        self._plans = {len(names): _plan(names, place, self.op)}
-        if 1 in place:
-            # trace replay: no out-of-place body, only in-place columns
-            kept = [i for i, p in enumerate(place) if p != 0]
-            self._plans[len(kept)] = _plan(
-                [names[i] for i in kept], [place[i] for i in kept], self.op
-            )
-        if "redop" in names and "root" in names and len(names) - 1 not in self._plans:
-            # hypercube_perf prints an empty redop ("%6s" of ""): one field fewer; the
-            # root column after it must still read as an integer
-            kept = [i for i, n in enumerate(names) if n != "redop"]
-            self._plans[len(kept)] = _plan(
-                [names[i] for i in kept], [place[i] for i in kept], self.op
-            )
+        self._plans = _plans_for(tuple(names), tuple(place), self.op)
 
     def _dims(self, key: dict[str, Scalar], placement: str) -> FrozenDims:
         dims = dict(key)

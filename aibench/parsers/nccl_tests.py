@@ -134,7 +134,8 @@ def _parse_text(text: str) -> list[Measurement]:
     pending_op: str | None = None
     seen_table = False
     for no, raw in enumerate(text.splitlines(), start=1):
-        line = _strip_prefix(raw)
+        # every launcher prefix starts with "[" or holds ": " (srun --label's "0: ")
+        line = _strip_prefix(raw) if raw[:1] == "[" or ": " in raw else raw.rstrip()
         if not line:
             continue
         # the substring tests are cheap and _FAILURE cannot match without one of them
@@ -143,7 +144,8 @@ def _parse_text(text: str) -> list[Measurement]:
                 TOOL, line.strip(), line=no, partial=[*out, *(section.records if section else [])]
             )
         if line[0] == "#":
-            m = _STARTING.match(line)
+            # each pattern below needs its words in the line: test them first, it is cheaper
+            m = _STARTING.match(line) if "Collective test starting:" in line else None
             if m:
                 pending_op = _op_name(m.group(1))
                 continue
@@ -155,7 +157,7 @@ def _parse_text(text: str) -> list[Measurement]:
                 section = Section(op=pending_op, start=no)
                 pending_op = None
                 continue
-            names = line.lstrip("#").split()
+            names = line.lstrip("#").split() if "busbw" in line else []
             is_header = "size" in names and "busbw" in names
             if section is None and is_header:
                 # the head of the log (# nThread ...) was cut, as by `tail` or a copy
@@ -164,21 +166,21 @@ def _parse_text(text: str) -> list[Measurement]:
                 pending_op = None
             if section is None:
                 continue
-            if _RANK.match(line):
+            if "Rank" in line and _RANK.match(line):
                 section.ranks += 1
                 continue
             if is_header:
                 section.set_header(names, no)
                 seen_table = True
                 continue
-            m = _OOB.match(line)
+            m = _OOB.match(line) if "Out of bounds values" in line else None
             if m:
                 if int(m.group(1)) > 0 or m.group(2) == "FAILED":
                     raise ToolFailure(
                         TOOL, line.lstrip("# ").strip(), line=no, partial=[*out, *section.records]
                     )
                 continue
-            m = _AVG.match(line)
+            m = _AVG.match(line) if "Avg bus bandwidth" in line else None
             if m:
                 out.extend(section.records)
                 avg = _footer(section, m.group(1), no)
