@@ -54,6 +54,7 @@ with neither a result table nor such a line is a ParseError.
 
 from __future__ import annotations
 
+import math
 import re
 
 from aibench.errors import ParseError, ToolFailure
@@ -121,6 +122,7 @@ class _Run:
         self.units: dict[str, str] = {}
         self.layout = _NO_LAYOUT
         self.row_dims: tuple[Scalar, ...] = ()
+        self.rate_cells = (0, 0)
 
     def final_dims(self) -> dict[str, Scalar]:
         dims = dict(self.dims)
@@ -169,6 +171,11 @@ class _Run:
             "bw_peak": self.unit,
             "bw_avg": self.unit,
         }
+        if self.kind == "bw":  # the tokens of BW average and MsgRate in a row
+            self.rate_cells = (
+                1 + self.columns.index("bw_avg"),
+                1 + self.columns.index("msg_rate"),
+            )
 
 
 def parse(text: str) -> list[Measurement]:
@@ -182,7 +189,8 @@ def parse(text: str) -> list[Measurement]:
         line = raw.strip()
         if not line:
             continue
-        if _ERROR.match(line):
+        # a line that starts with a digit (a row) is an error line only after "NAME: "
+        if (not line[0].isdigit() or ": " in line) and _ERROR.match(line):
             errors.append((no, line))
             continue
         if "BW peak won't be measured" in line:
@@ -243,15 +251,23 @@ def _row(run: _Run, line: str, tokens: list[str], no: int) -> list[Measurement]:
             TOOL, f"row has {len(tokens)} fields, the header has {len(cols) + 1}: {line}", no
         )
     size = int(tokens[0])
-    values: dict[str, float] = {}
-    for name, tok in zip(cols, tokens[1:], strict=False):
-        try:
-            v = float(tok)
-        except ValueError:
-            raise ParseError(TOOL, f"{name}: {tok!r} is not a number", no) from None
-        if v - v != 0.0:  # perftest prints %.2f of finite doubles: inf/nan is damage
-            raise ParseError(TOOL, f"{name}: {tok!r} is not a finite number", no)
-        values[name] = v
+    cells = tokens[1 : len(cols) + 1]  # the columns are distinct names
+    try:
+        numbers = list(map(float, cells))
+    except ValueError:
+        numbers = []
+    if len(numbers) == len(cols) and all(map(math.isfinite, numbers)):
+        values = dict(zip(cols, numbers, strict=True))
+    else:  # read them one by one to say which cell is wrong
+        values = {}
+        for name, tok in zip(cols, cells, strict=True):
+            try:
+                v = float(tok)
+            except ValueError:
+                raise ParseError(TOOL, f"{name}: {tok!r} is not a number", no) from None
+            if v - v != 0.0:  # perftest prints %.2f of finite doubles: inf/nan is damage
+                raise ParseError(TOOL, f"{name}: {tok!r} is not a finite number", no)
+            values[name] = v
     if run.kind == "bw":
         _check_rate(run, size, values, tokens, no)
         if run.no_peak or (values["bw_peak"] == 0 and values["bw_avg"] > 0):
@@ -269,8 +285,7 @@ def _check_rate(run: _Run, size: int, values: dict[str, float], tokens: list[str
     if avg <= 0 or rate <= 0:
         return
     expected = rate * 1e6 * size / _BYTES_PER_UNIT[run.unit]
-    i_avg = 1 + run.columns.index("bw_avg")
-    i_rate = 1 + run.columns.index("msg_rate")
+    i_avg, i_rate = run.rate_cells
     rel = _half_ulp(tokens[i_avg]) / avg + _half_ulp(tokens[i_rate]) / rate + 0.01
     if abs(expected - avg) > rel * avg:
         other = "Gbit/s" if run.unit == "MiB/s" else "MiB/s"
