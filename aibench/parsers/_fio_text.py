@@ -177,8 +177,10 @@ def parse_text(text: str) -> list[Measurement]:
             if line.lstrip().startswith("|"):
                 assert job is not None
                 src, table = _LAT_UNITS[pct[1]], percentile_table(fdims)
+                num, den = _factor(src, lat_unit)
                 for p, v in _PCT_ITEM.findall(line):
-                    value = convert(v, src, lat_unit)
+                    # v is digits: convert()'s integer branch, inline, for whole factors
+                    value = float(int(v) * num) if den == 1 else convert(v, src, lat_unit)
                     pdims = with_percentile(fdims, float(p), table)
                     job.records.append(Measurement(TOOL, "clat_percentile", value, lat_unit, pdims))
                 continue
