@@ -33,9 +33,9 @@ known only from the header of a run's own output (there is no ``--version``), so
 could be learnt only after the run it should have changed; the text log is printed by
 every version and carries every number that is judged (the parser is tested on real logs
 from before 2.13 to 2.18, the JSON reader only on files built from nccl-tests' source, as
-no real ``-J`` file has been captured yet); and a JSON file on a remote node without a shared file system
-could not be read back anyway. A site on 2.17.7 or later with a shared ``workdir`` turns
-it on to keep the richer file.
+no real ``-J`` file has been captured yet); and a JSON file on a remote node without a
+shared file system could not be read back anyway. A site on 2.17.7 or later with a
+shared ``workdir`` turns it on to keep the richer file.
 
 Output is parsed by the ``nccl-tests`` parser in ``collect``, which adds the ``op`` dim
 that logs before 2.17 do not carry and a ``version`` Fact. Placements: ``each`` (intra-
