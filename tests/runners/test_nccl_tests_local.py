@@ -9,6 +9,7 @@ orchestrator, the parser, the collect hook.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -64,8 +65,10 @@ def test_mpirun_two_local_ranks_run_the_replay_through_the_runners_argv(tmp_path
         assert {k: proc.env[k] for k in ROOT_ENV} == ROOT_ENV
     # both ranks ran, each saw the forwarded NCCL_DEBUG and the runner's nccl-tests args
     stderr = (tmp_path / "run" / res.stderr_path).read_text()
-    ranks = sorted(ln.split()[2] for ln in stderr.splitlines() if ln.startswith("replay rank"))
-    assert ranks == ["0/2", "1/2"]
+    # searched, not read line by line: mpirun forwards each rank's stderr as it comes, and
+    # a line of one rank may land behind an unterminated line of mpirun or the other rank
+    ranks = sorted(re.findall(r"replay rank (\d+/\d+) ", stderr))
+    assert ranks == ["0/2", "1/2"], stderr
     assert stderr.count("NCCL_DEBUG=INFO args=-b 32M -e 512M -f 2 -n 20") == 2
     # rank 0 printed the sendrecv block: its numbers, with the op
     expected = json.loads(LOG.with_suffix(".expected.json").read_text())

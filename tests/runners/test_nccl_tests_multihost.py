@@ -8,6 +8,7 @@ starting ranks over ssh in two namespace hosts, and ``srun --mpi=pmix`` on the b
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import uuid
@@ -38,13 +39,10 @@ def bin_dir() -> Iterator[Path]:
 
 
 def ranks(tmp_path: Path, res: StepResult) -> list[tuple[str, str]]:
+    # searched, not read line by line: a rank's line may land behind an unterminated line
+    # of the launcher or of another rank in the forwarded stderr
     err = (tmp_path / res.stderr_path).read_text()
-    out = []
-    for line in err.splitlines():
-        if line.startswith("replay rank"):
-            words = line.split()
-            out.append((words[2], words[4]))
-    return sorted(out)
+    return sorted(re.findall(r"replay rank (\d+/\d+) net (\S+) ", err))
 
 
 def check_all_reduce(res: StepResult) -> None:
