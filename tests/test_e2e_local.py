@@ -173,4 +173,6 @@ def test_missing_tool_everywhere_is_exit_3(tmp_path: Path) -> None:
     run = Run.from_dict(json.loads((only_run_dir(tmp_path / "runs") / "run.json").read_text()))
     assert all(s.reason.startswith("setup mkdir") or "not found" in s.reason for s in run.steps)
     assert run.verdicts
-    assert all(v.outcome.failing for v in run.verdicts), "a check that was not measured never passes"
+    assert all(v.outcome.failing for v in run.verdicts), (
+        "a check that was not measured never passes"
+    )

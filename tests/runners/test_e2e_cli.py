@@ -95,18 +95,45 @@ checks:
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs openmpi-bin")
 def test_cli_runs_the_four_steps_judges_and_reports(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    wrapper(bin_dir, "all_reduce_perf", PROGRAMS / "nccl_tests_replay.py",
-            "--fixture", str(LOG), "--binary", "all_reduce_perf")
+    wrapper(
+        bin_dir,
+        "all_reduce_perf",
+        PROGRAMS / "nccl_tests_replay.py",
+        "--fixture",
+        str(LOG),
+        "--binary",
+        "all_reduce_perf",
+    )
     suite = tmp_path / "suite.yaml"
-    suite.write_text(SUITE.format(
-        work=tmp_path / "work", root=str(is_root()).lower(), bin=bin_dir, py=PY,
-        sut=PROGRAMS / "loadgen_sut.py", train=PROGRAMS / "mlperf_train_logreg.py"))
+    suite.write_text(
+        SUITE.format(
+            work=tmp_path / "work",
+            root=str(is_root()).lower(),
+            bin=bin_dir,
+            py=PY,
+            sut=PROGRAMS / "loadgen_sut.py",
+            train=PROGRAMS / "mlperf_train_logreg.py",
+        )
+    )
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     res = subprocess.run(
-        [PY, "-m", "aibench", "run", "--suite", str(suite), "--spec", str(spec),
-         "--output-dir", str(tmp_path / "runs"), "--quiet"],
-        capture_output=True, text=True, timeout=240,
+        [
+            PY,
+            "-m",
+            "aibench",
+            "run",
+            "--suite",
+            str(suite),
+            "--spec",
+            str(spec),
+            "--output-dir",
+            str(tmp_path / "runs"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert res.returncode == 1, res.stderr  # one check fails on purpose
     (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
