@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from aibench.model import Run
+from tests.aibench_cli import aibench, only_run
 
 SUITE = """\
 schema_version: 1
@@ -46,32 +47,19 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def aibench(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aibench", *args], capture_output=True, text=True, timeout=300, **kw
-    )
-
-
 def write_suite(tmp_path: Path, port: int, text: str = SUITE) -> Path:
     p = tmp_path / "e2e.yaml"
     p.write_text(text.format(workdir=tmp_path / "scratch", port=port))
     return p
 
 
-def only_run_dir(out: Path) -> Path:
-    dirs = [d for d in out.iterdir() if d.is_dir()]
-    assert len(dirs) == 1, dirs
-    return dirs[0]
-
-
 def test_cli_run_numbers_equal_the_tools_own_json(tmp_path: Path) -> None:
     suite = write_suite(tmp_path, 15611)
     res = aibench("run", "--suite", str(suite), "--output-dir", str(tmp_path / "runs"), "--quiet")
     assert res.returncode in (0, 1), res.stderr
-    run_dir = only_run_dir(tmp_path / "runs")
+    run_dir, run = only_run(tmp_path / "runs")
     for name in ("run.json", "report.html", "junit.xml", "summary.md", "steps.jsonl"):
         assert (run_dir / name).is_file(), name
-    run = Run.from_dict(json.loads((run_dir / "run.json").read_text()))
     assert run.spec == "default"
     assert len(run.steps) == 5
     assert all(s.ok for s in run.steps), [s.reason for s in run.steps]
@@ -170,7 +158,7 @@ def test_missing_tool_everywhere_is_exit_3(tmp_path: Path) -> None:
     )
     assert res.returncode == 3, res.stdout + res.stderr
     assert "nothing could be run" in res.stderr
-    run = Run.from_dict(json.loads((only_run_dir(tmp_path / "runs") / "run.json").read_text()))
+    _, run = only_run(tmp_path / "runs")
     assert all(s.reason.startswith("setup mkdir") or "not found" in s.reason for s in run.steps)
     assert run.verdicts
     assert all(v.outcome.failing for v in run.verdicts), (

@@ -27,6 +27,7 @@ from markupsafe import escape
 
 from aibench.reports.context import fmt_number
 from aibench.reports.markdown import cell
+from tests.aibench_cli import aibench
 from tests.testbed.bed import TestBed
 from tests.testbed.slurm import SlurmCluster
 
@@ -273,11 +274,11 @@ def test_suite_through_slurm_as_a_batch_job_with_one_shaped_link(
         testbed_slurm.root / "submit-inventory.yaml", executor="slurm"
     )
     out = testbed_slurm.root / "submit-runs"
-    r = subprocess.run(
-        [sys.executable, "-m", "aibench", "submit", "--suite", str(HERE / "suite-e2e.yaml"),
-         "--inventory", str(inv), "--spec", str(HERE / "spec-e2e.yaml"), "--nodes", "4",
-         "--partition", "debug", "--time", "5", "--output-dir", str(out)],
-        cwd=ROOT, env=testbed_slurm.env, capture_output=True, text=True, timeout=60, check=False,
+    r = aibench(
+        "submit", "--suite", str(HERE / "suite-e2e.yaml"),
+        "--inventory", str(inv), "--spec", str(HERE / "spec-e2e.yaml"), "--nodes", "4",
+        "--partition", "debug", "--time", "5", "--output-dir", str(out),
+        cwd=ROOT, env=testbed_slurm.env, timeout=60,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     job = r.stdout.split("submitted job ")[1].split(";")[0].strip()
@@ -348,10 +349,7 @@ def test_sigint_mid_iperf3_then_resume_finishes_only_what_was_not_done(
     assert sorted(v for k, v in by_status.items() if k not in fio) == ["not_run"] * 6
     started = {sid: journal[sid]["started"] for sid in fio}
 
-    r = subprocess.run(
-        [sys.executable, "-m", "aibench", "run", "--resume", str(rd), "--quiet"],
-        cwd=ROOT, capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+    r = aibench("run", "--resume", str(rd), "--quiet", cwd=ROOT, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     final = json.loads((rd / "run.json").read_text())
     steps = {s["step_id"]: s for s in final["steps"]}

@@ -6,31 +6,25 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from aibench.model import Run, StepStatus
+from tests.aibench_cli import aibench
 
 HERE = Path(__file__).resolve().parent
 SWAPPINESS = int(Path("/proc/sys/vm/swappiness").read_text())
 
 
-def aibench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aibench", "preflight", "--quiet", *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
+def preflight(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return aibench("preflight", "--quiet", *args, env=env, timeout=240)
 
 
 def test_this_machine_table_and_json(tmp_path: Path) -> None:
     out = tmp_path / "preflight.json"
-    p = aibench("--output", str(out))
+    p = preflight("--output", str(out))
     assert p.returncode == 0, p.stderr
     assert "kernel.release" in p.stdout
     assert os.uname().release in p.stdout
@@ -46,7 +40,7 @@ def test_this_machine_table_and_json(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has nvidia-smi")
 def test_absent_facts_are_listed_with_their_reason() -> None:
-    p = aibench()
+    p = preflight()
     assert p.returncode == 0, p.stderr
     row = next(ln for ln in p.stdout.splitlines() if ln.startswith("nvidia-smi.driver_version "))
     assert row.split()[1] == "absent"
@@ -103,7 +97,7 @@ def test_two_nodes_side_by_side_with_fakebin_gpu_and_a_failing_spec(tmp_path: Pa
     )
     env = dict(os.environ, PATH=f"{HERE / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
     out = tmp_path / "out.json"
-    p = aibench(
+    p = preflight(
         "--inventory",
         str(write_inventory(tmp_path)),
         "--spec",
@@ -128,6 +122,6 @@ def test_two_nodes_side_by_side_with_fakebin_gpu_and_a_failing_spec(tmp_path: Pa
 
 
 def test_unknown_suite_is_a_user_error() -> None:
-    p = aibench("--suite", "no-such-suite")
+    p = preflight("--suite", "no-such-suite")
     assert p.returncode == 2
     assert "no-such-suite" in p.stderr

@@ -20,13 +20,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from aibench.model import Outcome, Run, Verdict
+from tests.aibench_cli import aibench
 
 HERE = Path(__file__).resolve().parent
 FAKEBIN = HERE / "fakebin"
@@ -44,24 +44,10 @@ def preflight(
     inv_path.write_text(yaml.safe_dump(inv))
     out = tmp_path / "preflight.json"
     full_env = dict(os.environ, PATH=f"{FAKEBIN}{os.pathsep}{os.environ['PATH']}", **env)
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aibench",
-            "preflight",
-            "--quiet",
-            "--inventory",
-            str(inv_path),
-            "--output",
-            str(out),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=full_env,
-    )
+    p = aibench(
+        "preflight", "--quiet", "--inventory", str(inv_path), "--output", str(out), *args,
+        env=full_env, timeout=240,
+    )  # fmt: skip
     assert out.exists(), p.stdout + p.stderr
     return p, Run.from_dict(json.loads(out.read_text()))
 
@@ -216,13 +202,7 @@ def _bin_without(tmp_path: Path, missing: str) -> Path:
 def test_the_suites_spec_judges_without_spec_and_a_missing_tool_exits_1(tmp_path: Path) -> None:
     out = tmp_path / "p.json"
     env = dict(os.environ, PATH=str(_bin_without(tmp_path, "fio")))
-    p = subprocess.run(
-        [sys.executable, "-m", "aibench", "preflight", "--quiet", "--output", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
+    p = aibench("preflight", "--quiet", "--output", str(out), env=env, timeout=240)
     assert p.returncode == 1, p.stdout + p.stderr
     run = Run.from_dict(json.loads(out.read_text()))
     assert run.spec == "preflight"
@@ -237,11 +217,5 @@ def test_the_suites_spec_judges_without_spec_and_a_missing_tool_exits_1(tmp_path
         os.environ,
         PATH=str(tmp_path / "bin") + os.pathsep + str(Path(shutil.which("fio") or "").parent),
     )
-    p = subprocess.run(
-        [sys.executable, "-m", "aibench", "preflight", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
+    p = aibench("preflight", "--quiet", env=env, timeout=240)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import platform
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from aibench.model import Run, StepStatus
+from tests.aibench_cli import aibench
 from tests.testbed.bed import TestBed
 
 pytestmark = pytest.mark.netns
@@ -27,22 +26,7 @@ def test_preflight_over_ssh_on_every_bed_host(testbed_hosts: TestBed, tmp_path: 
     for h in testbed_hosts.hosts:
         Path(f"/tmp/aibench-testbed/{h.name}").mkdir(parents=True, exist_ok=True)
     out = tmp_path / "preflight.json"
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aibench",
-            "preflight",
-            "--quiet",
-            "--inventory",
-            str(inv),
-            "--output",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = aibench("preflight", "--quiet", "--inventory", str(inv), "--output", str(out), timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     run = Run.from_dict(json.loads(out.read_text()))
     names = [h.name for h in testbed_hosts.hosts]

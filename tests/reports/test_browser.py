@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.aibench_cli import aibench, only_run_dir
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
     pytest.mark.browser,
@@ -192,8 +194,6 @@ FIO_STEP = """\
 def real_run(tmp_path_factory):
     """``aibench run`` of a short suite on this machine: fio on a small file and iperf3
     over the loopback, judged by the default spec (the step names are the ones it checks)."""
-    import sys
-
     if shutil.which("fio") is None or shutil.which("iperf3") is None:
         pytest.skip("needs fio and iperf3")
     tmp = tmp_path_factory.mktemp("real")
@@ -208,24 +208,9 @@ def real_run(tmp_path_factory):
     )
     suite = tmp / "suite.yaml"
     suite.write_text(REAL_SUITE.format(work=tmp / "work", fio=fio.rstrip("\n")))
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aibench",
-            "run",
-            "--suite",
-            str(suite),
-            "--output-dir",
-            str(tmp / "runs"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    res = aibench("run", "--suite", str(suite), "--output-dir", str(tmp / "runs"), "--quiet")
     assert res.returncode in (0, 1), res.stderr  # 1: a check failed (reported, not a crash)
-    (run_dir,) = [d for d in (tmp / "runs").iterdir() if d.is_dir()]
+    run_dir = only_run_dir(tmp / "runs")
     run = json.loads((run_dir / "run.json").read_text())
     assert not run.get("generated")
     assert {s["tool"] for s in run["steps"]} == {"preflight", "fio", "iperf3"}

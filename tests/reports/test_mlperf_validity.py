@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from aibench.model import Run
+from tests.aibench_cli import aibench, only_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SUMMARY = FIXTURES / "mlperf-inference-summary"
@@ -100,26 +99,14 @@ def _suite(tmp: Path) -> Path:
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> Stored:
     tmp = tmp_path_factory.mktemp("mlperf")
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aibench",
-            "run",
-            "--suite",
-            str(_suite(tmp)),
-            "--output-dir",
-            str(tmp / "runs"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
+    runs = tmp / "runs"
+    res = aibench(
+        "run", "--suite", str(_suite(tmp)), "--output-dir", str(runs), "--quiet", timeout=180
     )
     # the default spec checks fio and iperf3, which this suite does not run: MISSING
     assert res.returncode == 1, res.stderr
-    (run_dir,) = [d for d in (tmp / "runs").iterdir() if d.is_dir()]
-    return Stored(run_dir, Run.from_dict(json.loads((run_dir / "run.json").read_text())))
+    run_dir, run = only_run(runs)
+    return Stored(run_dir, run)
 
 
 def _section(html: str, title: str) -> str:
@@ -241,12 +228,7 @@ def test_a_spec_that_judges_validity_covers_the_invalid_results(
             }
         )
     )
-    res = subprocess.run(
-        [sys.executable, "-m", "aibench", "report", str(run_dir), "--spec", str(spec)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    res = aibench("report", str(run_dir), "--spec", str(spec), timeout=120)
     assert res.returncode == 1, res.stderr
     html = (run_dir / "report.html").read_text()
     nv = html.split('id="not-valid"')[1].split("</div>")[0]

@@ -5,15 +5,14 @@ each checked by the real compliance checker) -> parse -> judge against a spec ->
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from aibench.model import Outcome, Run
+from aibench.model import Outcome
+from tests.aibench_cli import aibench, only_run
 from tests.runners.helpers import FIXTURES, PROGRAMS, is_root, wrapper
 
 LOG = FIXTURES / "nccl-tests" / "v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
@@ -117,27 +116,13 @@ def test_cli_runs_the_four_steps_judges_and_reports(tmp_path: Path) -> None:
     )
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
-    res = subprocess.run(
-        [
-            PY,
-            "-m",
-            "aibench",
-            "run",
-            "--suite",
-            str(suite),
-            "--spec",
-            str(spec),
-            "--output-dir",
-            str(tmp_path / "runs"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
+    res = aibench(
+        "run", "--suite", str(suite), "--spec", str(spec),
+        "--output-dir", str(tmp_path / "runs"), "--quiet",
         timeout=240,
-    )
+    )  # fmt: skip
     assert res.returncode == 1, res.stderr  # one check fails on purpose
-    (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
-    run = Run.from_dict(json.loads((run_dir / "run.json").read_text()))
+    run_dir, run = only_run(tmp_path / "runs")
     assert [s.status.value for s in run.steps] == ["ok"] * 4, [s.reason for s in run.steps]
     outcome = {v.check: v.outcome for v in run.verdicts}
     assert outcome == {

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from aibench.model import StepResult, StepStatus
+from tests.aibench_cli import aibench, only_run
 from tests.runners.helpers import FIXTURES, PROGRAMS, is_root, node, run, suite_of, wrapper
 from tests.testbed.bed import TestBed
 from tests.testbed.net import SUBNET
@@ -155,36 +156,16 @@ def test_cli_over_ssh_mpirun_starts_on_the_first_host_and_reaches_the_second(
 ) -> None:
     """The production path: the SSH executor runs mpirun on abt-h1, which starts the ranks
     over ssh (the inventory's ssh config as plm_rsh_agent) on abt-h1 and abt-h2."""
-    import json
-    import subprocess
-    import sys
-
-    from aibench.model import Run
-
     inv = testbed_hosts.write_inventory(tmp_path / "inventory.yaml", executor="ssh")
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE.format(bin=bin_dir, subnet=SUBNET, root=str(is_root()).lower()))
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aibench",
-            "run",
-            "--suite",
-            str(suite),
-            "--inventory",
-            str(inv),
-            "--output-dir",
-            str(tmp_path / "runs"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
+    res = aibench(
+        "run", "--suite", str(suite), "--inventory", str(inv),
+        "--output-dir", str(tmp_path / "runs"), "--quiet",
         timeout=120,
-    )
+    )  # fmt: skip
     assert res.returncode in (0, 1), res.stderr
-    (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
-    run = Run.from_dict(json.loads((run_dir / "run.json").read_text()))
+    run_dir, run = only_run(tmp_path / "runs")
     (step,) = run.steps
     check_all_reduce(step)
     assert step.processes[-1].host == "abt-h1"

@@ -10,15 +10,13 @@ rail, every pair of four hosts in three rounds, and the per-rail records.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from aibench.model import Run, StepStatus
+from aibench.model import StepStatus
+from tests.aibench_cli import aibench, only_run
 from tests.runners.helpers import FIXTURES, PROGRAMS, wrapper
 from tests.testbed.bed import TestBed
 
@@ -62,27 +60,13 @@ def test_every_pair_and_rail_of_four_hosts(tmp_path: Path, testbed_hosts: TestBe
     )
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE.format(bin=bin_dir))
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aibench",
-            "run",
-            "--suite",
-            str(suite),
-            "--inventory",
-            str(inv),
-            "--output-dir",
-            str(tmp_path / "runs"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
+    res = aibench(
+        "run", "--suite", str(suite), "--inventory", str(inv),
+        "--output-dir", str(tmp_path / "runs"), "--quiet",
         timeout=120,
-    )
+    )  # fmt: skip
     assert res.returncode in (0, 1), res.stderr
-    (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
-    run = Run.from_dict(json.loads((run_dir / "run.json").read_text()))
+    run_dir, run = only_run(tmp_path / "runs")
     results = run.steps
     # the version was asked of the binary the steps run (bin_dir), over ssh on every host;
     # the replay does not pretend to be a perftest version, so it is recorded as unknown
