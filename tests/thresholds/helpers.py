@@ -86,3 +86,19 @@ def spec_from(tmp: Path, text: str, name: str = "spec.yaml") -> Spec:
 
 
 HEADER = "schema_version: 1\nname: t\nchecks:\n"
+
+
+def replace_execution(monkeypatch: Any, results: Sequence[StepResult]) -> None:
+    """Make ``aibench run`` skip running anything and take ``results`` as what its steps
+    produced (no node facts collected): the planning, judging and storing stay real."""
+    from aibench import envfacts, orchestrator
+
+    async def no_execute(ex: object) -> None:
+        return None
+
+    async def no_facts(ex: object, raw: Path) -> dict[str, object]:
+        return {}
+
+    monkeypatch.setattr(orchestrator, "execute", no_execute)
+    monkeypatch.setattr(orchestrator.Execution, "results", lambda self: list(results))
+    monkeypatch.setattr(envfacts, "collect", no_facts)

@@ -18,7 +18,7 @@ from aibench.history import History, env_diff, flatten_environment
 from aibench.model import Outcome, Run, Verdict
 from aibench.store import save_run
 from aibench.thresholds.compare import compare_runs
-from tests.thresholds.helpers import m, run, step
+from tests.thresholds.helpers import m, replace_execution, run, step
 
 STEP_AT = 14
 
@@ -432,8 +432,6 @@ def test_aibench_run_of_a_history_suite_fills_the_default_database(
     history --db` lists."""
     import yaml
 
-    from aibench import envfacts, orchestrator
-
     suite = tmp_path / "suite.yaml"
     suite.write_text(
         yaml.safe_dump(
@@ -457,15 +455,7 @@ def test_aibench_run_of_a_history_suite_fills_the_default_database(
         )
     ]
 
-    async def no_execute(ex: object) -> None:
-        return None
-
-    async def no_facts(ex: object, raw: Path) -> dict[str, object]:
-        return {}
-
-    monkeypatch.setattr(orchestrator, "execute", no_execute)
-    monkeypatch.setattr(orchestrator.Execution, "results", lambda self: list(results))
-    monkeypatch.setattr(envfacts, "collect", no_facts)
+    replace_execution(monkeypatch, results)
     out = tmp_path / "runs"
     for _ in range(2):  # exit 1: the default spec misses the steps this suite lacks
         assert main(["run", "--suite", str(suite), "--output-dir", str(out), "--quiet"]) == 1

@@ -22,6 +22,7 @@ import pytest
 
 from aibench.model import FrozenDims, Measurement, Run, StepResult, StepStatus
 from aibench.thresholds.localize import localize, pair_values, run_suspects
+from tests.thresholds.helpers import replace_execution
 
 NODES = [f"n{i:02d}" for i in range(64)]
 LEAF = {n: f"l{i // 8}" for i, n in enumerate(NODES)}
@@ -219,7 +220,6 @@ def test_aibench_run_stores_the_suspects_in_run_json(
 
     import yaml
 
-    from aibench import envfacts, orchestrator
     from aibench.cli import main
 
     nodes = [f"n{i}" for i in range(6)]
@@ -237,15 +237,7 @@ def test_aibench_run_stores_the_suspects_in_run_json(
             StepStatus.OK, measurements=(Measurement("iperf3", "throughput", bps, "bit/s", d,
             (a, b), "iperf3-tcp"),)))  # fmt: skip
 
-    async def no_execute(ex: object) -> None:
-        return None
-
-    async def no_facts(ex: object, raw: Path) -> dict[str, object]:
-        return {}
-
-    monkeypatch.setattr(orchestrator, "execute", no_execute)
-    monkeypatch.setattr(orchestrator.Execution, "results", lambda self: list(results))
-    monkeypatch.setattr(envfacts, "collect", no_facts)
+    replace_execution(monkeypatch, results)
     out = tmp_path / "runs"
     main(["run", "--suite", str(suite), "--inventory", str(inv), "--output-dir", str(out),
           "--quiet"])  # fmt: skip
