@@ -135,43 +135,47 @@ def _blocks(text: str, start: re.Pattern[str]) -> tuple[str, list[str]]:
     return head, blocks
 
 
+def _renamed_blocks(
+    text: str, size: int, start: str, rename: Callable[[str, int], str]
+) -> tuple[str, str, int]:
+    """(head, body, n): the fixture's blocks (split before lines matching ``start``)
+    repeated to about ``size`` bytes, block number i renamed by ``rename(block, i)``."""
+    head, blocks = _blocks(text, re.compile(start))
+    k = _copies("".join(blocks), size)
+    body = [rename(b, i) for i, b in enumerate(blocks * k)]
+    return head, "".join(body), len(body)
+
+
 def ibstat_cas(text: str, size: int) -> list[str]:
     """One ibstat listing of many adapters: the fixture's CA blocks, renamed."""
-    head, blocks = _blocks(text, re.compile(r"^CA '"))
-    k = _copies("".join(blocks), size)
-    out, n = [head], 0
-    for _ in range(k):
-        for b in blocks:
-            out.append(re.sub(r"^CA '[^']*'", f"CA 'mlx5_{n}'", b, count=1))
-            n += 1
-    return ["".join(out)]
+    head, body, _ = _renamed_blocks(
+        text, size, r"^CA '", lambda b, i: re.sub(r"^CA '[^']*'", f"CA 'mlx5_{i}'", b, count=1)
+    )
+    return [head + body]
 
 
 def ibv_hcas(text: str, size: int) -> list[str]:
     """One ibv_devinfo listing of many adapters: the fixture's hca_id blocks, renamed."""
-    head, blocks = _blocks(text, re.compile(r"^hca_id:"))
-    k = _copies("".join(blocks), size)
-    out, n = [head], 0
-    for _ in range(k):
-        for b in blocks:
-            out.append(re.sub(r"^hca_id:\s*\S+", f"hca_id:\tmlx5_{n}", b, count=1))
-            n += 1
-    return ["".join(out)]
+    head, body, _ = _renamed_blocks(
+        text,
+        size,
+        r"^hca_id:",
+        lambda b, i: re.sub(r"^hca_id:\s*\S+", f"hca_id:\tmlx5_{i}", b, count=1),
+    )
+    return [head + body]
 
 
 def smi_gpus(text: str, size: int) -> list[str]:
     """One nvidia-smi -q report of many GPUs: the fixture's GPU sections with new bus ids,
     and ``Attached GPUs`` set to their number."""
-    head, blocks = _blocks(text, re.compile(r"^GPU [0-9A-Fa-f]{8}:"))
-    k = _copies("".join(blocks), size)
-    out, n = [], 0
-    for _ in range(k):
-        for b in blocks:
-            bus = f"{n // 256:08X}:{n % 256:02X}:00.0"
-            out.append(re.sub(r"^GPU \S+", f"GPU {bus}", b, count=1))
-            n += 1
+    head, body, n = _renamed_blocks(
+        text,
+        size,
+        r"^GPU [0-9A-Fa-f]{8}:",
+        lambda b, i: re.sub(r"^GPU \S+", f"GPU {i // 256:08X}:{i % 256:02X}:00.0", b, count=1),
+    )
     head = re.sub(r"(Attached GPUs\s*:\s*)\d+", rf"\g<1>{n}", head, count=1)
-    return [head + "".join(out)]
+    return [head + body]
 
 
 def query_gpu_rows(text: str, size: int) -> list[str]:
