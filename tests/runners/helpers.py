@@ -22,6 +22,16 @@ from aibench.suite import Settings, Step, StepModel, Suite
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "programs"
 FIXTURES = REPO / "tests" / "fixtures"
+# The MLPerf Training command of the tests: a small real training loop logging MLLOG, with
+# the runner's {log_dir} and {seed} placeholders.
+TRAIN_LOGREG = [
+    sys.executable,
+    str(PROGRAMS / "mlperf_train_logreg.py"),
+    "--log-file",
+    "{log_dir}/result.txt",
+    "--seed",
+    "{seed}",
+]
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 

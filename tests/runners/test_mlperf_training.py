@@ -20,16 +20,7 @@ from aibench.errors import ConfigError
 from aibench.model import Fact, Measurement, StepResult, StepStatus
 from aibench.runners.base import Slot
 from aibench.runners.mlperf_training import first_complaint
-from tests.runners.helpers import PROGRAMS, node, plan, run, suite_of
-
-TRAIN = [
-    sys.executable,
-    str(PROGRAMS / "mlperf_train_logreg.py"),
-    "--log-file",
-    "{log_dir}/result.txt",
-    "--seed",
-    "{seed}",
-]
+from tests.runners.helpers import TRAIN_LOGREG, node, plan, run, suite_of
 
 
 def test_the_client_is_the_sequencer_with_the_rules_run_count() -> None:
@@ -104,7 +95,7 @@ def test_bad_options(options: dict[str, Any], message: str) -> None:
 
 
 def train(tmp_path: Path, *extra: str, runs: int = 3) -> StepResult:
-    o = {"benchmark": "dlrm_dcnv2", "runs": runs, "command": [*TRAIN, *extra], "seed": 1}
+    o = {"benchmark": "dlrm_dcnv2", "runs": runs, "command": [*TRAIN_LOGREG, *extra], "seed": 1}
     (res,) = run(
         tmp_path / "run",
         suite_of("mlperf-training", o, workdir=tmp_path / "w"),
@@ -159,7 +150,7 @@ def test_three_real_runs_are_checked_timed_and_scored(tmp_path: Path) -> None:
         assert p.host == "ws"
         assert list(p.argv) == runs[k]["argv"]
         assert list(p.argv) == [
-            *TRAIN[:2],
+            *TRAIN_LOGREG[:2],
             "--log-file",
             f"{w}/run_{k}/result.txt",
             "--seed",

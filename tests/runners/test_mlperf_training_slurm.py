@@ -8,7 +8,6 @@ has a private one), the runner's sequencer and collect run here.
 from __future__ import annotations
 
 import shutil
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from aibench.model import StepStatus
-from tests.runners.helpers import PROGRAMS, node, run, suite_of
+from tests.runners.helpers import TRAIN_LOGREG, node, run, suite_of
 from tests.testbed.slurm import SlurmCluster
 
 
@@ -30,19 +29,7 @@ def run_dir() -> Iterator[Path]:
 def test_three_runs_through_srun_are_checked_and_scored(
     tmp_path: Path, testbed_slurm: SlurmCluster, run_dir: Path
 ) -> None:
-    command = [
-        "srun",
-        "-N1",
-        "-p",
-        "debug",
-        "--",
-        sys.executable,
-        str(PROGRAMS / "mlperf_train_logreg.py"),
-        "--log-file",
-        "{log_dir}/result.txt",
-        "--seed",
-        "{seed}",
-    ]
+    command = ["srun", "-N1", "-p", "debug", "--", *TRAIN_LOGREG]
     options = {
         "benchmark": "dlrm_dcnv2",
         "runs": 3,
