@@ -170,6 +170,24 @@ class Inventory:
             ],
         }
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Inventory:
+        """The inventory as stored in run.json (:meth:`to_dict`): names, addresses,
+        executors, labels and declared facts; enough to judge a stored run, not to reach
+        its nodes (SSH and Slurm settings are not stored)."""
+        nodes = tuple(
+            Node(
+                name=str(n["name"]),
+                address=str(n.get("address", "")),
+                executor=str(n.get("executor", "local")),
+                labels=dict(n.get("labels") or {}),
+                facts=dict(n.get("facts") or {}),
+            )
+            for n in d.get("nodes", ())
+            if isinstance(n, Mapping) and "name" in n
+        )
+        return cls(name=str(d.get("name", "")), nodes=nodes, source=str(d.get("source", "")))
+
 
 def local_inventory() -> Inventory:
     """The embedded default: this machine as a one-node cluster."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, TypeAlias
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: Verdict.origin, Run.judgements
 
 Scalar: TypeAlias = str | int | float | bool
 _SCALAR_TYPES = frozenset((str, int, float, bool))
@@ -463,6 +463,9 @@ class Verdict:
     reason: str = ""
     benchmark: str = ""  # tool or section the check belongs to (groups JUnit testcases)
     waiver: Mapping[str, str] | None = None
+    # Where the verdict comes from (:data:`ORIGINS`): a check of the spec, the coverage
+    # a check requires, the fleet against itself, the inventory's declarations, history.
+    origin: str = "spec"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -490,6 +493,7 @@ class Verdict:
             "reason": self.reason,
             "benchmark": self.benchmark,
             "waiver": dict(self.waiver) if self.waiver else None,
+            "origin": self.origin,
         }
 
     @classmethod
@@ -513,7 +517,26 @@ class Verdict:
             reason=d.get("reason", ""),
             benchmark=d.get("benchmark", ""),
             waiver=d.get("waiver"),
+            origin=d.get("origin") or origin_of(d["check"]),
         )
+
+
+# Where a verdict can come from; a re-judge keeps every one of them (aibench.judge).
+ORIGINS = ("spec", "coverage", "consistency", "inventory", "history")
+
+
+def origin_of(check: str) -> str:
+    """The origin of a verdict stored before origins were recorded (schema 1.0), by its
+    check name: ``consistency.*``, ``inventory.*``, ``regression:*``, ``*.coverage``."""
+    if check.startswith("consistency."):
+        return "consistency"
+    if check.startswith("inventory."):
+        return "inventory"
+    if check.startswith("regression:"):
+        return "history"
+    if check.endswith(".coverage"):
+        return "coverage"
+    return "spec"
 
 
 @dataclass(frozen=True, slots=True)
@@ -540,6 +563,11 @@ class Run:
     # one mapping per suspect: tool, metric, kind (group | node | link), name, slow_pairs,
     # pairs, median_ratio, fleet_median, unit, series (list), evidence ([a, b, value]), text.
     suspects: tuple[Mapping[str, Any], ...] = ()
+    # Every judgement made of this run, oldest first: who judged (``by``), when (``at``),
+    # with which spec (``spec``, ``spec_sha256``), how history was used (``history``),
+    # the outcome and counts. The last one's verdicts are ``verdicts``; an earlier one
+    # keeps the verdicts it gave under ``verdicts`` (see aibench.judge.record).
+    judgements: tuple[Mapping[str, Any], ...] = ()
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -547,6 +575,7 @@ class Run:
         object.__setattr__(self, "verdicts", tuple(self.verdicts))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "suspects", tuple(self.suspects))
+        object.__setattr__(self, "judgements", tuple(self.judgements))
 
     @property
     def measurements(self) -> list[Measurement]:
@@ -587,6 +616,7 @@ class Run:
             "steps": [s.to_dict() for s in self.steps],
             "verdicts": [v.to_dict() for v in self.verdicts],
             "suspects": [dict(x) for x in self.suspects],
+            "judgements": [dict(x) for x in self.judgements],
         }
 
     @classmethod
@@ -615,6 +645,7 @@ class Run:
             steps=tuple(StepResult.from_dict(s) for s in d.get("steps", ())),
             verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
             suspects=tuple(dict(x) for x in d.get("suspects", ())),
+            judgements=tuple(dict(x) for x in d.get("judgements", ())),
         )
 
 

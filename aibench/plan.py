@@ -22,14 +22,26 @@ endpoint. A pair is ordered: the first node is the client, the second the server
   the matching finds a node whose path out of its group is bad at the cost of one pair
   per node. Nodes without the label form one group.
 * ``all``: one group of every node.
+
+Planning (:func:`build_plan`) turns a suite over an inventory into a :class:`Plan`: rounds
+of invocations, each built by the step's runner for one group of one round. It touches no
+node. The estimate of a plan's duration comes from each runner's ``expected_seconds``
+(what the step's options say it will take), never from the text of its command line.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aibench.inventory import Inventory, Node
+    from aibench.runners.base import Invocation
+    from aibench.suite import Step, Suite
 
 Group = tuple[str, ...]
 Round = list[Group]
@@ -160,3 +172,163 @@ def schedule(
             raise ValueError("placement groups needs labels (set group_by to a label name)")
         return groups(nodes, labels)
     return fn(nodes)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+@dataclass(frozen=True)
+class PlannedRound:
+    step: str
+    tool: str
+    repeat: int
+    round: int
+    invocations: tuple[Invocation, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: Suite
+    inventory: Inventory
+    rounds: tuple[PlannedRound, ...]
+
+    @property
+    def invocations(self) -> list[Invocation]:
+        return [inv for r in self.rounds for inv in r.invocations]
+
+    def at_once(self, rnd: PlannedRound) -> int:
+        """How many invocations of the round run at the same time under the inventory's
+        ``max_parallel`` and ``max_network_parallel`` (the network ones count against both)."""
+        limits = self.inventory.limits
+        n = len(rnd.invocations)
+        net = sum(1 for i in rnd.invocations if i.network)
+        capped = min(net, limits.max_network_parallel) if limits.max_network_parallel else net
+        return min(max(1, limits.max_parallel), n - net + capped)
+
+    def estimated_seconds(self) -> float:
+        """Rough wall time: per round, the longest expected run, times the waves the
+        concurrency limits make of the round (rounds run one after another)."""
+        limits = self.inventory.limits
+        total = 0.0
+        for r in self.rounds:
+            if not r.invocations:
+                continue
+            longest = max(i.expected_s for i in r.invocations)
+            waves = math.ceil(len(r.invocations) / max(1, limits.max_parallel))
+            net = [i.expected_s for i in r.invocations if i.network]
+            t = waves * longest
+            if net and limits.max_network_parallel:
+                t = max(t, math.ceil(len(net) / limits.max_network_parallel) * max(net))
+            total += t
+        return total
+
+    def estimate_basis(self) -> list[str]:
+        """How each step's duration was estimated (the runners' own words), once a step."""
+        seen: dict[str, str] = {}
+        for r in self.rounds:
+            for inv in r.invocations:
+                seen.setdefault(inv.step, inv.estimate)
+        return [f"{step}: {why}" for step, why in seen.items() if why]
+
+
+def expected_seconds(runner: Any, options: Any, timeout: float) -> tuple[float, str]:
+    """What one invocation of ``runner`` with ``options`` is expected to take, and how
+    that was found: the runner's ``expected_seconds(options)`` where it has one, else its
+    timeout capped at a minute (said so)."""
+    own = getattr(runner, "expected_seconds", None)
+    if own is not None:
+        seconds, why = own(options)
+        return float(seconds), str(why)
+    return min(timeout, 60.0), "no estimate from its options: its timeout, at most 60 s"
+
+
+def select_nodes(step: Step, inventory: Inventory, suite: Suite | None = None) -> list[Node]:
+    """The inventory's nodes a step runs on: its ``nodes:`` (names or hostlists) and
+    ``labels:``. A bad hostlist or a name the inventory lacks is a ConfigError naming the
+    suite file and the key (``steps[i].nodes[j]``)."""
+    from aibench import hostlist
+    from aibench.errors import ConfigError
+
+    nodes = list(inventory.nodes)
+    m = step.model
+    where = _step_key(suite, step)
+    file = suite.source if suite is not None else f"step {m.name}"
+    if m.nodes:
+        wanted: list[str] = []
+        for j, expr in enumerate(m.nodes):
+            try:
+                wanted.extend(hostlist.expand(expr) if hostlist.is_expression(expr) else [expr])
+            except ValueError as exc:
+                raise ConfigError(file, f"{where}.nodes[{j}]", str(exc)) from None
+        known = {x.name for x in nodes}
+        unknown = [n for n in dict.fromkeys(wanted) if n not in known]
+        if unknown:
+            shown = ", ".join(unknown[:10]) + (
+                f" (and {len(unknown) - 10} more)" if len(unknown) > 10 else ""
+            )
+            raise ConfigError(
+                file,
+                f"{where}.nodes",
+                f"not in the inventory {inventory.name}: {shown}",
+                hint="check the suite's nodes: list against the inventory",
+            )
+        nodes = [n for n in nodes if n.name in set(wanted)]
+    if m.labels:
+        nodes = [n for n in nodes if all(n.labels.get(k) == v for k, v in m.labels.items())]
+    return nodes
+
+
+def _step_key(suite: Suite | None, step: Step) -> str:
+    """``steps[i]``: the step's place in the suite file (kept when steps are filtered)."""
+    raw = suite.raw.get("steps") if suite is not None and isinstance(suite.raw, dict) else None
+    if isinstance(raw, list):
+        for i, d in enumerate(raw):
+            if isinstance(d, dict) and d.get("name") == step.name:
+                return f"steps[{i}]"
+    return f"step {step.name}"
+
+
+def build_plan(suite: Suite, inventory: Inventory) -> Plan:
+    """The rounds of every enabled step of ``suite`` over ``inventory`` (pure)."""
+    from aibench.runners import RUNNERS, Slot
+
+    rounds: list[PlannedRound] = []
+    for step in suite.steps:
+        if not step.model.enabled:
+            continue
+        runner = RUNNERS.get(step.tool)
+        nodes = select_nodes(step, inventory, suite)
+        placement = step.model.placement or runner.default_placement
+        kwargs: dict[str, Any] = {}
+        if step.model.sample is not None:
+            kwargs["k"] = step.model.sample
+        if step.model.group_by is not None:
+            kwargs["labels"] = {n.name: n.labels.get(step.model.group_by, "") for n in nodes}
+        groups_by_round = schedule(placement, [n.name for n in nodes], **kwargs)
+        own = getattr(runner, "expected_seconds", None)
+        estimate = own(step.options) if own is not None else None
+        for repeat in range(step.model.repeats):
+            for r_index, rnd in enumerate(groups_by_round):
+                invs: list[Invocation] = []
+                for index, group in enumerate(rnd):
+                    slot = Slot(
+                        round=r_index,
+                        index=index,
+                        repeat=repeat,
+                        base_port=suite.settings.base_port,
+                        workdir=suite.settings.workdir,
+                    )
+                    members = [inventory.node(n) for n in group]
+                    for inv in runner.invocations(step.name, step.options, members, slot):
+                        if step.model.timeout is not None:
+                            inv = _with_timeout(inv, step.model.timeout)
+                        secs, why = estimate or expected_seconds(None, None, inv.client.timeout)
+                        invs.append(replace(inv, expected_s=float(secs), estimate=str(why)))
+                rounds.append(PlannedRound(step.name, step.tool, repeat, r_index, tuple(invs)))
+    return Plan(suite=suite, inventory=inventory, rounds=tuple(rounds))
+
+
+def _with_timeout(inv: Invocation, timeout: float) -> Invocation:
+    client = replace(inv.client, timeout=timeout)
+    servers = tuple(replace(s, timeout=timeout + 10.0) for s in inv.servers)
+    return replace(inv, client=client, servers=servers)

@@ -12,8 +12,6 @@ Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,16 +39,9 @@ def new_run_dir(base: Path, suite: str, now: datetime | None = None) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with __import__("contextlib").suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    from aibench.textio import write_atomic
+
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=False) + "\n")
 
 
 def save_run(run: Run, run_dir: Path) -> Path:

@@ -19,7 +19,8 @@ from aibench.executors.base import ReadyCheck
 from aibench.executors.local import LocalExecutor
 from aibench.inventory import Inventory, Node
 from aibench.model import Measurement, StepStatus
-from aibench.orchestrator import JOURNAL, Execution, build_plan, execute
+from aibench.orchestrator import JOURNAL, Execution, execute
+from aibench.plan import build_plan
 from aibench.runners import RUNNERS
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.suite import Settings, Step, StepModel, Suite
@@ -239,7 +240,7 @@ def perftest_suite(options: dict[str, Any]) -> Suite:
 
 
 def capture(tmp_path: Path, suite: Suite, inv: Inventory) -> Execution:
-    from aibench.orchestrator import capture_versions
+    from aibench.versions import capture_versions
 
     loc = LocalExecutor()
     ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)

@@ -1,11 +1,17 @@
 """``aibench check RUN_DIR --spec FILE``: re-judge the stored results of a run.
 
-Loads RUN_DIR/run.json, judges its measurements and facts with the spec (a built-in
-profile name or a path; default: the spec the run was judged with), prints one line per
-verdict, the checks that do not apply (a role no node has), and the fault-localization
-suspects of the pairwise network results (comparable series only: see
-aibench/thresholds/localize.py), and exits 0 (every check PASS, WARN or WAIVED) or 1.
-run.json is rewritten only with ``--write`` (verdicts, suspects and a note).
+Loads RUN_DIR/run.json and judges it the way ``aibench run`` did (aibench/judge.py):
+the spec's checks (a built-in profile name or a path; default: the spec the run was judged
+with) and their coverage, the fleet's consistency, the inventory's declarations, and the
+history: recomputed with ``--history DB``, else the run's stored history verdicts carried
+over. Prints one line per verdict (the check's name says its origin: ``consistency.*``,
+``inventory.*``, ``regression:*``, ``*.coverage``; ``--format json`` gives ``origin``),
+the checks that do not apply (a role no node has) and the fault-localization suspects of
+the pairwise network results, and exits 0 (every check PASS, WARN or WAIVED) or 1.
+
+run.json is rewritten only with ``--write``: the new verdicts become the run's, and the
+run's record of judgements keeps who judged, when, with which spec (sha256) and the
+verdicts every earlier judgement gave.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ examples:
   aibench check runs/20261202-101500-acceptance
   aibench check runs/20261202-101500-acceptance --spec h100-ndr
   aibench check runs/20261202-101500-acceptance --spec my-spec.yaml --write
+  aibench check runs/20261202-101500-nightly --history runs/history.sqlite
   aibench check runs/20261202-101500-acceptance --format json
 """
 
@@ -29,7 +36,16 @@ examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by aibench run")
     p.add_argument("--spec", metavar="NAME|FILE", help="spec profile or YAML path")
-    p.add_argument("--write", action="store_true", help="store the new verdicts in run.json")
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="store the judgement in run.json (earlier verdicts kept in its judgements)",
+    )
+    p.add_argument(
+        "--history",
+        metavar="DB",
+        help="recompute the history verdicts against this database (default: carry them over)",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p.add_argument("--all", action="store_true", help="also list the PASS verdicts")
 
@@ -44,34 +60,37 @@ def _fmt_observed(v: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
     from pathlib import Path
 
     from aibench.errors import UserError
+    from aibench.judge import judge_run, partial_run, record
     from aibench.store import load_run, save_run
-    from aibench.thresholds import judge, load_spec, not_applicable
-    from aibench.thresholds.localize import suspects_of
+    from aibench.thresholds import load_spec
 
     run_dir = Path(args.run_dir)
     if not run_dir.exists():
         raise UserError(f"{run_dir}: no such run directory")
+    if not run_dir.is_dir():
+        run_dir = run_dir.parent
     the_run = load_run(run_dir)
-    spec_name = args.spec or the_run.spec or "default"
-    spec = load_spec(spec_name)
-    verdicts = judge(spec, the_run)
-    inapplicable = not_applicable(spec, the_run)
-    suspects = suspects_of(the_run)
-    records = tuple(s.to_dict(tool, metric) for tool, metric, s in suspects)
-    failing = any(v.outcome.failing for v in verdicts)
+    spec = load_spec(args.spec or the_run.spec or "default")
+    history = Path(args.history) if args.history else None
+    if history is not None and not history.is_file():
+        raise UserError(f"--history {history}: no such history database")
+    judgement = judge_run(the_run, spec, history_db=history, partial=partial_run(run_dir))
+    verdicts = judgement.verdicts
+    failing = judgement.failing
     if args.format == "json":
         json.dump(
             {
                 "spec": spec.name,
                 "spec_sha256": spec.sha256,
-                "outcome": "FAIL" if failing else "PASS",
+                "outcome": judgement.outcome.value,
+                "history": judgement.history_text(),
+                "origins": judgement.by_origin(),
                 "verdicts": [v.to_dict() for v in verdicts],
-                "not_applicable": inapplicable,
-                "suspects": list(records),
+                "notes": list(judgement.notes),
+                "suspects": [dict(s) for s in judgement.suspects],
             },
             sys.stdout,
             indent=1,
@@ -86,31 +105,17 @@ def run(args: argparse.Namespace) -> int:
                 f"{v.outcome.value:<7} {v.check:<32} {subject:<24} {_fmt_observed(v):>16}  "
                 f"{v.expected}  {v.reason}".rstrip()
             )
-        counts: dict[str, int] = {}
-        for v in verdicts:
-            counts[v.outcome.value] = counts.get(v.outcome.value, 0) + 1
-        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-        for line in inapplicable:
+        summary = ", ".join(f"{n} {k}" for k, n in judgement.counts().items())
+        for line in judgement.notes:
             print(f"NOTE    {line}")
-        for tool, _, s in suspects:
-            print(f"SUSPECT {tool}: {s.text}")
+        for s in judgement.suspects:
+            print(f"SUSPECT {s.get('tool', '')}: {s.get('text', '')}")
+        origins = ", ".join(f"{k} {n}" for k, n in judgement.by_origin().items())
+        print(f"judged: {origins or 'no verdict'}; {judgement.history_text()}")
         print(f"{'FAIL' if failing else 'PASS'}: {the_run.id} against {spec.name} ({summary})")
     if args.write:
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        save_run(
-            the_run.replace(
-                verdicts=tuple(verdicts),
-                suspects=records,
-                spec=spec.name,
-                spec_sha256=spec.sha256,
-                notes=(
-                    *the_run.notes,
-                    *(n for n in inapplicable if n not in the_run.notes),
-                    f"re-judged with {spec.name} at {when} by aibench check",
-                ),
-            ),
-            run_dir if run_dir.is_dir() else run_dir.parent,
-        )
+        save_run(record(the_run, judgement, "aibench check --write"), run_dir)
+        print(f"stored in {run_dir / 'run.json'}", file=sys.stderr)
     return EXIT_CHECKS_FAILED if failing else EXIT_OK
 
 

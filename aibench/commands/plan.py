@@ -29,12 +29,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def format_plan(plan: Any) -> str:
-    from aibench.commands.run import _fmt_seconds
+    from aibench.commands.run import fmt_seconds
 
     lines = [
         f"suite {plan.suite.name} ({plan.suite.source}) on {len(plan.inventory)} node(s) "
         f"of {plan.inventory.name}: {len(plan.invocations)} runs in {len(plan.rounds)} rounds, "
-        f"about {_fmt_seconds(plan.estimated_seconds())}"
+        f"about {fmt_seconds(plan.estimated_seconds())}"
     ]
     current = None
     for rnd in plan.rounds:
@@ -66,7 +66,7 @@ def _command(spec: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from aibench.commands.run import load_inputs
-    from aibench.orchestrator import build_plan
+    from aibench.plan import build_plan
 
     inputs = load_inputs(args)
     print(format_plan(build_plan(inputs.suite, inputs.inventory)))

@@ -52,32 +52,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import __version__, store
-    from aibench.commands.run import Executors, Reporter, _filter_nodes
     from aibench.inventory import load_inventory, local_inventory
+    from aibench.judge import judge_run, record
     from aibench.model import Run, StepStatus
-    from aibench.preflight import environment_from_facts, expected
+    from aibench.pipeline import Executors, select_nodes
+    from aibench.plan import build_plan
+    from aibench.preflight import environment_from_facts
     from aibench.preflight.collect import collect, facts_of, table
-    from aibench.preflight.consistency import check_results
+    from aibench.progress import Reporter
     from aibench.suite import load_suite
+    from aibench.thresholds import load_spec
 
     suite = load_suite(args.suite)
     if not any(s.tool == "preflight" for s in suite.steps):
         raise UserError(f"suite {suite.name} has no preflight step")
     inventory = load_inventory(Path(args.inventory)) if args.inventory else local_inventory()
     if args.nodes:
-        inventory = _filter_nodes(inventory, args.nodes)
-    spec: Any = None
-    spec_name = args.spec or suite.spec
-    if spec_name:
-        from aibench.thresholds import load_spec
-
-        spec = load_spec(spec_name)
+        inventory = select_nodes(inventory, args.nodes)
+    spec = load_spec(args.spec or suite.spec or "preflight")
     started = _now()
     with tempfile.TemporaryDirectory(prefix="aibench-preflight-") as tmp:
         run_dir = Path(args.keep_raw) if args.keep_raw else Path(tmp)
         run_dir.mkdir(parents=True, exist_ok=True)
-        from aibench.orchestrator import build_plan
-
         total = len(build_plan(suite, inventory).invocations)
         reporter = Reporter(total, quiet=args.quiet)
         with reporter:
@@ -86,7 +82,6 @@ def run(args: argparse.Namespace) -> int:
             )
     facts = facts_of(results)
     nodes = [n.name for n in inventory.nodes]
-    verdicts = check_results(results) + expected.check(inventory, facts)
     environment: dict[str, Any] = dict(environment_from_facts(facts))
     for node, reason in unreachable.items():
         environment.setdefault(node, {})["unreachable"] = reason
@@ -94,33 +89,20 @@ def run(args: argparse.Namespace) -> int:
         id=f"preflight-{started.replace(':', '').replace('-', '')}",
         suite=suite.name,
         suite_sha256=suite.sha256,
-        spec=spec.name if spec is not None else "",
-        spec_sha256=spec.sha256 if spec is not None else "",
+        spec=spec.name,
+        spec_sha256=spec.sha256,
         started=started,
         finished=_now(),
         aibench_version=__version__,
         inventory=inventory.to_dict(),
         environment=environment,
         steps=tuple(results),
-        verdicts=tuple(verdicts),
         notes=tuple(f"{n} unreachable: {r}" for n, r in sorted(unreachable.items())),
     )
-    skipped = 0
-    inapplicable: list[str] = []
-    if spec is not None:
-        from dataclasses import replace
-
-        from aibench.thresholds import judge, not_applicable
-
-        # Only the spec's fact checks: its benchmark checks belong to `aibench run`.
-        facts_only = replace(spec, checks=tuple(c for c in spec.checks if c.fact is not None))
-        skipped = len(spec.checks) - len(facts_only.checks)
-        judged = judge(facts_only, run_obj)
-        inapplicable = not_applicable(facts_only, run_obj)
-        run_obj = run_obj.replace(
-            verdicts=tuple(verdicts) + tuple(judged),
-            notes=(*run_obj.notes, *inapplicable),
-        )
+    # The same judgement as aibench run, of the spec's fact checks: the benchmark checks
+    # belong to aibench run (a note says how many were left out).
+    judgement = judge_run(run_obj, spec, facts_only=True)
+    run_obj = record(run_obj, judgement, "aibench preflight")
     out = sys.stdout
     print(table(facts, nodes), file=out)
     problems = [r for r in results if r.status is not StepStatus.OK]
@@ -138,16 +120,10 @@ def run(args: argparse.Namespace) -> int:
                 f"  {v.outcome.value:<7} {v.check} [{subject}] {observed} expected {v.expected}",
                 file=out,
             )
-    for line in inapplicable:
+    for line in judgement.notes:
         print(f"note: {line}", file=out)
-    if spec is not None:
-        why = "--spec" if args.spec else f"the spec of suite {suite.name}"
-        print(f"judged against {spec.name} ({why})", file=out)
-    if skipped:
-        print(
-            f"({skipped} benchmark checks of {spec.name} not judged here: use aibench run)",
-            file=out,
-        )
+    why = "--spec" if args.spec else f"the spec of suite {suite.name}"
+    print(f"judged against {spec.name} ({why}); benchmark checks: use aibench run", file=out)
     if args.output:
         store.write_json_atomic(Path(args.output), run_obj.to_dict())
         print(f"results: {args.output}", file=out)

@@ -1,20 +1,24 @@
 """``aibench report RUN_DIR``: re-render the reports of a stored run, without rerunning.
 
 Reads ``RUN_DIR/run.json``; writes report.html, junit.xml, summary.md, metrics.prom and a
-fresh manifest.sha256. ``--spec FILE`` re-judges the stored measurements first with the
-thresholds engine (``aibench.thresholds.judge``) and stores the new verdicts in run.json,
-with a note saying so. ``--history RUN_DIR`` (repeatable) adds earlier runs for the trend
-plots. ``--sign KEY`` signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``).
-Exit code: 0 when the (re-)judged run passes, 1 when a check fails, 2 for a bad argument.
+fresh manifest.sha256.
+
+``--spec P`` re-judges the run first, the way ``aibench run`` judged it (aibench/judge.py:
+the spec's checks and coverage, consistency, inventory, and the stored history verdicts
+carried over, or recomputed with ``--history-db DB``), and renders the reports from that
+judgement. run.json, the record of the run, is rewritten only with ``--write``; then the
+run's record of judgements keeps who judged, when, with which spec, and every verdict
+given before. Without ``--write`` the reports say that their judgement is not stored.
+
+``--history RUN_DIR`` (repeatable) adds earlier runs for the trend plots. ``--sign KEY``
+signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``). Exit code: 0 when the
+(re-)judged run passes, 1 when a check fails, 2 for a bad argument.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from aibench.commands import Command
 from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK, UserError
@@ -22,7 +26,8 @@ from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK, UserError
 EPILOG = """\
 examples:
   aibench report runs/20261202-101500-acceptance
-  aibench report runs/20261202-101500-acceptance --spec thresholds/h100-ndr.yaml
+  aibench report runs/20261202-101500-acceptance --spec h100-ndr            # re-judge, show
+  aibench report runs/20261202-101500-acceptance --spec h100-ndr --write    # and store it
   aibench report RUN_DIR --history runs/20261201-101500-acceptance --sign ~/.ssh/id_ed25519
 """
 
@@ -32,7 +37,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--spec",
         metavar="FILE",
-        help="re-judge the stored measurements with this spec (file or profile name)",
+        help="re-judge the run with this spec (file or profile name) before rendering",
+    )
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="store the new judgement in run.json (earlier verdicts kept in its judgements)",
+    )
+    p.add_argument(
+        "--history-db",
+        metavar="DB",
+        help="with --spec: recompute the history verdicts against this database",
     )
     p.add_argument(
         "--history",
@@ -46,52 +61,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _rejudge(run: Any, spec_path: Path) -> Any:
-    import importlib
-
-    try:
-        thresholds: Any = importlib.import_module("aibench.thresholds")
-    except ImportError:
-        thresholds = None
-    judge = getattr(thresholds, "judge", None)
-    if not callable(judge):
-        raise UserError(
-            "re-judging needs the thresholds engine (aibench.thresholds.judge), which is not "
-            "available in this installation",
-            hint="run 'aibench report RUN_DIR' without --spec to re-render the stored verdicts",
-        )
-    load = getattr(thresholds, "load_spec", None)
-    if callable(load):
-        spec = load(str(spec_path))  # a built-in profile name or a file; validated
-    elif spec_path.is_file():
-        spec = spec_path
-    else:
-        raise UserError(f"{spec_path}: no such spec file")
-    verdicts = tuple(judge(spec, run))
-    when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    digest = getattr(spec, "sha256", "") or (
-        hashlib.sha256(spec_path.read_bytes()).hexdigest() if spec_path.is_file() else ""
-    )
-    name = str(getattr(spec, "name", "") or spec_path)
-    return run.replace(
-        verdicts=verdicts,
-        spec=name,
-        spec_sha256=digest,
-        notes=(*run.notes, f"re-judged with spec {name} at {when} by aibench report"),
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from aibench import manifest, reports
+    from aibench.judge import judge_run, partial_run, record
     from aibench.store import load_run, save_run
+    from aibench.thresholds import load_spec
 
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: not a directory", hint="give a run directory")
+    if (args.write or args.history_db) and not args.spec:
+        raise UserError("--write and --history-db go with --spec (the spec to judge with)")
     the_run = load_run(run_dir)
     if args.spec:
-        the_run = _rejudge(the_run, Path(args.spec))
-        save_run(the_run, run_dir)
+        spec = load_spec(args.spec)
+        db = Path(args.history_db) if args.history_db else None
+        if db is not None and not db.is_file():
+            raise UserError(f"--history-db {db}: no such history database")
+        judgement = judge_run(the_run, spec, history_db=db, partial=partial_run(run_dir))
+        by = "aibench report --write" if args.write else "aibench report (not stored)"
+        the_run = record(the_run, judgement, by)
+        if args.write:
+            save_run(the_run, run_dir)
+            print(f"stored the judgement with {spec.name} in {run_dir / 'run.json'}")
+        else:
+            the_run = the_run.replace(
+                notes=(
+                    *the_run.notes,
+                    f"judged with {spec.name} by aibench report; not stored in run.json "
+                    "(its verdicts are the run's own): --write stores it",
+                )
+            )
     history = [load_run(Path(h)) for h in args.history]
     written = reports.write_all(the_run, run_dir, history=history)
     for name in written:

@@ -33,7 +33,8 @@ def collect(
     progress: Callable[[str, StepResult | None, int, int], None] | None = None,
 ) -> tuple[list[StepResult], dict[str, str]]:
     """Run ``suite`` (the preflight suite or one like it); results and unreachable nodes."""
-    from aibench.orchestrator import Execution, build_plan, execute
+    from aibench.orchestrator import Execution, execute
+    from aibench.plan import build_plan
 
     plan = build_plan(suite, inventory)
     ex = Execution(run_dir=run_dir, plan=plan, executor_for=executor_for, progress=progress)

@@ -9,7 +9,6 @@ libraries (jinja2, matplotlib) are imported inside the functions.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,10 +21,9 @@ METRICS = "metrics.prom"
 
 
 def _write(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    from aibench.textio import write_atomic
+
+    return write_atomic(path, text)
 
 
 def write_all(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> dict[str, Path]:

@@ -49,6 +49,22 @@ def counts(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:
     return {o: c.get(o, 0) for o in OUTCOME_ORDER}
 
 
+def judged(run: Run) -> str:
+    """Who gave the verdicts shown, when, with which spec, and how many judgements the
+    run's record holds ("" for a run stored before judgements were recorded)."""
+    if not run.judgements:
+        return ""
+    last = run.judgements[-1]
+    sha = str(last.get("spec_sha256", ""))[:12]
+    text = f"{last.get('by', '?')} at {last.get('at', '?')} with spec {last.get('spec', '?')}"
+    text += f" (sha256 {sha}…)" if sha else ""
+    if last.get("history"):
+        text += f"; {last['history']}"
+    if len(run.judgements) > 1:
+        text += f"; {len(run.judgements) - 1} earlier judgement(s) kept in run.json"
+    return text
+
+
 def failing(run: Run) -> list[Verdict]:
     rank = {o: i for i, o in enumerate(OUTCOME_ORDER)}
     bad = [v for v in run.verdicts if v.outcome.failing]

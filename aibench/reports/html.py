@@ -238,6 +238,7 @@ def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
         env_extra=context.extra_environment(run),
         run_sha=run_sha,
         run_sha_how=run_sha_how,
+        judged=context.judged(run),
         inventory_name=str(run.signoff.get("cluster") or inv.get("name", "")),
         vendor=str(run.signoff.get("vendor") or inv.get("vendor", "")),
         customer=str(run.signoff.get("customer") or inv.get("customer", "")),

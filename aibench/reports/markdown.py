@@ -49,6 +49,9 @@ def render(run: Run) -> str:
         " · ".join(f"{context.SYMBOL[o]} {o.value} **{n}**" for o, n in counts.items()),
         "",
     ]
+    if context.judged(run):
+        lines += [f"Judged by {cell(context.judged(run))}", ""]
+    lines += [f"> {cell(n)}" for n in run.notes if "not stored in run.json" in n]
     if run.generated:
         lines += ["> **GENERATED DATA** — not measured on a cluster.", ""]
     found = context.suspects(run)

@@ -59,6 +59,10 @@ class Invocation:
     # Files the client writes that the runner's ``collect`` reads (e.g. MLPerf logs);
     # relative to the step's raw directory.
     artifacts: tuple[str, ...] = ()
+    # What the plan expects it to take (the runner's ``expected_seconds``) and how that
+    # was estimated; filled in by :func:`aibench.plan.build_plan`.
+    expected_s: float = 0.0
+    estimate: str = ""
 
     @property
     def step_id(self) -> str:
@@ -95,7 +99,9 @@ class Runner(Protocol):
     """Required members below. Optional: ``collect(self, inv, out: Output) -> list[Record]``,
     ``version_argv_for(self, inv) -> argv | None`` (the version command of the binary an
     invocation actually runs, e.g. under its ``bin_dir``; default ``version_argv()``) and
-    ``version_exit_codes`` (exit codes whose output is read for the version; default 0).
+    ``version_exit_codes`` (exit codes whose output is read for the version; default 0) and
+    ``expected_seconds(self, options) -> (seconds, how)`` (what one invocation takes, from
+    its options, for the plan's estimate; without it: the timeout, at most 60 s).
 
     Without ``collect`` the orchestrator parses the client's stdout with ``inv.parser``
     (a non-zero exit makes the step ``failed``, the tool's message kept as the reason).

@@ -76,6 +76,16 @@ class FioOptions(Strict):
         return v
 
 
+def _bytes(size: str) -> int | None:
+    """fio's size text in bytes (fio reads k/M/G/T as powers of 1024); None for a
+    percentage of the device."""
+    m = re.match(r"^([0-9]+)([kKmMgGtT]?)", size)
+    if size.endswith("%") or m is None:
+        return None
+    power = " kmgt".index(m.group(2).lower() or " ")
+    return int(m.group(1)) * int(1024**power)
+
+
 class FioRunner:
     name: ClassVar[str] = "fio"
     tool: ClassVar[str] = "fio"
@@ -135,6 +145,20 @@ class FioRunner:
                 )
             )
         return out
+
+    def expected_seconds(self, o: FioOptions) -> tuple[float, str]:
+        """A time-based job takes its runtime (plus ramp time); a size-bound one moves
+        ``size`` x ``numjobs`` at an assumed rate: 500 MiB/s for sequential patterns,
+        50 MiB/s for random ones (a plain NVMe drive does better, a network file
+        system may do worse). The plan says which was used."""
+        if o.runtime is not None:
+            return o.runtime + o.ramp_time + 1.0, f"runtime {o.runtime:g} s"
+        total = _bytes(o.size)
+        if total is None:
+            return 60.0, f"size {o.size} of the device: 60 s assumed"
+        rate = 50 if o.rw.startswith("rand") else 500
+        secs = total * o.numjobs / (rate * 2**20) + o.ramp_time + 1.0
+        return secs, f"size {o.size} x {o.numjobs} job(s) at an assumed {rate} MiB/s"
 
     def version_argv(self) -> tuple[str, ...]:
         return ("fio", "--version")

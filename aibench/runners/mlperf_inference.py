@@ -42,6 +42,7 @@ from aibench.inventory import Node
 from aibench.model import Fact, Measurement
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.textio import exit_tail
 
 TOOL = "mlperf-inference"
 PLACEHOLDERS = ("output_dir", "scenario", "mode", "run_index")
@@ -255,10 +256,7 @@ def _fetch(path: str, raw: Path, inv: Invocation, name: str) -> str | None:
 
 
 def _tail(out: Output) -> str:
-    lines = [ln.strip() for ln in (out.stderr + "\n" + out.stdout).splitlines() if ln.strip()]
-    tail = " | ".join(lines[-3:]) or "no output"
-    code = f"exit code {out.exit_code}" if out.exit_code is not None else (out.reason or "killed")
-    return f"{code}: {tail}"
+    return exit_tail(out.exit_code, out.stdout, out.stderr, out.reason)
 
 
 RUNNER = MlperfInferenceRunner()

@@ -75,6 +75,7 @@ from aibench.model import Fact, FrozenDims, Measurement, ProcessRecord
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
+from aibench.textio import exit_tail
 
 TOOL = "mlperf-training"
 PLACEHOLDERS = ("log_dir", "run_index", "seed")
@@ -418,10 +419,7 @@ def _with_dims(r: Record, dims: dict[str, Any], benchmark: str) -> Record:
 
 
 def _tail(out: Output) -> str:
-    lines = [ln.strip() for ln in (out.stderr + "\n" + out.stdout).splitlines() if ln.strip()]
-    tail = " | ".join(lines[-3:]) or "no output"
-    code = f"exit code {out.exit_code}" if out.exit_code is not None else (out.reason or "killed")
-    return f"{code}: {tail}"
+    return exit_tail(out.exit_code, out.stdout, out.stderr, out.reason)
 
 
 # ------------------------------------------------------------------ the sequencer

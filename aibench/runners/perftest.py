@@ -294,6 +294,11 @@ class PerftestRunner:
     # ``--version`` prints "Version: 6.06" and exits 1 (perftest 6.06 on Debian 12)
     version_exit_codes: ClassVar[tuple[int, ...]] = (0, 1)
 
+    def expected_seconds(self, o: PerftestOptions) -> tuple[float, str]:
+        if o.duration is not None:
+            return o.duration + 2.0, f"duration {o.duration} s (-D)"
+        return 5.0, "a fixed number of exchanges: a few seconds assumed"
+
     def version_argv(self) -> tuple[str, ...]:
         return ("ib_write_bw", "--version")
 

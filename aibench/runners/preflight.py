@@ -45,6 +45,7 @@ from aibench.model import Fact, FrozenDims
 from aibench.parsers import Record
 from aibench.parsers.sysinfo import NODE_FILES, TOOLS_SCRIPT
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot
+from aibench.textio import tail
 
 CLOCK_FIELDS = "index,pci.bus_id,clocks_event_reasons.active,clocks_event_reasons.supported"
 LSBLK_COLUMNS = "NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA"
@@ -264,8 +265,7 @@ def _with_path(r: Record, path: str) -> Record:
 
 
 def _tail(text: str, lines: int = 2) -> str:
-    got = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return " | ".join(got[-lines:])
+    return tail(text, lines)
 
 
 RUNNER = PreflightRunner()

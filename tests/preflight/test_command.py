@@ -118,7 +118,7 @@ def test_two_nodes_side_by_side_with_fakebin_gpu_and_a_failing_spec(tmp_path: Pa
     assert not [v for v in run.verdicts if v.check.startswith("consistency.")]
     # the spec's benchmark check is left to `aibench run`: no MISSING verdict for it here
     assert not [v for v in run.verdicts if v.check == "nvme-read"]
-    assert "1 benchmark checks of preflight-test not judged here" in p.stdout
+    assert "1 benchmark check(s) of preflight-test not judged here" in p.stdout
 
 
 def test_unknown_suite_is_a_user_error() -> None:

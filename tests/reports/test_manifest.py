@@ -14,6 +14,7 @@ from aibench import manifest
 from aibench.cli import main
 from aibench.model import Run
 from aibench.reports import write_all
+from aibench.thresholds import load_spec
 from tests.reports.gen import make_run, write_run
 
 needs_ssh_keygen = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen")
@@ -156,23 +157,29 @@ def test_report_command_bad_arguments(tmp_path, capsys):
     assert "run.json" in capsys.readouterr().err
 
 
-def test_report_with_spec_rejudges_or_says_the_engine_is_missing(run_dir, tmp_path, capsys):
-    try:
-        from aibench.thresholds import judge, load_spec
-    except ImportError:
-        assert main(["report", str(run_dir), "--spec", "default"]) == 2
-        assert "thresholds engine" in capsys.readouterr().err
-        return
+def test_report_with_spec_rejudges_and_stores_only_with_write(run_dir, tmp_path, capsys):
+    from aibench.judge import judge_run
+
     spec = load_spec("default")
-    expected = judge(spec, Run.from_dict(json.loads((run_dir / "run.json").read_text())))
+    before = (run_dir / "run.json").read_bytes()
+    expected = judge_run(Run.from_dict(json.loads(before)), spec)
     code = main(["report", str(run_dir), "--spec", "default"])
+    assert code == (1 if expected.failing else 0)
+    assert (run_dir / "run.json").read_bytes() == before  # the record is not rewritten
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    assert int(root.get("tests")) == len(expected.verdicts)  # the reports show the judgement
+    assert "not stored in run.json" in (run_dir / "summary.md").read_text()
+    assert main(["verify", str(run_dir)]) == 0
+    old = Run.from_dict(json.loads(before))
+    code = main(["report", str(run_dir), "--spec", "default", "--write"])
     stored = Run.from_dict(json.loads((run_dir / "run.json").read_text()))
     assert code == (1 if stored.outcome.failing else 0)
-    assert len(stored.verdicts) == len(expected)
+    assert len(stored.verdicts) == len(expected.verdicts)
     assert stored.spec_sha256 == spec.sha256
-    assert "re-judged with spec" in stored.notes[-1]
-    root = ET.parse(run_dir / "junit.xml").getroot()
-    assert int(root.get("tests")) == len(expected)
+    first, last = stored.judgements[0], stored.judgements[-1]
+    assert first["by"] == "stored run"  # the verdicts it had before are kept
+    assert len(first["verdicts"]) == len(old.verdicts)
+    assert (last["by"], last["spec_sha256"]) == ("aibench report --write", spec.sha256)
     assert main(["verify", str(run_dir)]) == 0  # the manifest covers the new run.json
 
 

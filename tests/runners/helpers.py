@@ -14,7 +14,8 @@ from aibench.config import validate
 from aibench.executors.local import LocalExecutor
 from aibench.inventory import Inventory, Node, SlurmSettings, SSHSettings
 from aibench.model import StepResult
-from aibench.orchestrator import Execution, build_plan, execute
+from aibench.orchestrator import Execution, execute
+from aibench.plan import build_plan
 from aibench.runners import RUNNERS
 from aibench.runners.base import Invocation, Slot
 from aibench.suite import Settings, Step, StepModel, Suite

@@ -9,7 +9,7 @@ import pytest
 
 from aibench.errors import UserError
 from aibench.inventory import Inventory, load_inventory
-from aibench.orchestrator import build_plan
+from aibench.plan import build_plan
 from aibench.suite import load_suite
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

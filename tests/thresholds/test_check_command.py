@@ -61,7 +61,8 @@ def test_fail_exit_1_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "FAIL    fio-seq-read-bw" in out
     stored = Run.from_dict(json.loads((d / "run.json").read_text()))
     assert {v.outcome.value for v in stored.verdicts if v.check == "fio-seq-read-bw"} == {"FAIL"}
-    assert "re-judged with default" in stored.notes[-1]
+    last = stored.judgements[-1]
+    assert (last["by"], last["spec"], last["outcome"]) == ("aibench check --write", "default", "FAIL")
     (suspect,) = stored.suspects
     assert (suspect["tool"], suspect["kind"], suspect["name"]) == ("iperf3", "node", "n4")
     assert len(suspect["series"]) == 2  # iperf3-tcp and iperf3-tcp-reverse, named once

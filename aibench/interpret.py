@@ -1,0 +1,105 @@
+"""Interpretation: a finished process and its output become one StepResult.
+
+The status (ok, failed, timeout, unreachable), the one-line reason in the tool's own
+words, and the records: the runner's ``collect`` where it has one, else the parser named
+by the invocation on the client's stdout. Measurements are given their provenance here
+(the invocation's tool, nodes, step and repeat; parsers know no hosts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aibench.errors import OutputError, ParseError, ToolFailure
+from aibench.executors.base import ProcResult
+from aibench.model import Fact, Measurement, ProcessRecord, StepResult, StepStatus
+from aibench.parsers import Record
+from aibench.runners import RUNNERS, Invocation
+from aibench.runners.base import Output
+from aibench.textio import read_text, tail
+
+
+def version_fact(facts: Sequence[Fact]) -> str:
+    """A tool without a version command reports its version in its output (nccl-tests)."""
+    for f in facts:
+        if f.name == "version" and isinstance(f.value, str) and f.value:
+            return f.value
+    return ""
+
+
+def interpret(
+    inv: Invocation,
+    proc: ProcResult,
+    out_path: Path,
+    err_path: Path,
+    result: Callable[..., StepResult],
+    duration: float,
+) -> StepResult:
+    """Turn a finished process into a StepResult: status, reason, records."""
+    stdout, stderr = read_text(out_path), read_text(err_path)
+    extra: list[ProcessRecord] = []  # processes ``collect`` reports (filled in place)
+    base: dict[str, Any] = {
+        "exit_code": proc.exit_code,
+        "started": proc.started,
+        "duration": duration,
+        "processes": extra,
+    }
+    if proc.unreachable:
+        return result(StepStatus.UNREACHABLE, proc.reason or "node unreachable", **base)
+    runner = RUNNERS.get(inv.tool)
+    collect = getattr(runner, "collect", None)
+    records: list[Record] = []
+    problem: OutputError | None = None
+    try:
+        if collect is not None:
+            out = Output(stdout, stderr, proc.exit_code, out_path.parent, proc.reason, extra)
+            records = list(collect(inv, out))
+        elif proc.exit_code is not None or stdout.strip():
+            from aibench import parsers
+
+            records = parsers.parse(inv.parser, stdout)
+    except ToolFailure as exc:
+        problem = exc
+        records = [r for r in exc.partial if isinstance(r, Measurement | Fact)]
+    except ParseError as exc:
+        problem = exc
+    measurements, facts = split(inv, records)
+    if proc.timed_out:
+        return result(
+            StepStatus.TIMEOUT, proc.reason, measurements=measurements, facts=facts, **base
+        )
+    if proc.exit_code is None and collect is None:
+        return result(StepStatus.FAILED, proc.reason or "did not start", **base)
+    if problem is not None:
+        return result(
+            StepStatus.FAILED, str(problem), measurements=measurements, facts=facts, **base
+        )
+    if proc.exit_code not in (0, None) and collect is None:
+        why = tail(stderr) or tail(stdout) or "no output"
+        return result(
+            StepStatus.FAILED,
+            f"exit code {proc.exit_code}: {why}",
+            measurements=measurements,
+            facts=facts,
+            **base,
+        )
+    if not measurements and not facts:
+        return result(StepStatus.FAILED, "the tool reported nothing that could be measured", **base)
+    return result(StepStatus.OK, measurements=measurements, facts=facts, **base)
+
+
+def split(inv: Invocation, records: Sequence[Record]) -> tuple[list[Measurement], list[Fact]]:
+    from dataclasses import replace
+
+    ms: list[Measurement] = []
+    fs: list[Fact] = []
+    for r in records:
+        if isinstance(r, Measurement):
+            # stamped with the invocation's tool: a runner that reuses another tool's
+            # parser (rccl-tests reads NCCL-tests tables) owns its records
+            ms.append(replace(r, tool=inv.tool, nodes=inv.nodes, step=inv.step, repeat=inv.repeat))
+        else:
+            fs.append(replace(r, nodes=r.nodes or inv.nodes))
+    return ms, fs

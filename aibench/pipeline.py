@@ -1,0 +1,325 @@
+"""The pipeline of a run, one stage a function: load -> plan -> execute -> assemble ->
+judge -> store -> report.
+
+``aibench run`` is a thin command over :func:`run_suite`; a Python user calls the same::
+
+    from aibench import pipeline
+    inputs = pipeline.load_inputs("acceptance", inventory="cluster.yaml", spec="h100-ndr")
+    result = pipeline.run_suite(inputs, output_dir=Path("runs"))
+    print(result.run.outcome, result.exit_code, result.run_dir)
+
+Each stage has one home: planning in :mod:`aibench.plan`, execution in
+:mod:`aibench.orchestrator` (with :mod:`aibench.versions` and :mod:`aibench.interpret`),
+judging in :mod:`aibench.judge`, storing in :mod:`aibench.store`, the reports in
+:mod:`aibench.reports`. This module only passes what one stage made to the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_INTERRUPTED, EXIT_OK, UserError
+from aibench.model import Run, StepResult, StepStatus
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The three validated input files of a run (and how the suite was narrowed)."""
+
+    suite: Any  # aibench.suite.Suite
+    inventory: Any  # aibench.inventory.Inventory
+    spec: Any  # aibench.thresholds.Spec
+    partial: bool = False  # only some of the suite's steps or tools were selected
+
+
+def load_inputs(
+    suite: str,
+    *,
+    inventory: str | None = None,
+    spec: str | None = None,
+    nodes: str | None = None,
+    steps: str | None = None,
+    tool: str | None = None,
+) -> Inputs:
+    """Load and validate everything before any node is touched (ConfigError/UserError)."""
+    from aibench.inventory import load_inventory, local_inventory
+    from aibench.suite import load_suite
+    from aibench.thresholds import load_spec
+
+    the_suite = select_steps(load_suite(suite), tool=tool, steps=steps)
+    the_inventory = load_inventory(Path(inventory)) if inventory else local_inventory()
+    if nodes:
+        the_inventory = select_nodes(the_inventory, nodes)
+    the_spec = load_spec(spec or the_suite.spec or "default")
+    return Inputs(the_suite, the_inventory, the_spec, partial=bool(tool or steps))
+
+
+def select_steps(suite: Any, *, tool: str | None = None, steps: str | None = None) -> Any:
+    """The suite narrowed to one tool's steps and/or named steps (a UserError names what
+    the suite has when a name is not there)."""
+    chosen = list(suite.steps)
+    if tool:
+        chosen = [s for s in chosen if s.tool == tool]
+        if not chosen:
+            tools = sorted({s.tool for s in suite.steps})
+            raise UserError(f"suite {suite.name} has no {tool} step; its tools: {', '.join(tools)}")
+    if steps:
+        wanted = [w.strip() for w in steps.split(",") if w.strip()]
+        names = {s.name for s in suite.steps}
+        unknown = [w for w in wanted if w not in names]
+        if unknown:
+            raise UserError(
+                f"suite {suite.name} has no step {', '.join(unknown)}; "
+                f"its steps: {', '.join(sorted(names))}"
+            )
+        chosen = [s for s in chosen if s.name in wanted]
+    return replace(suite, steps=tuple(chosen))
+
+
+def select_nodes(inventory: Any, expr: str) -> Any:
+    """The inventory narrowed to a hostlist expression (``gpu[01-04]``)."""
+    from aibench import hostlist
+
+    try:
+        wanted = hostlist.expand(expr)
+    except ValueError as exc:
+        raise UserError(f"--nodes: {exc}") from None
+    names = {n.name for n in inventory.nodes}
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise UserError(f"--nodes: not in the inventory: {', '.join(unknown[:10])}")
+    keep = set(wanted)
+    return replace(inventory, nodes=tuple(n for n in inventory.nodes if n.name in keep))
+
+
+class Executors:
+    """One executor per node, made on first use and reused (SSH connections are pooled)."""
+
+    def __init__(self, inventory: Any) -> None:
+        from aibench.executors.local import LocalExecutor
+
+        self.inventory = inventory
+        self.local = LocalExecutor()
+        self._cache: dict[str, Any] = {}
+
+    def __call__(self, node: Any) -> Any:
+        if node.executor == "local":
+            return self.local
+        if node.name not in self._cache:
+            try:
+                from aibench.executors.select import for_node
+            except ImportError:
+                raise UserError(
+                    f"node {node.name}: executor {node.executor!r} is not available"
+                ) from None
+            self._cache[node.name] = for_node(node, self.inventory)
+        return self._cache[node.name]
+
+    async def close(self) -> None:
+        seen = {id(e): e for e in [self.local, *self._cache.values()]}
+        for e in seen.values():
+            await e.close()
+
+
+Progress = Callable[[str, StepResult | None, int, int], None]
+
+
+@dataclass
+class Executed:
+    """What the execute stage left: every planned invocation's result and the facts
+    gathered beside them."""
+
+    results: list[StepResult]
+    environment: dict[str, Any] = field(default_factory=dict)
+    tool_versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    unreachable: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+
+def execute(
+    plan: Any, run_dir: Path, *, progress: Progress | None = None, resume: bool = False
+) -> Executed:
+    """Run the plan (only what the journal lacks, with ``resume``); a Ctrl-C keeps what
+    finished and marks the result interrupted."""
+    from aibench import envfacts
+    from aibench.orchestrator import Execution
+    from aibench.orchestrator import execute as run_rounds
+
+    executors = Executors(plan.inventory)
+    ex = Execution(run_dir=run_dir, plan=plan, executor_for=executors, progress=progress)
+    if resume:
+        ex.load_journal()
+    environment: dict[str, Any] = {}
+
+    async def main() -> None:
+        nonlocal environment
+        try:
+            await run_rounds(ex)
+            environment = await envfacts.collect(ex, run_dir / "raw")
+        finally:
+            await executors.close()
+
+    interrupted = False
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        interrupted = True
+    return Executed(
+        results=ex.results(),
+        environment=environment,
+        tool_versions={k: dict(v) for k, v in ex.tool_versions.items()},
+        unreachable=dict(ex.unreachable),
+        interrupted=interrupted,
+    )
+
+
+def now_text() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def assemble(
+    inputs: Inputs,
+    executed: Executed,
+    *,
+    run_id: str,
+    started: str,
+    resume_hint: str = "",
+    signoff: Mapping[str, str] | None = None,
+) -> Run:
+    """The Run record: the results, the environment (each node's facts, tool versions,
+    the preflight's bill of materials, unreachable nodes) and the notes. Not judged."""
+    from aibench import __version__, envfacts
+    from aibench.preflight import environment_from_facts
+
+    environment = dict(executed.environment)
+    environment.setdefault("_controller", envfacts.controller_facts())
+    for node, versions in executed.tool_versions.items():
+        environment.setdefault(node, {}).setdefault("tools", dict(versions))
+    for node, reason in executed.unreachable.items():
+        environment.setdefault(node, {})["unreachable"] = reason
+    facts = [f for r in executed.results for f in r.facts]
+    for node, bom in environment_from_facts(facts).items():
+        environment.setdefault(node, {}).update(bom)
+    notes = []
+    if executed.interrupted:
+        notes.append(f"interrupted before the end; resume with: {resume_hint}".rstrip(": "))
+    for node, reason in sorted(executed.unreachable.items()):
+        notes.append(f"{node} unreachable at the start: {reason}")
+    return Run(
+        id=run_id,
+        suite=inputs.suite.name,
+        suite_sha256=inputs.suite.sha256,
+        spec=inputs.spec.name,
+        spec_sha256=inputs.spec.sha256,
+        started=started,
+        finished=now_text(),
+        aibench_version=__version__,
+        inventory=inputs.inventory.to_dict(),
+        environment=environment,
+        steps=tuple(executed.results),
+        notes=tuple(notes),
+        signoff={k: v for k, v in (signoff or {}).items() if v},
+    )
+
+
+def judge(
+    run: Run, inputs: Inputs, *, history: Path | None = None, by: str = "aibench run"
+) -> tuple[Run, list[Run]]:
+    """The run judged by :func:`aibench.judge.judge_run` (recorded in the history
+    database first when there is one, and again with its verdicts) and the earlier runs
+    of its suite in that history, for the report's trends."""
+    from aibench.judge import judge_run, record
+
+    earlier: list[Run] = []
+    if history is None:
+        judgement = judge_run(run, inputs.spec, partial=inputs.partial)
+        return record(run, judgement, by), earlier
+    from aibench.history import History
+
+    hist = History(history)
+    hist.record(run)
+    judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
+    run = record(run, judgement, by)
+    hist.record(run)
+    earlier = [hist.load_run(r.id) for r in hist.runs() if r.suite == run.suite and r.id != run.id]
+    return run, earlier[-20:]
+
+
+def store_and_report(run: Run, run_dir: Path, *, history: Sequence[Run] = ()) -> None:
+    """run.json first (the record), then every report rendered from it."""
+    from aibench import reports, store
+
+    store.save_run(run, run_dir)
+    reports.write_all(run, run_dir, history=history)
+
+
+def exit_code(run: Run, executed: Executed) -> int:
+    """130 interrupted, 3 when nothing could even start, 1 a failing check, else 0."""
+    if executed.interrupted:
+        return EXIT_INTERRUPTED
+    if nothing_ran(executed.results):
+        return EXIT_CANNOT_RUN
+    return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run.verdicts) else EXIT_OK
+
+
+def nothing_ran(results: Sequence[StepResult]) -> bool:
+    """True when no invocation even started its tool (unreachable, tool missing)."""
+
+    def never_started(r: StepResult) -> bool:
+        return r.status is StepStatus.UNREACHABLE or (
+            r.status is StepStatus.FAILED and r.exit_code is None and "not found" in r.reason
+        )
+
+    return bool(results) and all(never_started(r) for r in results)
+
+
+@dataclass(frozen=True)
+class Result:
+    run: Run
+    run_dir: Path
+    exit_code: int
+    executed: Executed
+
+
+def run_suite(
+    inputs: Inputs,
+    *,
+    output_dir: Path = Path("runs"),
+    run_dir: Path | None = None,
+    resume: bool = False,
+    history: Path | None = None,
+    signoff: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    started: str = "",
+    plan: Any = None,
+) -> Result:
+    """Plan, execute, assemble, judge, store and report one run of ``inputs``.
+
+    ``run_dir`` with ``resume``: finish an interrupted run there (what its journal holds
+    is not run again); otherwise a new run directory is made under ``output_dir``.
+    """
+    from aibench import store
+    from aibench.plan import build_plan
+
+    plan = plan or build_plan(inputs.suite, inputs.inventory)
+    if not plan.invocations:
+        raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
+    if run_dir is None:
+        run_dir = store.new_run_dir(output_dir, inputs.suite.name)
+    executed = execute(plan, run_dir, progress=progress, resume=resume)
+    run = assemble(
+        inputs,
+        executed,
+        run_id=run_dir.name,
+        started=started or now_text(),
+        resume_hint=f"aibench run --resume {run_dir}",
+        signoff=signoff,
+    )
+    run, earlier = judge(run, inputs, history=history)
+    store_and_report(run, run_dir, history=earlier)
+    return Result(run=run, run_dir=run_dir, exit_code=exit_code(run, executed), executed=executed)
