@@ -268,6 +268,34 @@ def _entry(
     return entry
 
 
+def stored_spec(run_dir: Path, run: Run) -> Any:
+    """The spec a stored run was judged with: the path its run-config.json names (a spec
+    file given to ``aibench run``), else the built-in profile of that name; a UserError
+    says to give ``--spec`` when neither loads."""
+    import json
+
+    from aibench.errors import ConfigError, UserError
+    from aibench.store import RUN_CONFIG
+    from aibench.thresholds import load_spec
+
+    try:
+        cfg = json.loads((run_dir / RUN_CONFIG).read_text())
+    except (OSError, ValueError):
+        cfg = {}
+    named = cfg.get("spec") if isinstance(cfg, dict) else None
+    for candidate in (named, run.spec or "default"):
+        if not candidate:
+            continue
+        try:
+            return load_spec(str(candidate))
+        except (UserError, ConfigError):
+            continue
+    raise UserError(
+        f"{run_dir}: the spec it was judged with ({run.spec or 'none'}) cannot be loaded",
+        hint="give it with --spec NAME|FILE",
+    )
+
+
 def partial_run(run_dir: Path) -> bool:
     """Whether the run in ``run_dir`` ran part of its suite (``run-config.json`` names a
     tool or steps): a re-judge then leaves out the checks of what was not selected."""

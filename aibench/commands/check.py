@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aibench.errors import UserError
-    from aibench.judge import judge_run, partial_run, record
+    from aibench.judge import judge_run, partial_run, record, stored_spec
     from aibench.store import load_run, save_run
     from aibench.thresholds import load_spec
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         run_dir = run_dir.parent
     the_run = load_run(run_dir)
-    spec = load_spec(args.spec or the_run.spec or "default")
+    spec = load_spec(args.spec) if args.spec else stored_spec(run_dir, the_run)
     history = Path(args.history) if args.history else None
     if history is not None and not history.is_file():
         raise UserError(f"--history {history}: no such history database")
