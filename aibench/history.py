@@ -28,6 +28,7 @@ Regressions (:meth:`History.regressions`) are noise-aware:
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import statistics
@@ -46,29 +47,15 @@ MAD_SCALE = 1.4826
 
 # Facts whose change makes two runs measure different things, by their flattened name
 # (see :func:`flatten_environment`). Two shapes exist: the facts recorded with every run
-# (:mod:`aibench.envfacts`: ``kernel``, ``os``, ``cpu_model``, ``tools.<tool>``) and the
-# preflight's bill of materials (:func:`aibench.preflight.environment_from_facts`:
-# ``"<source>.<name>"`` keys such as ``nvidia-smi.driver_version``, ``nccl.version``,
-# ``ibstat.firmware_version``, ``kernel.release``). A name ending in "." matches by prefix.
-KEY_FACTS = (
-    # recorded with every run
+# (:mod:`aibench.envfacts`: ``kernel``, ``os``, ``cpu_model``, ``tools.<tool>``), listed
+# here, and the facts of the tools, which each tool declares (``Traits.key_facts``, e.g.
+# the preflight's ``nvidia-smi.driver_version``, ``nccl.version``). A name ending in "."
+# matches by prefix.
+RUN_FACTS = (
     "kernel",
     "os",
     "cpu_model",
     "tools.",
-    # the preflight bill of materials
-    "kernel.release",
-    "os.pretty_name",
-    "cpu.model",
-    "dmi.bios_version",
-    "nvidia-smi.driver_version",
-    "nvidia-smi.cuda_version",
-    "nvidia-smi.vbios_version",
-    "nccl.version",
-    "ibstat.firmware_version",
-    "dcgmi.version",
-    "disk.firmware",
-    "tool-version.",
     # older or hand-written environments
     "driver_version",
     "cuda_version",
@@ -77,9 +64,16 @@ KEY_FACTS = (
 )
 
 
+@functools.cache
+def key_facts() -> tuple[str, ...]:
+    from aibench import tools
+
+    return (*RUN_FACTS, *tools.key_facts())
+
+
 def is_key_fact(name: str) -> bool:
-    """Whether a flattened fact name is one of :data:`KEY_FACTS`."""
-    return any(name == k or (k.endswith(".") and name.startswith(k)) for k in KEY_FACTS)
+    """Whether a flattened fact name is one of :func:`key_facts`."""
+    return any(name == k or (k.endswith(".") and name.startswith(k)) for k in key_facts())
 
 
 def series_key(
@@ -128,13 +122,10 @@ def env_diff(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
     return lines
 
 
-def higher_is_better(metric: str, unit: str) -> bool:
-    try:
-        dim = units.dimension(unit)
-    except units.UnitError:
-        return True
-    lower_better = ("retransmits", "wrong", "lost_packets", "lost_percent")
-    return not (dim == "time" or metric in lower_better)
+def higher_is_better(metric: str, unit: str, tool: str = "") -> bool:
+    from aibench import tools
+
+    return tools.higher_is_better(tool, metric, unit)
 
 
 @dataclass(frozen=True)
@@ -430,8 +421,8 @@ class History:
         lo, hi = center - half, center + half
         if lo <= cand.median <= hi:
             return None
-        metric = key.split("|")[1]
-        better_high = higher_is_better(metric, unit)
+        tool, metric = key.split("|")[:2]
+        better_high = higher_is_better(metric, unit, tool)
         regression = (cand.median < lo) if better_high else (cand.median > hi)
         env_now = self.environment(cand.run_id)
         env_base = self.environment(base[-1].run_id)

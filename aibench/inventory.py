@@ -310,8 +310,13 @@ class NodeFields(Strict):
     data_address: str | None = Field(
         None, description="address for data traffic (iperf3) when not the SSH address"
     )
+    tool_dirs: dict[SafeWord, SafePath] | None = Field(
+        None,
+        description="per tool, the directory of its binaries, e.g. {nccl-tests: /opt/nccl-tests/"
+        "build, rccl-tests: /opt/rccl-tests/build}; a tool not named is found on the PATH",
+    )
     nccl_tests_dir: SafePath | None = Field(
-        None, description="where the nccl-tests binaries are (all_reduce_perf ...); else PATH"
+        None, description="the same as tool_dirs: {nccl-tests: DIR} (kept for older files)"
     )
     ssh: SSHModel | None = Field(None, description="per-node SSH overrides")
 
@@ -438,7 +443,7 @@ def build_inventory(
                 )
         labels = {**(d.labels or {}), **(entry.labels or {})}
         facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address", "nccl_tests_dir"):
+        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs"):
             value = _pick(entry, d, key)
             if value is None:
                 continue
@@ -448,7 +453,12 @@ def build_inventory(
                 value = [h.model_dump(exclude_none=True) for h in value]
             elif key == "data_dirs":
                 value = list(value)
+            elif key == "tool_dirs":
+                value = dict(value)
             facts[key] = value
+        old_dir = _pick(entry, d, "nccl_tests_dir")
+        if old_dir is not None:
+            facts["tool_dirs"] = {"nccl-tests": old_dir, **facts.get("tool_dirs", {})}
         ssh = _merge_ssh(model.ssh, d.ssh, entry.ssh)
         executor = _pick(entry, d, "executor") or "ssh"
         for j, name in enumerate(names, start=1):

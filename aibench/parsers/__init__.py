@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aibench.model import Fact, Measurement
 from aibench.registry import Registry
@@ -37,6 +38,8 @@ class Parser:
     detect: Callable[[str], bool] | None = None
     emits: str = "measurements"  # or "facts"
     aliases: tuple[str, ...] = field(default=())
+    # what the core knows of a tool that is only parsed, never run (aibench.tools.Traits)
+    traits: Any = None
 
 
 PARSERS: Registry[Parser] = Registry("parser", "aibench.parsers", "PARSER", key=lambda p: p.name)

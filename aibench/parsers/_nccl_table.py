@@ -16,6 +16,22 @@ TOOL = "nccl-tests"
 
 PLACEMENTS = ("out_of_place", "in_place")
 
+# The collectives of NCCL-tests (each a binary ``<name>_perf``), and those only RCCL-tests
+# (ROCm's fork) has: the one list the parsers and the runners of both take them from.
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "sendrecv",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "hypercube",
+)
+RCCL_ONLY = ("alltoallv",)
+
 # column name -> (metric, unit); the metric columns repeat once per placement
 _METRICS = {
     "time": ("time", "us"),

@@ -48,6 +48,7 @@ from fractions import Fraction
 from aibench.errors import OutputError, ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.parsers import Parser
+from aibench.tools import Traits
 from aibench.units import factor
 
 TOOL = "iperf2"
@@ -380,6 +381,11 @@ def detect(text: str) -> bool:
 PARSER = Parser(
     name="iperf2",
     parse=parse,
+    traits=Traits(
+        units={"throughput": "bit/s"},
+        lower_is_better=frozenset({"lost_packets", "lost_percent"}),
+        title="iperf2 (TCP/UDP bandwidth)",
+    ),
     description="iperf 2 text (classic and -e enhanced) and -y C CSV output",
     detect=detect,
 )

@@ -78,22 +78,18 @@ from typing import Any
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Parser
-from aibench.parsers._nccl_table import TOOL, Section, check_average, half_ulp_g, number
+from aibench.parsers._nccl_table import (
+    COLLECTIVES,
+    RCCL_ONLY,
+    TOOL,
+    Section,
+    check_average,
+    half_ulp_g,
+    number,
+)
 from aibench.parsers._util import json_document
 
-OPS = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "alltoall",
-    "alltoallv",
-    "sendrecv",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "hypercube",
-)
+OPS = (*COLLECTIVES, *RCCL_ONLY)  # a log of either tool
 
 # launcher prefixes: MPICH/Intel MPI rank tag (group 1), mpirun --tag-output, srun --label
 _PREFIX = re.compile(r"^(?:\[(\d+)\] ?|\[\d+,\d+\]<(?:stdout|stderr)>:|\s*\d+: )")

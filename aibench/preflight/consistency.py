@@ -1,6 +1,6 @@
 """Golden-config consistency: facts that must be identical on every node of the fleet.
 
-For each fact of :data:`GOLDEN` the value of every node is found (per-GPU and per-HCA
+For each fact of :func:`golden` the value of every node is found (per-GPU and per-HCA
 facts become one value per node, see :func:`aibench.preflight.node_value`; an absent fact
 is the value ``absent``). The most common value is the majority; every node with another
 value gets a :class:`Verdict` (outcome FAIL or WARN per fact, check ``consistency.<fact>``,
@@ -21,22 +21,17 @@ from aibench.preflight import by_node, node_value
 
 ABSENT = "absent"
 
-# (check name, source, fact name, outcome for the odd node out)
-GOLDEN: tuple[tuple[str, str, str, Outcome], ...] = (
-    ("driver_version", "nvidia-smi", "driver_version", Outcome.FAIL),
-    ("cuda_version", "nvidia-smi", "cuda_version", Outcome.FAIL),
-    ("gpu_count", "nvidia-smi", "gpu_count", Outcome.FAIL),
-    ("gpu_model", "nvidia-smi", "product_name", Outcome.FAIL),
-    ("vbios_version", "nvidia-smi", "vbios_version", Outcome.WARN),
-    ("hca_count", "ibstat", "hca_count", Outcome.FAIL),
-    ("hca_firmware", "ibstat", "firmware_version", Outcome.WARN),
-    ("nccl_version", "nccl", "version", Outcome.FAIL),
-    ("kernel", "kernel", "release", Outcome.WARN),
-    ("os", "os", "pretty_name", Outcome.WARN),
-    ("bios_version", "dmi", "bios_version", Outcome.WARN),
-    ("cpu_model", "cpu", "model", Outcome.WARN),
-    ("dcgm_version", "dcgmi", "version", Outcome.WARN),
-)
+
+def golden() -> tuple[tuple[str, str, str, Outcome], ...]:
+    """(check name, source, fact name, outcome for the odd node out) of every fact a tool
+    declares must be the same on every node (``Traits.consistency``, aibench/tools.py);
+    the preflight declares the node's drivers, firmware, kernel, OS and models."""
+    from aibench import tools
+
+    return tuple(
+        (c.check, c.source, c.name, Outcome.WARN if c.severity == "warn" else Outcome.FAIL)
+        for c in tools.consistency()
+    )
 
 
 def _text(v: object) -> str:
@@ -65,7 +60,7 @@ def check(
     """
     nodes = by_node(facts)
     verdicts: list[Verdict] = []
-    for check_name, source, name, outcome in GOLDEN:
+    for check_name, source, name, outcome in golden():
         key = f"{source}.{name}"
         values = {
             node: _text(node_value(named[key])) for node, named in nodes.items() if key in named

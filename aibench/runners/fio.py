@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 from aibench.config import Strict
 from aibench.inventory import Node
 from aibench.runners.base import Invocation, ProcessSpec, Slot, label_for
+from aibench.tools import Traits
 
 _SIZE = re.compile(r"^[0-9]+[kKmMgGtT]?(i?[bB])?$|^[0-9]+%$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_.]+$")
@@ -87,6 +88,16 @@ def _bytes(size: str) -> int | None:
 
 
 class FioRunner:
+    traits: ClassVar[Traits] = Traits(
+        units={
+            "bw": "KiB/s",
+            "iops": "IOPS",
+            "clat_mean": "ns",
+            "clat_percentile": "ns",
+            "lat_mean": "ns",
+        },
+        title="fio (storage)",
+    )
     name: ClassVar[str] = "fio"
     tool: ClassVar[str] = "fio"
     default_placement: ClassVar[str] = "each"

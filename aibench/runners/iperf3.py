@@ -21,6 +21,7 @@ from aibench.config import Strict
 from aibench.executors.base import ReadyCheck
 from aibench.inventory import Node
 from aibench.runners.base import Invocation, ProcessSpec, Slot, label_for
+from aibench.tools import PairSeries, Traits
 
 _RATE = re.compile(r"^[0-9]+(\.[0-9]+)?[KMGkmg]?$")
 
@@ -62,6 +63,13 @@ def data_address(node: Node) -> str:
 
 
 class Iperf3Runner:
+    traits: ClassVar[Traits] = Traits(
+        units={"throughput": "bit/s", "retransmits": "count"},
+        lower_is_better=frozenset({"retransmits", "lost_packets", "lost_percent"}),
+        pair_series=(PairSeries("throughput", {"side": "receiver"}),),
+        keep_one={"side": "receiver"},
+        title="iperf3 (TCP/UDP bandwidth)",
+    )
     name: ClassVar[str] = "iperf3"
     tool: ClassVar[str] = "iperf3"
     default_placement: ClassVar[str] = "pairs"

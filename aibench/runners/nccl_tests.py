@@ -21,12 +21,13 @@ by ``gpus_per_process``: one process per GPU unless told otherwise. The environm
 (``NCCL_DEBUG``, ``NCCL_ALGO``, ``NCCL_IB_HCA``, ``NCCL_SOCKET_IFNAME`` ... from options,
 plus ``env``) is passed explicitly and recorded with the argv.
 
-The binary is found in the option ``bin_dir``, else the node fact ``nccl_tests_dir``,
-else on the PATH. The version is read from the output's ``# nccl-tests version X`` header
-(nccl-tests 2.17 and later), which is the only reliable source: the binaries have no
-``--version``. ``-J FILE`` (JSON output, nccl-tests 2.17.7 and later) is used only when
-the option ``json_output`` says so; the file is then read instead of stdout when it can be
-read from here (a local node or a shared file system), else stdout is parsed.
+The binary is found in the option ``bin_dir``, else the node's ``tool_dirs: {nccl-tests:
+DIR}`` (``nccl_tests_dir`` in older inventories), else on the PATH. The version is read
+from the output's ``# nccl-tests version X`` header (nccl-tests 2.17 and later), which is
+the only reliable source: the binaries have no ``--version``. ``-J FILE`` (JSON output,
+nccl-tests 2.17.7 and later) is used only when the option ``json_output`` says so; the
+file is then read instead of stdout when it can be read from here (a local node or a
+shared file system), else stdout is parsed.
 
 ``-J`` stays opt-in rather than switched on "when the binary supports it": the version is
 known only from the header of a run's own output (there is no ``--version``), so support
@@ -65,40 +66,17 @@ from aibench.inventory import Node
 from aibench.launchers import HostSlots, Job, get
 from aibench.model import Fact, FrozenDims, Measurement
 from aibench.parsers import Record
+from aibench.parsers._nccl_table import COLLECTIVES, RCCL_ONLY
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.tools import PairSeries, Traits
 
 TOOL = "nccl-tests"
-COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "alltoall",
-    "sendrecv",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "hypercube",
-)
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
 _PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
-
-Collective = Literal[
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "alltoall",
-    "sendrecv",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "hypercube",
-]
 
 
 def _check_value(v: str | None, what: str) -> str | None:
@@ -110,7 +88,12 @@ def _check_value(v: str | None, what: str) -> str | None:
 class NcclTestsOptions(Strict):
     """Options of an nccl-tests step (suite ``options:``)."""
 
-    collective: Collective = Field("all_reduce", description="which binary: <collective>_perf")
+    # the collectives this tool's binaries exist for (a subclass widens it: rccl-tests)
+    collectives: ClassVar[tuple[str, ...]] = COLLECTIVES
+    collective: str = Field(
+        "all_reduce",
+        description="which binary, <collective>_perf: " + ", ".join(COLLECTIVES),
+    )
     min_bytes: str = Field("8", description="smallest message size (-b), e.g. 8, 1M")
     max_bytes: str = Field("8G", description="largest message size (-e)")
     step_factor: Annotated[int, Field(ge=2)] | None = Field(
@@ -221,6 +204,13 @@ class NcclTestsOptions(Strict):
                 raise ValueError(f"option {a!r} must look like -x, --name, --name=value or a word")
         return v
 
+    @field_validator("collective")
+    @classmethod
+    def _collective(cls, v: str) -> str:
+        if v not in cls.collectives:
+            raise ValueError(f"unknown collective {v!r}; valid: {', '.join(cls.collectives)}")
+        return v
+
     @model_validator(mode="after")
     def _steps(self) -> NcclTestsOptions:
         if self.step_bytes is not None and self.step_factor not in (None, 2):
@@ -228,10 +218,12 @@ class NcclTestsOptions(Strict):
         return self
 
 
-def binary(o: NcclTestsOptions, node: Node) -> str:
-    """The binary's path: option bin_dir, else the node fact nccl_tests_dir, else PATH."""
+def binary(o: NcclTestsOptions, node: Node, tool: str = TOOL) -> str:
+    """The binary's path: option bin_dir, else the node's ``tool_dirs`` entry of the tool,
+    else the PATH."""
     name = f"{o.collective}_perf"
-    directory = o.bin_dir or node.facts.get("nccl_tests_dir")
+    dirs = node.facts.get("tool_dirs") or {}
+    directory = o.bin_dir or (dirs.get(tool) if isinstance(dirs, dict) else None)
     return f"{str(directory).rstrip('/')}/{name}" if directory else name
 
 
@@ -270,14 +262,25 @@ def environment(o: NcclTestsOptions) -> dict[str, str]:
     return env
 
 
+NCCL_TRAITS = Traits(
+    units={"busbw": "GB/s", "algbw": "GB/s", "time": "us"},
+    lower_is_better=frozenset({"wrong"}),
+    pair_series=(PairSeries("busbw"),),
+    keep_one={"placement": "out_of_place", "dtype": "float", "redop": "sum"},
+    title="NCCL tests (collective bandwidth)",
+)
+
+
 class NcclTestsRunner:
+    traits: ClassVar[Traits] = NCCL_TRAITS
     name: ClassVar[str] = "nccl-tests"
     tool: ClassVar[str] = TOOL
     default_placement: ClassVar[str] = "each"
     Options: ClassVar[type[Strict]] = NcclTestsOptions
+    version_pattern: ClassVar[re.Pattern[str]] = _VERSION
 
     def program(self, o: NcclTestsOptions, node: Node, json_file: str | None) -> tuple[str, ...]:
-        args = [binary(o, node), "-b", o.min_bytes, "-e", o.max_bytes]
+        args = [binary(o, node, self.name), "-b", o.min_bytes, "-e", o.max_bytes]
         if o.step_bytes is not None:
             args += ["-i", o.step_bytes]
         else:
@@ -318,7 +321,7 @@ class NcclTestsRunner:
         which = self.launcher_for(o, group, rpn)
         if len(group) > 1 and head.executor == "slurm":
             raise UserError(
-                f"step {step}: nccl-tests over {len(group)} nodes cannot be launched from "
+                f"step {step}: {self.name} over {len(group)} nodes cannot be launched from "
                 f"inside a Slurm job step on {head.name} (a launcher there sees only the "
                 "step's own node)",
                 hint="run aibench on the login node with these nodes as executor: local "
@@ -327,7 +330,7 @@ class NcclTestsRunner:
         if which == "none":
             if len(group) > 1:
                 raise UserError(
-                    f"step {step}: nccl-tests across {len(group)} nodes needs a launcher",
+                    f"step {step}: {self.name} across {len(group)} nodes needs a launcher",
                     hint="set launcher: mpirun or srun (or auto)",
                 )
             argv, launch_env = program, env
@@ -374,7 +377,7 @@ class NcclTestsRunner:
                 label=label,
                 repeat=slot.repeat,
                 round=slot.round,
-                parser="nccl-tests",
+                parser=self.name,
                 network=len(group) > 1,
                 setup=setup,
                 client=ProcessSpec(
@@ -392,7 +395,7 @@ class NcclTestsRunner:
         return None  # no --version; the output's header names it (see collect)
 
     def parse_version(self, text: str) -> str:
-        m = _VERSION.search(text)
+        m = self.version_pattern.search(text)
         return m.group(1) if m else ""
 
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
@@ -409,22 +412,21 @@ class NcclTestsRunner:
                 text, parser_input = p.read_text(encoding="utf-8"), str(p)
                 break
         try:
-            records = _with_op(parsers.parse("nccl-tests", text), op)
+            records = _with_op(parsers.parse(self.name, text), op)
         except ToolFailure as exc:
             exc.partial = list(_with_op([r for r in exc.partial if _is_record(r)], op))
             raise
         except ParseError:
             if out.exit_code != 0:  # it crashed or never started: say so, not "unreadable"
-                raise ToolFailure(TOOL, _failure(out)) from None
+                raise ToolFailure(self.tool, _failure(out)) from None
             raise
         if out.exit_code != 0:
-            raise ToolFailure(TOOL, _failure(out), partial=list(records))
+            raise ToolFailure(self.tool, _failure(out), partial=list(records))
         version = self.parse_version(out.stdout)
-        records.append(
-            Fact(TOOL, "version", version or None, reason="" if version else "no version header")
-        )
+        why = "" if version else "no version header"
+        records.append(Fact(self.tool, "version", version or None, reason=why))
         if parser_input != "stdout":
-            records.append(Fact(TOOL, "output_file", parser_input))
+            records.append(Fact(self.tool, "output_file", parser_input))
         return records
 
 
@@ -435,7 +437,7 @@ def _is_record(r: object) -> bool:
 def _collective_of(inv: Invocation) -> str:
     for a in inv.client.argv:
         base = a.rsplit("/", 1)[-1]
-        if base.endswith("_perf") and base[: -len("_perf")] in COLLECTIVES:
+        if base.endswith("_perf") and base[: -len("_perf")] in (*COLLECTIVES, *RCCL_ONLY):
             return base[: -len("_perf")]
     return ""
 

@@ -51,6 +51,7 @@ from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.iperf3 import data_address
+from aibench.tools import PairSeries, Traits
 
 TOOL = "perftest"
 RAIL_STRIDE = 32
@@ -190,6 +191,18 @@ def rails(o: PerftestOptions, client: Node, server: Node) -> list[Rail]:
 
 
 class PerftestRunner:
+    traits: ClassVar[Traits] = Traits(
+        units={
+            "bw_avg": "Gbit/s",
+            "bw_peak": "Gbit/s",
+            "lat_typical": "us",
+            "lat_avg": "us",
+            "lat_p99": "us",
+        },
+        pair_series=(PairSeries("bw_avg"),),
+        keep_one={"side": "client"},
+        title="perftest (RDMA bandwidth and latency)",
+    )
     name: ClassVar[str] = "perftest"
     tool: ClassVar[str] = TOOL
     default_placement: ClassVar[str] = "pairs"

@@ -46,6 +46,7 @@ from aibench.parsers import Record
 from aibench.parsers.sysinfo import NODE_FILES, TOOLS_SCRIPT
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot
 from aibench.textio import tail
+from aibench.tools import Consistent, Traits
 
 CLOCK_FIELDS = "index,pci.bus_id,clocks_event_reasons.active,clocks_event_reasons.supported"
 LSBLK_COLUMNS = "NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA"
@@ -107,7 +108,43 @@ def kind_of(inv: Invocation) -> str:
     return inv.label.rsplit(".", 1)[-1]
 
 
+# The node facts the history compares across runs (a changed driver makes a regression a
+# WARN that names it) and those that must be the same on every node (golden config).
+PREFLIGHT_TRAITS = Traits(
+    key_facts=(
+        "kernel.release",
+        "os.pretty_name",
+        "cpu.model",
+        "dmi.bios_version",
+        "nvidia-smi.driver_version",
+        "nvidia-smi.cuda_version",
+        "nvidia-smi.vbios_version",
+        "nccl.version",
+        "ibstat.firmware_version",
+        "dcgmi.version",
+        "disk.firmware",
+        "tool-version.",
+    ),
+    consistency=(
+        Consistent("driver_version", "nvidia-smi", "driver_version"),
+        Consistent("cuda_version", "nvidia-smi", "cuda_version"),
+        Consistent("gpu_count", "nvidia-smi", "gpu_count"),
+        Consistent("gpu_model", "nvidia-smi", "product_name"),
+        Consistent("vbios_version", "nvidia-smi", "vbios_version", "warn"),
+        Consistent("hca_count", "ibstat", "hca_count"),
+        Consistent("hca_firmware", "ibstat", "firmware_version", "warn"),
+        Consistent("nccl_version", "nccl", "version"),
+        Consistent("kernel", "kernel", "release", "warn"),
+        Consistent("os", "os", "pretty_name", "warn"),
+        Consistent("bios_version", "dmi", "bios_version", "warn"),
+        Consistent("cpu_model", "cpu", "model", "warn"),
+        Consistent("dcgm_version", "dcgmi", "version", "warn"),
+    ),
+)
+
+
 class PreflightRunner:
+    traits: ClassVar[Traits] = PREFLIGHT_TRAITS
     name: ClassVar[str] = "preflight"
     tool: ClassVar[str] = "preflight"
     default_placement: ClassVar[str] = "each"

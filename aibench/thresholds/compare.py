@@ -101,8 +101,8 @@ def compare_runs(a: Run, b: Run, *, k: float = 3.0, min_rel: float = 0.02) -> Co
             sig = None
         else:
             sig = abs(diff) > k * noise and abs(diff) > min_rel * abs(ma)
-        metric = key.split("|")[1]
-        better = (diff > 0) == higher_is_better(metric, unit)
+        tool, metric = key.split("|")[:2]
+        better = (diff > 0) == higher_is_better(metric, unit, tool)
         deltas.append(Delta(key, unit, ma, mb, len(va), len(vb), noise, sig, better))
     env = env_diff(flatten_environment(a.environment), flatten_environment(b.environment))
     return Comparison(

@@ -41,7 +41,7 @@ from aibench import units
 from aibench.model import Fact, Measurement, Outcome, Run, StepResult, Verdict
 from aibench.thresholds import stats
 from aibench.thresholds.outliers import fleet_outliers
-from aibench.thresholds.spec import Check, Spec, _version, dim_matches
+from aibench.thresholds.spec import FACT_SYMBOLS, Check, Spec, _version, dim_matches
 
 Subject = tuple[str, ...]
 
@@ -450,10 +450,15 @@ def _flag_outliers(check: Check, verdicts: list[Verdict]) -> list[Verdict]:
 
 
 def _higher_is_better(check: Check) -> bool:
+    """An upper bound alone says lower is better; else the tool says (aibench.tools)."""
+    from aibench import tools
+
     lo, hi = check.fail_bounds()
     if lo is None and hi is not None:
         return False
-    return not (check.unit and units.dimension(check.unit) == "time")
+    if check.select is None:
+        return True
+    return tools.higher_is_better(check.select.tool, check.select.metric, check.unit or "")
 
 
 def _coverage(
@@ -514,17 +519,7 @@ def _fact_expected(check: Check) -> str:
     op = check.op or ""
     if op in ("present", "absent"):
         return op
-    symbol = {
-        "eq": "==",
-        "ne": "!=",
-        "ge": ">=",
-        "le": "<=",
-        "gt": ">",
-        "lt": "<",
-        "version_ge": ">=",
-        "version_le": "<=",
-        "in": "in",
-    }[op]
+    symbol = FACT_SYMBOLS[op]
     value = check.value
     shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
     return f"{symbol} {shown}"

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aibench import units
+from aibench import tools, units
 from aibench.model import Measurement, Run
 
 Pair = tuple[str, str]
@@ -170,18 +170,6 @@ def localize(
     return suspects
 
 
-# The pairwise results localization reads from a run: (tool, metric, required dims).
-NETWORK_SERIES: tuple[tuple[str, str, Mapping[str, object] | None], ...] = (
-    ("iperf3", "throughput", {"side": "receiver"}),
-    ("perftest", "bw_avg", None),
-    ("nccl-tests", "busbw", None),
-)
-# Dimensions that do not change what a link carries: one value is kept (preferred first).
-ONE_OF: dict[str, dict[str, str]] = {
-    "nccl-tests": {"placement": "out_of_place", "dtype": "float", "redop": "sum"},
-    "iperf3": {"side": "receiver"},
-    "perftest": {"side": "client"},
-}
 # Dimensions that vary with the message size within one series.
 SIZE_DIMS = ("size_bytes", "count")
 # Dimensions named in a series label, in this order.
@@ -215,7 +203,7 @@ def comparable_series(
         and len(set(m.nodes)) == 2
         and not (dims and any(m.dims.get(k) != v for k, v in dims.items()))
     ]
-    for dim, preferred in ONE_OF.get(tool, {}).items():
+    for dim, preferred in tools.traits(tool).keep_one.items():
         seen = Counter(m.dims[dim] for m in sel if dim in m.dims)
         if len(seen) > 1:
             keep = preferred if preferred in seen else seen.most_common(1)[0][0]
@@ -276,7 +264,7 @@ def suspects_of(run: Run, *, min_pairs: int = 3) -> list[tuple[str, str, Suspect
         if isinstance(n, Mapping) and "name" in n
     }
     out: list[tuple[str, str, Suspect]] = []
-    for tool, metric, dims in NETWORK_SERIES:
+    for tool, metric, dims in tools.pair_series():
         merged: dict[tuple[str, str], Suspect] = {}
         for series in comparable_series(ok, tool=tool, metric=metric, dims=dims):
             if len(series.values) < min_pairs:

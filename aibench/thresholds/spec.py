@@ -9,9 +9,9 @@ Nothing in a spec is evaluated as code: selectors match with a closed set of ope
 (:data:`MATCH_OPS`), fact checks compare with a closed set (:data:`FACT_OPS`).
 
 Units are checked at load time: a check's ``unit`` must be in :mod:`aibench.units`, and
-when the selected (tool, metric) has a known unit (:data:`VOCABULARY`) the two must have
-the same dimension (GB/s against a metric in IOPS is a ConfigError, never a silent
-result).
+when the selected (tool, metric) has a known unit (the tool's ``Traits.units``, see
+aibench/tools.py) the two must have the same dimension (GB/s against a metric in IOPS is
+a ConfigError, never a silent result).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -30,42 +30,27 @@ from aibench.errors import ConfigError
 Scalar = str | int | float | bool
 
 MATCH_OPS = ("eq", "ne", "in", "not_in", "ge", "le", "gt", "lt")
-FACT_OPS = (
-    "eq",
-    "ne",
-    "in",
-    "ge",
-    "le",
-    "gt",
-    "lt",
-    "version_ge",
-    "version_le",
-    "present",
-    "absent",
-)
+# The operators of a fact check and how each reads in an "expected" text: one table, from
+# which the schema's Literal and the engine's wording are both taken.
+FACT_SYMBOLS: dict[str, str] = {
+    "eq": "==",
+    "ne": "!=",
+    "in": "in",
+    "ge": ">=",
+    "le": "<=",
+    "gt": ">",
+    "lt": "<",
+    "version_ge": ">=",
+    "version_le": "<=",
+    "present": "present",
+    "absent": "absent",
+}
+FACT_OPS = tuple(FACT_SYMBOLS)
+FactOp = Literal[
+    "eq", "ne", "in", "ge", "le", "gt", "lt", "version_ge", "version_le", "present", "absent"
+]
 AGGREGATES = ("median", "mean", "min", "max", "sum", "p10", "p90")
 SCOPES = ("node", "pair", "rail", "fleet")
-
-# The unit each known (tool, metric) is recorded in, so that a spec's unit can be checked
-# for its dimension when the spec is loaded. Tools not listed are checked when judged.
-VOCABULARY: dict[tuple[str, str], str] = {
-    ("fio", "bw"): "KiB/s",
-    ("fio", "iops"): "IOPS",
-    ("fio", "clat_mean"): "ns",
-    ("fio", "clat_percentile"): "ns",
-    ("fio", "lat_mean"): "ns",
-    ("iperf3", "throughput"): "bit/s",
-    ("iperf3", "retransmits"): "count",
-    ("iperf2", "throughput"): "bit/s",
-    ("nccl-tests", "busbw"): "GB/s",
-    ("nccl-tests", "algbw"): "GB/s",
-    ("nccl-tests", "time"): "us",
-    ("perftest", "bw_avg"): "Gbit/s",
-    ("perftest", "bw_peak"): "Gbit/s",
-    ("perftest", "lat_typical"): "us",
-    ("perftest", "lat_avg"): "us",
-    ("perftest", "lat_p99"): "us",
-}
 
 
 class MatchOp(Strict):
@@ -106,6 +91,8 @@ class MatchOp(Strict):
 
 
 DimMatch = Scalar | list[Scalar] | MatchOp
+
+assert get_args(FactOp) == FACT_OPS, "FactOp and FACT_SYMBOLS name the same operators"
 
 
 def dim_matches(rule: DimMatch, value: Scalar | None) -> bool:
@@ -247,22 +234,7 @@ class Check(Strict):
     require: Literal["every_node", "every_pair", "every_rail"] | None = Field(
         None, description="coverage: FAIL listing the nodes/pairs/rails with no measurement"
     )
-    op: (
-        Literal[
-            "eq",
-            "ne",
-            "in",
-            "ge",
-            "le",
-            "gt",
-            "lt",
-            "version_ge",
-            "version_le",
-            "present",
-            "absent",
-        ]
-        | None
-    ) = Field(None, description="fact check: how the fact is compared with `value`")
+    op: FactOp | None = Field(None, description="fact check: how the fact is compared with `value`")
     value: Scalar | list[Scalar] | None = Field(None, description="fact check: the operand")
     allow_absent: bool = Field(False, description="fact check: an absent fact passes")
     severity: Literal["fail", "warn"] = Field(
@@ -312,7 +284,9 @@ class Check(Strict):
                 raise ValueError(f"`{k}` belongs to fact checks (metric checks use `warn`)")
         if self.unit is None:
             raise ValueError("a metric check needs `unit` (the unit of its bounds)")
-        known = VOCABULARY.get((self.select.tool, self.select.metric))
+        from aibench.tools import vocabulary
+
+        known = vocabulary().get((self.select.tool, self.select.metric))
         if known and units.dimension(known) != units.dimension(self.unit):
             raise ValueError(
                 f"unit {self.unit} ({units.dimension(self.unit)}) cannot judge "

@@ -95,8 +95,8 @@ def test_argv_and_env(
     assert inv.servers == ()
 
 
-def test_node_fact_gives_the_binary_directory() -> None:
-    n = node("g", gpus=1, nccl_tests_dir="/usr/local/nccl-tests/build")
+def test_node_tool_dirs_give_the_binary_directory() -> None:
+    n = node("g", gpus=1, tool_dirs={"nccl-tests": "/usr/local/nccl-tests/build"})
     (inv,) = plan("nccl-tests", {}, [n])
     assert inv.client.argv[0] == "/usr/local/nccl-tests/build/all_reduce_perf"
 

@@ -74,9 +74,17 @@ MAX_ROWS = 300
 
 
 def section_for(tool: str) -> Section:
+    """The tool's own section; else the section of the tool it declares it reads like
+    (``Traits.section``: rccl-tests renders as NCCL-tests), under its own name and title;
+    else the generic list of its measurements."""
+    from aibench import tools
+
     if tool in SECTIONS:
         return SECTIONS.get(tool)
-    return Section(tool, tool, GENERIC.render)
+    t = tools.traits(tool)
+    if t.section and t.section in SECTIONS:
+        return dataclasses.replace(SECTIONS.get(t.section), tool=tool, title=t.title or tool)
+    return Section(tool, t.title or tool, GENERIC.render)
 
 
 # ---- helpers shared by the sections -------------------------------------------------

@@ -1,0 +1,128 @@
+"""What the core knows of a tool, declared by the tool itself.
+
+A tool is its own files: a runner (``aibench/runners/<tool>.py``) and a parser
+(``aibench/parsers/<tool>.py``). Whatever the core needs to know of it beyond running and
+parsing, the runner (or, for a tool that is only parsed, the parser) declares as
+``traits = Traits(...)``; the core reads it here and keeps no table of tools:
+
+* the spec vocabulary: the unit each metric is recorded in, so that a spec's unit is
+  checked for its dimension when the spec is loaded (:func:`vocabulary`);
+* which way is better for a metric whose unit does not say (``lower_is_better``: counts of
+  retransmits, wrong results, lost packets), used by the engine and the history alike
+  (:func:`higher_is_better`);
+* the pairwise series fault localization compares, and the dimensions of which one value
+  is kept (``pair_series``, ``keep_one``);
+* the report section: the tool's own module in ``aibench/reports/sections/``, or another
+  tool's renderer under this tool's name (``section``, ``title``);
+* the environment facts the history compares across runs (``key_facts``) and the facts
+  that must be the same on every node of the fleet (``consistency``);
+* the tool-specific inventory fields are not declared here: every tool reads its binary
+  directory from the node's ``tool_dirs: {TOOL: DIR}`` (see aibench/inventory.py).
+
+A runner that only sets ``units = {...}`` (a class attribute) is read as
+``Traits(units=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PairSeries:
+    """A pairwise result fault localization compares: a metric, and the dimensions a
+    measurement must have to belong (e.g. iperf3's receiver side)."""
+
+    metric: str
+    dims: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class Consistent:
+    """A fact that must be the same on every node: verdict ``consistency.<check>``."""
+
+    check: str
+    source: str
+    name: str
+    severity: str = "fail"  # fail | warn: the outcome of the odd node out
+
+
+@dataclass(frozen=True)
+class Traits:
+    units: Mapping[str, str] = field(default_factory=dict)
+    lower_is_better: frozenset[str] = frozenset()
+    pair_series: tuple[PairSeries, ...] = ()
+    keep_one: Mapping[str, str] = field(default_factory=dict)
+    section: str = ""  # render with this tool's report section (under this tool's name)
+    title: str = ""  # the report section's title
+    key_facts: tuple[str, ...] = ()  # flattened fact names; a name ending in "." a prefix
+    consistency: tuple[Consistent, ...] = ()
+
+
+NONE = Traits()
+
+
+def _declared(obj: Any) -> Traits | None:
+    t = getattr(obj, "traits", None)
+    if isinstance(t, Traits):
+        return t
+    units = getattr(obj, "units", None)
+    if isinstance(units, Mapping) and units:
+        return Traits(units=dict(units))
+    return None
+
+
+def traits(tool: str) -> Traits:
+    """The traits ``tool`` declares: its runner's, else its parser's, else none."""
+    from aibench.parsers import PARSERS
+    from aibench.runners import RUNNERS
+
+    if tool in RUNNERS:
+        found = _declared(RUNNERS.get(tool))
+        if found is not None:
+            return found
+    if tool in PARSERS:
+        found = _declared(PARSERS.get(tool))
+        if found is not None:
+            return found
+    return NONE
+
+
+def all_tools() -> list[str]:
+    from aibench.parsers import PARSERS
+    from aibench.runners import RUNNERS
+
+    return sorted({*RUNNERS.names(), *PARSERS.names()})
+
+
+def vocabulary() -> dict[tuple[str, str], str]:
+    """(tool, metric) -> the unit the tool records it in, for every tool that says."""
+    return {(tool, m): u for tool in all_tools() for m, u in traits(tool).units.items()}
+
+
+def higher_is_better(tool: str, metric: str, unit: str) -> bool:
+    """Whether a larger value is better: not for a time (latency), not for a metric its
+    tool declares lower-is-better (retransmits, wrong results, lost packets)."""
+    from aibench import units
+
+    if metric in traits(tool).lower_is_better:
+        return False
+    try:
+        return units.dimension(unit) != "time"
+    except units.UnitError:
+        return True
+
+
+def pair_series() -> list[tuple[str, str, Mapping[str, object] | None]]:
+    """(tool, metric, required dims) of every pairwise series fault localization reads."""
+    return [(tool, s.metric, s.dims) for tool in all_tools() for s in traits(tool).pair_series]
+
+
+def key_facts() -> tuple[str, ...]:
+    return tuple(k for tool in all_tools() for k in traits(tool).key_facts)
+
+
+def consistency() -> tuple[Consistent, ...]:
+    return tuple(c for tool in all_tools() for c in traits(tool).consistency)
