@@ -1,0 +1,43 @@
+"""RCCL-tests (ROCm's fork of NCCL-tests): the NCCL-tests table reader under its own name.
+
+Reads what ``all_reduce_perf`` & co. of rccl-tests print: the same header, table and
+footer as NCCL-tests (see :mod:`aibench.parsers.nccl_tests` for the contract), plus the
+collectives only RCCL has (``alltoallv``) and the ``rccl-tests: Version ...`` header line.
+Tested on real public outputs: ROCm 4.2 rccl-tests on 2 x MI100 (colon-style header,
+``0e+00`` error column) and rccl-tests HEAD:e1b8a3a on 8 x MI355X (a table its publisher
+cut, which must be a ParseError). Emits the NCCL-tests records with ``tool: rccl-tests``.
+
+Not detected by ``aibench parse --tool auto``: an RCCL-tests log is a valid NCCL-tests
+log, and auto detection names one parser per output; give ``rccl-tests`` by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import Measurement
+from aibench.parsers import Parser
+from aibench.parsers.nccl_tests import parse as parse_nccl
+
+TOOL = "rccl-tests"
+
+
+def _own(records: list[object]) -> list[object]:
+    return [dataclasses.replace(r, tool=TOOL) if isinstance(r, Measurement) else r for r in records]
+
+
+def parse(text: str) -> list[Measurement]:
+    try:
+        return [dataclasses.replace(m, tool=TOOL) for m in parse_nccl(text)]
+    except ToolFailure as exc:
+        raise ToolFailure(TOOL, exc.reason, exc.line, partial=_own(exc.partial)) from None
+    except ParseError as exc:
+        raise ParseError(TOOL, exc.reason, exc.line) from None
+
+
+PARSER = Parser(
+    name=TOOL,
+    parse=parse,
+    description="RCCL-tests text output (ROCm fork of NCCL-tests; same tables)",
+)
