@@ -7,11 +7,12 @@ User errors print one line (``aibench: error: ...``) and exit with their documen
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from aibench import __version__
-from aibench.errors import EXIT_INTERRUPTED, EXIT_USAGE, UserError
+from aibench.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, UserError
 
 EPILOG = """\
 exit codes:
@@ -90,3 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("aibench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (aibench plan | head): end quietly, as a command killed by
+        # SIGPIPE does, and keep Python from complaining when it flushes stdout at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

@@ -14,6 +14,7 @@ EXIT_CHECKS_FAILED = 1  # at least one check FAIL, MISSING or ERROR
 EXIT_USAGE = 2  # usage or configuration error
 EXIT_CANNOT_RUN = 3  # nothing could run at all (no reachable node, no tool ...)
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C; what was measured is on disk
+EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (aibench plan | head): 128 + SIGPIPE
 
 
 class UserError(Exception):

@@ -137,6 +137,12 @@ class Inventory:
     limits: Limits = field(default_factory=Limits)
     source: str = ""  # the file it came from, or "(local machine)"
     raw: Mapping[str, Any] = field(default_factory=dict)
+    # name -> node, so that a lookup does not walk the node list: planning looks up the
+    # nodes of every group, and all pairs of N nodes are N^2/2 groups
+    _by_name: Mapping[str, Node] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {n.name: n for n in self.nodes})
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes)
@@ -145,10 +151,7 @@ class Inventory:
         return len(self.nodes)
 
     def node(self, name: str) -> Node:
-        for n in self.nodes:
-            if n.name == name:
-                return n
-        raise KeyError(name)
+        return self._by_name[name]
 
     def labels(self, key: str) -> dict[str, str]:
         """Node name -> the value of label ``key`` ("" where a node has none)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import random
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
@@ -332,3 +333,56 @@ def _with_timeout(inv: Invocation, timeout: float) -> Invocation:
     client = replace(inv.client, timeout=timeout)
     servers = tuple(replace(s, timeout=timeout + 10.0) for s in inv.servers)
     return replace(inv, client=client, servers=servers)
+
+
+# --------------------------------------------------------------------------- display
+
+
+def format_plan(plan: Plan) -> str:
+    """The plan as ``aibench plan`` prints it: a header with the estimate, then per step
+    and round how many runs it holds and how many run at once, and each process's node,
+    role and command line (secret-looking environment values as ``***``)."""
+    lines = [
+        f"suite {plan.suite.name} ({plan.suite.source}) on {len(plan.inventory)} node(s) "
+        f"of {plan.inventory.name}: {len(plan.invocations)} runs in {len(plan.rounds)} rounds, "
+        f"about {fmt_seconds(plan.estimated_seconds())}"
+    ]
+    current = None
+    for rnd in plan.rounds:
+        if rnd.step != current:
+            current = rnd.step
+            head = f"\nstep {rnd.step} ({rnd.tool})"
+            if rnd.invocations:
+                first = rnd.invocations[0]
+                head += f": about {fmt_seconds(first.expected_s)} a run"
+                head += f" ({first.estimate})" if first.estimate else ""
+            lines.append(head)
+        n, at_once = len(rnd.invocations), plan.at_once(rnd)
+        concurrency = f"{n} run(s) at once" if at_once >= n else f"{n} run(s), {at_once} at once"
+        lines.append(f"  repeat {rnd.repeat + 1} round {rnd.round + 1}: {concurrency}")
+        for inv in rnd.invocations:
+            for s in inv.setup:
+                lines.append(f"    {s.host:<16} setup   {_command(s)}")
+            for s in inv.servers:
+                lines.append(f"    {s.host:<16} server  {_command(s)}")
+            lines.append(f"    {inv.client.host:<16} {inv.client.role:<7} {_command(inv.client)}")
+    return "\n".join(lines)
+
+
+def _command(spec: Any) -> str:
+    """``NAME=value ... argv`` as a shell would read it; secret-looking values as ***."""
+    from aibench.executors.base import REDACTED, redact_env
+
+    env = " ".join(
+        f"{k}={v if v == REDACTED else shlex.quote(v)}"
+        for k, v in sorted(redact_env(spec.env).items())
+    )
+    return f"{env} {shlex.join(spec.argv)}".strip()
+
+
+def fmt_seconds(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"

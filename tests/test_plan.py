@@ -351,3 +351,94 @@ def test_plan_shows_the_concurrency_limits(
     ]
     # fio in two waves (2 x 3 s), each iperf3 round in two (2 x 4 s), nccl-tests 60 s: 90 s
     assert lines[0].endswith("11 runs in 5 rounds, about 2 min")
+
+
+# ------------------------------------------------------------------ planning at scale
+
+
+class CountingNodes(tuple):  # type: ignore[type-arg]
+    """A node list that counts how many of its entries are visited."""
+
+    visits = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for n in super().__iter__():
+            CountingNodes.visits += 1
+            yield n
+
+
+def _pairs_plan_visits(tmp: Path, n: int) -> tuple[int, int]:
+    """(node-list visits, planned runs) of an all-pairs iperf3 step over n nodes."""
+    from aibench.inventory import Inventory, Node
+    from aibench.plan import build_plan
+    from aibench.suite import load_suite
+
+    path = tmp / "pairs.yaml"
+    path.write_text(
+        "schema_version: 1\nname: pairs\nsteps:\n"
+        "  - {name: net, tool: iperf3, placement: pairs}\n"
+    )
+    suite = load_suite(str(path))
+    nodes = CountingNodes(Node(f"n{i:04d}", executor="ssh") for i in range(n))
+    inventory = Inventory("scale", nodes)
+    CountingNodes.visits = 0
+    planned = len(build_plan(suite, inventory).invocations)
+    return CountingNodes.visits, planned
+
+
+def test_planning_does_not_walk_the_node_list_per_planned_run(tmp_path: Path) -> None:
+    """All pairs of N nodes are N(N-1)/2 runs; looking up each run's nodes by walking the
+    node list made planning O(N^3). The visits per planned run must not grow with N."""
+    small_visits, small_runs = _pairs_plan_visits(tmp_path, 16)
+    big_visits, big_runs = _pairs_plan_visits(tmp_path, 64)
+    assert big_runs == 64 * 63 // 2
+    assert big_visits / big_runs <= small_visits / small_runs + 0.01, (small_visits, big_visits)
+
+
+SIZE_BOUND = """\
+schema_version: 1
+name: size-bound
+steps:
+  - name: small-reads
+    tool: fio
+    repeats: 20
+    options: {rw: read, bs: 1M, size: 16M, runtime: null}
+  - name: small-random
+    tool: fio
+    options: {rw: randread, bs: 4k, size: 64M, runtime: null}
+"""
+
+
+def test_a_size_bound_fio_job_is_estimated_from_its_size_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
+) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SIZE_BOUND)
+    out = run_cli(capsys, ["plan", "--suite", str(suite)])
+    header = out.splitlines()[0]
+    # 20 x (16 MiB at 500 MiB/s + 1 s) + (64 MiB at 50 MiB/s + 1 s): about 23 s, not 21 min
+    assert header.endswith("21 runs in 21 rounds, about 23 s"), header
+    assert "step small-reads (fio): about 1 s a run (size 16M x 1 job(s) at an assumed " in out
+    assert "500 MiB/s)" in out
+    assert "(size 64M x 1 job(s) at an assumed 50 MiB/s)" in out
+
+
+def test_a_closed_pipe_ends_the_plan_quietly(tmp_path: Path) -> None:
+    """``aibench plan ... | head -1``: no BrokenPipeError traceback, the status of a
+    command killed by SIGPIPE (141), as command-line tools end."""
+    import subprocess
+    import sys
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SIZE_BOUND)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aibench", "plan", "--suite", str(suite)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away after one line, like head -1
+    _, err = proc.communicate(timeout=60)
+    assert err.decode() == ""
+    assert proc.returncode == 141

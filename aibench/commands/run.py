@@ -79,7 +79,7 @@ def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import pipeline, store
-    from aibench.plan import build_plan
+    from aibench.plan import build_plan, fmt_seconds
     from aibench.progress import Reporter
 
     resume_dir: Path | None = Path(args.resume) if args.resume else None
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if not plan.invocations:
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if args.dry_run:
-        from aibench.commands.plan import format_plan
+        from aibench.plan import format_plan
 
         print(format_plan(plan))
         return EXIT_OK
@@ -196,14 +196,6 @@ def _previous_run(run_dir: Path) -> Any:
         return load_run(run_dir)
     except UserError:
         return None
-
-
-def fmt_seconds(s: float) -> str:
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
 
 
 def _print_summary(run: Any, run_dir: Path, quiet: bool) -> None:

@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aibench.commands.run import load_inputs
+    from aibench.commands.run import load_inputs  # the same arguments as aibench run
     from aibench.executors.slurm import batch_script
 
     # Validate everything here, before the job waits in the queue for hours.

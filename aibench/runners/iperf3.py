@@ -139,7 +139,7 @@ class Iperf3Runner:
         ]
 
     def expected_seconds(self, o: Iperf3Options) -> tuple[float, str]:
-        return o.duration + o.omit + 1.0, f"duration {o.duration:g} s (-t)"
+        return o.duration + o.omit + 1.0, f"-t {o.duration:g} s"
 
     def version_argv(self) -> tuple[str, ...]:
         return ("iperf3", "--version")

@@ -309,7 +309,7 @@ class PerftestRunner:
 
     def expected_seconds(self, o: PerftestOptions) -> tuple[float, str]:
         if o.duration is not None:
-            return o.duration + 2.0, f"duration {o.duration} s (-D)"
+            return o.duration + 2.0, f"-D {o.duration} s"
         return 5.0, "a fixed number of exchanges: a few seconds assumed"
 
     def version_argv(self) -> tuple[str, ...]:

@@ -150,6 +150,9 @@ class PreflightRunner:
     default_placement: ClassVar[str] = "each"
     Options: ClassVar[type[Strict]] = PreflightOptions
 
+    def expected_seconds(self, o: PreflightOptions) -> tuple[float, str]:
+        return 5.0, "fact commands: a few seconds (each at most its timeout)"
+
     def commands(
         self, node: Node, o: PreflightOptions
     ) -> list[tuple[str, tuple[str, ...], str, float]]:

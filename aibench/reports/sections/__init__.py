@@ -137,12 +137,13 @@ def by_series(ms: Sequence[Measurement]) -> dict[tuple[str, str], list[Measureme
 def node_bars(
     label: str, unit: str, ms: Sequence[Measurement], verdicts: Sequence[Verdict]
 ) -> Plot | None:
-    """One bar per node: the median per node (pairs: the worst value a node is part of)."""
+    """One bar per node: the median per node (pairs: the worst value a node is part of).
+    None for fewer than two nodes: one bar shows nothing the table does not."""
     per: dict[str, list[float]] = defaultdict(list)
     for m in ms:
         for n in m.nodes:
             per[n].append(m.value)
-    if not per:
+    if len(per) < 2:
         return None
     pairs = any(len(m.nodes) == 2 for m in ms)
     names = sorted(per)
@@ -286,6 +287,8 @@ def checked_plots(si: SectionInput) -> list[Plot]:
     for check, val, unit, bounds, bad in single:
         by_unit.setdefault(unit, []).append((check, val, bounds, bad))
     for unit, rows in sorted(by_unit.items()):
+        if len(rows) < 2:  # one bar: the check's table row says the same
+            continue
         out.append(
             Plot(
                 f"Checks in {unit}: observed value and bounds",
