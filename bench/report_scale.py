@@ -92,6 +92,8 @@ def measure(nodes: int, dense: bool, run_dir: Path) -> dict[str, float]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB
     print(f"bench process peak   {own:.0f} MB (generator; not part of the target)")
     print(f"aibench report peak  {peak:.0f} MB (ru_maxrss of that process alone)")
+    if abs(peak - own) <= 0.02 * own:  # the old mistake: the generator's peak read back
+        raise SystemExit("the report's peak equals this process's peak: not measured alone")
     for name in ("report.html", "junit.xml", "summary.md", "metrics.prom", "manifest.sha256"):
         print(f"  {name:<18} {(run_dir / name).stat().st_size / MB:8.2f} MB")
     return {
