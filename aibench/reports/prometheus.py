@@ -1,53 +1,83 @@
-"""Prometheus text exposition (format 0.0.4) for node-exporter's textfile collector.
+"""Prometheus metrics of a run: text exposition format 0.0.4, written by prometheus_client.
 
-Metrics (all gauges):
+For node-exporter's textfile collector (``metrics.prom``, ``aibench metrics -o FILE``) and
+for a Pushgateway (``aibench metrics --pushgateway URL``). All metrics are gauges; every
+series carries the ``suite`` label and none carries a run id: a run is a point in time,
+given by the ``*_timestamp_seconds`` gauges, so that nightly runs of one suite continue the
+same series.
 
-* ``aibench_run_timestamp_seconds{suite,run}``: when the run finished (else started).
-* ``aibench_run_outcome{suite,run,outcome}``: 1 for the run's outcome.
-* ``aibench_checks{suite,outcome}``: number of verdicts per outcome.
-* ``aibench_check_outcome{check,benchmark,subject,outcome}``: 1 per verdict.
-* ``aibench_check_observed{check,benchmark,subject,unit}``: the observed value, if any.
-* ``aibench_measurement{tool,metric,unit,node,pair,<dims>}``: every measurement; ``node``
-  for a single node, ``pair`` (``a,b``) for two, ``nodes`` (the count) for more.
-* ``aibench_generated``: 1 when the data came from a generator (tests), else 0.
+Always written (low cardinality, bounded by checks × subjects):
 
-Label values are escaped per the format (backslash, double quote, newline); label names
-from dims are sanitized to ``[a-zA-Z_][a-zA-Z0-9_]*`` and never shadow the fixed labels.
-Repeated samples with identical labels get a ``repeat`` label so no series is duplicated.
+* ``aibench_run_info{suite,spec,cluster,aibench_version}`` 1.
+* ``aibench_run_started_timestamp_seconds{suite}``, ``aibench_run_finished_timestamp_seconds``
+  and ``aibench_run_duration_seconds`` (Unix time; when known).
+* ``aibench_run_outcome{suite,outcome}``: 1 for the run's outcome, 0 for the other two of
+  PASS, FAIL, MISSING (the set is stable, so ``== 1`` alerts work).
+* ``aibench_run_generated{suite}``: 1 when the data were generated, not measured.
+* ``aibench_run_steps{suite,status}``: tool invocations per status (ok, failed, timeout,
+  unreachable, not_run; zeros included).
+* ``aibench_checks{suite,check,benchmark,outcome}``: verdicts per check and outcome, all
+  six outcomes (zeros included).
+* ``aibench_check_problems{suite,check,subject,outcome}``: verdicts per check and subject
+  (node ``gpu01``, pair ``gpu01,gpu02``, or ``(run)`` for a check of the whole run) whose
+  outcome is not PASS. Each outcome is counted, never merged: a FAIL among PASSes of the same check
+  and subject is a sample of its own.
+* ``aibench_check_observed{suite,check,subject,unit}``: the observed value. When a check
+  has several verdicts for one subject (one per HCA rail, say), the value of the worst:
+  the most severe outcome, then the one nearest its bound (lowest against a minimum,
+  highest against a maximum).
+* ``aibench_check_bound{suite,check,bound,unit}``: a check's ``min``/``max`` bound, when
+  all its verdicts share it (threshold lines in a dashboard).
+
+With ``measurements=True`` also ``aibench_measurement{suite,tool,metric,unit,step,node|
+pair|nodes,<dims>,repeat}``: one series per measurement (a 1024-node acceptance run has
+over 100,000). Dimension names are sanitized to ``[a-zA-Z_][a-zA-Z0-9_]*`` and prefixed
+``dim_`` where they would shadow a fixed label; a label set that still repeats gets a
+``sample`` label (1, 2, ...) so no series is duplicated.
+
+:func:`push` sends the same metrics to a Pushgateway (HTTP PUT: the group ``job`` /
+``suite`` is replaced as a whole, so subjects that recovered disappear). Tested with
+prometheus-pushgateway 1.5.1 and prometheus_client 0.26.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from aibench.model import Run
-from aibench.reports import context
+from aibench.errors import CannotRunError, UserError
+from aibench.model import Outcome, Run, StepStatus, Verdict
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+    from prometheus_client.registry import CollectorRegistry
 
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
-_FIXED = {"tool", "metric", "unit", "node", "pair", "nodes", "repeat", "step"}
-
-
-def escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+_FIXED = frozenset(
+    {"suite", "tool", "metric", "unit", "step", "node", "pair", "nodes", "repeat", "sample"}
+)
+RUN_OUTCOMES = (Outcome.PASS, Outcome.FAIL, Outcome.MISSING)
+# most severe first: the observed value shown for a subject is the worst verdict's
+SEVERITY = {
+    Outcome.ERROR: 0,
+    Outcome.MISSING: 0,
+    Outcome.FAIL: 0,
+    Outcome.WARN: 1,
+    Outcome.WAIVED: 2,
+    Outcome.PASS: 3,
+}
 
 
 def label_name(name: str) -> str:
+    """A dimension name as a Prometheus label name (never reserved, never empty)."""
     n = _NAME.sub("_", name)
     if not n or n[0].isdigit():
         n = "_" + n
     if n.startswith("__"):
         n = "x" + n
     return n
-
-
-def labels(items: Mapping[str, object]) -> str:
-    return "{" + ",".join(f'{k}="{escape(str(v))}"' for k, v in items.items()) + "}"
-
-
-def _num(x: float) -> str:
-    return repr(float(x))
 
 
 def _timestamp(text: str) -> float | None:
@@ -59,64 +89,227 @@ def _timestamp(text: str) -> float | None:
         return None
 
 
-def render(run: Run) -> str:
-    out: list[str] = []
+def _gauge(name: str, doc: str, labels: Sequence[str]) -> Any:
+    from prometheus_client.core import GaugeMetricFamily
 
-    def header(name: str, help_text: str) -> None:
-        out.append(f"# HELP {name} {help_text}")
-        out.append(f"# TYPE {name} gauge")
+    return GaugeMetricFamily(name, doc, labels=list(labels))
 
-    base = {"suite": run.suite, "run": run.id}
-    ts = _timestamp(run.finished) or _timestamp(run.started)
-    if ts is not None:
-        header("aibench_run_timestamp_seconds", "When the run finished (Unix time).")
-        out.append(f"aibench_run_timestamp_seconds{labels(base)} {_num(ts)}")
-    header("aibench_run_outcome", "1 for the overall outcome of the run.")
-    out.append(f"aibench_run_outcome{labels({**base, 'outcome': run.outcome.value})} 1")
-    header("aibench_generated", "1 when the data were generated, not measured.")
-    out.append(f"aibench_generated{labels(base)} {1 if run.generated else 0}")
-    header("aibench_checks", "Number of verdicts per outcome.")
-    for o, n in context.counts(run.verdicts).items():
-        out.append(f"aibench_checks{labels({'suite': run.suite, 'outcome': o.value})} {n}")
-    header("aibench_check_outcome", "1 per verdict, labelled with its outcome.")
-    seen: set[str] = set()
-    observed: list[str] = []
+
+WHOLE_RUN = "(run)"  # the subject of a check of the whole run (host names have no parentheses)
+
+
+def _subject(v: Verdict) -> str:
+    # an empty label value is no label at all in Prometheus: name the whole run instead
+    return ",".join(v.subject) or WHOLE_RUN
+
+
+def _worse(a: Verdict, b: Verdict) -> bool:
+    """Whether ``a`` is worse than ``b`` (both with an observed value)."""
+    if SEVERITY[a.outcome] != SEVERITY[b.outcome]:
+        return SEVERITY[a.outcome] < SEVERITY[b.outcome]
+    assert a.observed is not None
+    assert b.observed is not None
+    if a.bounds[0] is not None:
+        return a.observed < b.observed
+    if a.bounds[1] is not None:
+        return a.observed > b.observed
+    return False
+
+
+def run_families(run: Run) -> Iterator[Metric]:
+    """The run-level gauges."""
+    s = run.suite
+    info = _gauge(
+        "aibench_run_info",
+        "1, labelled with the run's suite, spec, cluster and aibench version.",
+        ["suite", "spec", "cluster", "aibench_version"],
+    )
+    cluster = str(run.inventory.get("name", "")) if isinstance(run.inventory, Mapping) else ""
+    info.add_metric([s, run.spec, cluster, run.aibench_version], 1)
+    yield info
+    started, finished = _timestamp(run.started), _timestamp(run.finished)
+    for name, value, doc in (
+        ("aibench_run_started_timestamp_seconds", started, "When the run started (Unix time)."),
+        ("aibench_run_finished_timestamp_seconds", finished, "When the run ended (Unix time)."),
+    ):
+        if value is not None:
+            g = _gauge(name, doc, ["suite"])
+            g.add_metric([s], value)
+            yield g
+    if started is not None and finished is not None:
+        g = _gauge("aibench_run_duration_seconds", "Wall time of the run.", ["suite"])
+        g.add_metric([s], finished - started)
+        yield g
+    g = _gauge(
+        "aibench_run_outcome", "1 for the run's outcome, 0 for the others.", ["suite", "outcome"]
+    )
+    for o in RUN_OUTCOMES:
+        g.add_metric([s, o.value], 1 if run.outcome is o else 0)
+    yield g
+    g = _gauge("aibench_run_generated", "1 when the data were generated, not measured.", ["suite"])
+    g.add_metric([s], 1 if run.generated else 0)
+    yield g
+    g = _gauge("aibench_run_steps", "Tool invocations per status.", ["suite", "status"])
+    statuses = {st: 0 for st in StepStatus}
+    for step in run.steps:
+        statuses[step.status] += 1
+    for st, n in statuses.items():
+        g.add_metric([s, st.value], n)
+    yield g
+
+
+def check_families(run: Run) -> Iterator[Metric]:
+    """Verdict counts per check, problems per subject, observed values and bounds."""
+    s = run.suite
+    counts: dict[tuple[str, str], dict[Outcome, int]] = {}
+    problems: dict[tuple[str, str, Outcome], int] = {}
+    worst: dict[tuple[str, str], Verdict] = {}
+    bounds: dict[str, set[tuple[float | None, float | None, str]]] = {}
     for v in run.verdicts:
-        vlab = {"check": v.check, "benchmark": v.benchmark, "subject": ",".join(v.subject)}
-        key = labels(vlab)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(f"aibench_check_outcome{labels({**vlab, 'outcome': v.outcome.value})} 1")
+        per = counts.setdefault((v.check, v.benchmark), dict.fromkeys(Outcome, 0))
+        per[v.outcome] += 1
+        subject = _subject(v)
+        if v.outcome is not Outcome.PASS:
+            key = (v.check, subject, v.outcome)
+            problems[key] = problems.get(key, 0) + 1
         if v.observed is not None:
-            observed.append(
-                f"aibench_check_observed{labels({**vlab, 'unit': v.unit})} {_num(v.observed)}"
-            )
-    if observed:
-        header("aibench_check_observed", "The value a check observed, in its unit.")
-        out += observed
-    ms = run.measurements
-    if ms:
-        header("aibench_measurement", "Every measurement of the run, in its unit.")
-        used: dict[str, int] = {}
-        for m in ms:
-            lab: dict[str, object] = {"tool": m.tool, "metric": m.metric, "unit": m.unit}
-            if len(m.nodes) == 1:
-                lab["node"] = m.nodes[0]
-            elif len(m.nodes) == 2:
-                lab["pair"] = ",".join(m.nodes)
-            elif m.nodes:
-                lab["nodes"] = len(m.nodes)
-            for k, val in m.dims.items():
-                name = label_name(k)
-                if name not in _FIXED and name not in lab:
-                    lab[name] = val
-            key = labels(lab)
-            if key in used:
-                used[key] += 1
-                lab["repeat"] = used[key]
-                key = labels(lab)
-            else:
-                used[key] = 0
-            out.append(f"aibench_measurement{key} {_num(m.value)}")
-    return "\n".join(out) + "\n"
+            old = worst.get((v.check, subject))
+            if old is None or _worse(v, old):
+                worst[(v.check, subject)] = v
+            bounds.setdefault(v.check, set()).add((v.bounds[0], v.bounds[1], v.unit))
+    g = _gauge(
+        "aibench_checks",
+        "Verdicts per check and outcome.",
+        ["suite", "check", "benchmark", "outcome"],
+    )
+    for (check, bench), per in counts.items():
+        for o, n in per.items():
+            g.add_metric([s, check, bench, o.value], n)
+    yield g
+    g = _gauge(
+        "aibench_check_problems",
+        "Verdicts other than PASS per check, subject and outcome.",
+        ["suite", "check", "subject", "outcome"],
+    )
+    for (check, subject, o), n in problems.items():
+        g.add_metric([s, check, subject, o.value], n)
+    yield g
+    g = _gauge(
+        "aibench_check_observed",
+        "The value a check observed per subject (the worst verdict's), in its unit.",
+        ["suite", "check", "subject", "unit"],
+    )
+    for (check, subject), v in worst.items():
+        g.add_metric([s, check, subject, v.unit], v.observed)
+    yield g
+    g = _gauge(
+        "aibench_check_bound",
+        "A check's min or max bound, in its unit.",
+        ["suite", "check", "bound", "unit"],
+    )
+    for check, found in bounds.items():
+        if len(found) != 1:
+            continue  # bounds differ between subjects: no one line to draw
+        lo, hi, unit = next(iter(found))
+        for name, value in (("min", lo), ("max", hi)):
+            if value is not None:
+                g.add_metric([s, check, name, unit], value)
+    yield g
+
+
+def measurement_family(run: Run) -> Metric:
+    """One series per measurement (the ``measurements`` option)."""
+    from prometheus_client.core import Metric as Family
+
+    fam = Family("aibench_measurement", "Every measurement of the run, in its unit.", "gauge")
+    used: dict[tuple[tuple[str, str], ...], int] = {}
+    for m in run.measurements:
+        lab: dict[str, str] = {
+            "suite": run.suite,
+            "tool": m.tool,
+            "metric": m.metric,
+            "unit": m.unit,
+            "step": m.step,
+        }
+        if len(m.nodes) == 1:
+            lab["node"] = m.nodes[0]
+        elif len(m.nodes) == 2:
+            lab["pair"] = ",".join(m.nodes)
+        elif m.nodes:
+            lab["nodes"] = str(len(m.nodes))
+        for k, val in m.dims.items():
+            name = label_name(k)
+            if name in _FIXED or name in lab:
+                name = f"dim_{name}"
+            lab[name] = str(val)
+        lab["repeat"] = str(m.repeat)
+        key = tuple(lab.items())
+        n = used.get(key, 0)
+        used[key] = n + 1
+        if n:
+            lab["sample"] = str(n)
+        fam.add_sample("aibench_measurement", lab, m.value)
+    return fam
+
+
+class _Collector:
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self._families = list(families)
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+    def describe(self) -> list[Metric]:
+        return []  # nothing to check at registration; collect() is the whole content
+
+
+def registry(run: Run, *, measurements: bool = False) -> CollectorRegistry:
+    """A registry holding the run's metrics (and nothing else: no process metrics)."""
+    from prometheus_client import CollectorRegistry
+
+    fams: list[Metric] = [*run_families(run), *check_families(run)]
+    if measurements:
+        fams.append(measurement_family(run))
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Collector(fams))
+    return reg
+
+
+def render(run: Run, *, measurements: bool = False) -> str:
+    """The text exposition of :func:`registry`."""
+    from prometheus_client import generate_latest
+
+    return generate_latest(registry(run, measurements=measurements)).decode("utf-8")
+
+
+def push(
+    run: Run,
+    url: str,
+    *,
+    job: str = "aibench",
+    measurements: bool = False,
+    timeout: float = 30.0,
+) -> None:
+    """Replace the group ``job``/``suite`` on the Pushgateway at ``url`` with this run."""
+    from urllib.error import URLError
+    from urllib.parse import urlsplit
+
+    from prometheus_client import push_to_gateway
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UserError(
+            f"--pushgateway {url}: not an http(s) URL", hint="e.g. http://pushgateway:9091"
+        )
+    grouping = {"suite": run.suite}
+    try:
+        push_to_gateway(
+            url,
+            job=job,
+            registry=registry(run, measurements=measurements),
+            grouping_key=grouping,
+            timeout=timeout,
+        )
+    except (URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise CannotRunError(f"cannot push to the Pushgateway at {url}: {reason}") from None

@@ -44,7 +44,8 @@ fastest and slowest, one non-converged run counting as the slowest), Facts
 ``score_valid`` (False with the reason: too few runs, too many non-converged ...),
 ``mlperf_logging_version`` (the checker's package). A run
 that fails compliance makes the step fail with the checker's reason (what was measured is
-kept as evidence).
+kept as evidence). mlperf-logging comes with the ``mlperf`` extra; where it is not
+installed, the reason says so and names the extra (the checker never runs in-process).
 
 Tested with mlperf-logging 4.1.68 (training rulesets 6.0.0) on a CPU training loop.
 """
@@ -349,6 +350,9 @@ class Compliance:
     exit_code: int
 
 
+MLPERF_EXTRA = "pip install 'aibench-cluster[mlperf]'"
+
+
 def compliance(log: Path, ruleset: str, log_output: Path) -> Compliance:
     """Run mlperf-logging's compliance checker on ``log`` (here, on this machine)."""
     argv = (
@@ -368,6 +372,8 @@ def compliance(log: Path, ruleset: str, log_output: Path) -> Compliance:
     )
     text = proc.stdout + proc.stderr
     complaint = first_complaint(text) if proc.returncode else ""
+    if proc.returncode and "No module named 'mlperf_logging'" in text:
+        complaint = f"mlperf-logging is not installed here ({MLPERF_EXTRA})"
     return Compliance(proc.returncode == 0, complaint, text, argv, proc.returncode)
 
 
@@ -378,7 +384,12 @@ def checker_version() -> Fact:
     try:
         return Fact(TOOL, "mlperf_logging_version", version("mlperf-logging"))
     except PackageNotFoundError:
-        return Fact(TOOL, "mlperf_logging_version", None, reason="mlperf-logging not installed")
+        return Fact(
+            TOOL,
+            "mlperf_logging_version",
+            None,
+            reason=f"mlperf-logging not installed ({MLPERF_EXTRA})",
+        )
 
 
 def first_complaint(text: str) -> str:

@@ -1,8 +1,7 @@
-"""JUnit XML (validated against a JUnit schema), Markdown summary and Prometheus metrics."""
+"""JUnit XML (validated against a JUnit schema) and Markdown summary (Prometheus: test_prometheus.py)."""
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import xmlschema
 
 from aibench.model import Outcome, Run, Verdict
-from aibench.reports import junit, markdown, prometheus
+from aibench.reports import junit, markdown
 
 HERE = Path(__file__).parent
 
@@ -135,66 +134,3 @@ def test_markdown_cells_cannot_break_the_table():
     assert row.count(" | ") == 6  # seven cells, none split by the pipes in the data
     assert "<script>" not in md
     assert "a\\|b" in md
-
-
-_LINE = re.compile(
-    r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)"
-    r'(?:\{(?P<labels>(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
-    r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*)?)\})?'
-    r" (?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|Inf|NaN))$"
-)
-
-
-def _parse_prom(text: str) -> list[tuple[str, str]]:
-    samples, typed = [], set()
-    for line in text.splitlines():
-        if line.startswith("# HELP "):
-            continue
-        if line.startswith("# TYPE "):
-            name, kind = line.split()[2:4]
-            assert kind in ("gauge", "counter", "untyped")
-            assert name not in typed, f"TYPE twice for {name}"
-            typed.add(name)
-            continue
-        m = _LINE.match(line)
-        assert m, f"not exposition format: {line!r}"
-        assert m["name"] in typed, f"sample before its TYPE: {line!r}"
-        samples.append((m["name"], m["labels"] or ""))
-    assert len(samples) == len(set(samples)), "duplicate series"
-    return samples
-
-
-def test_prometheus_format_and_content(rendered):
-    text = rendered.files["metrics.prom"].read_text()
-    assert text.endswith("\n")
-    samples = _parse_prom(text)
-    names = {s[0] for s in samples}
-    assert {
-        "aibench_run_timestamp_seconds",
-        "aibench_check_outcome",
-        "aibench_measurement",
-        "aibench_checks",
-        "aibench_run_outcome",
-    } <= names
-    run = rendered.gen.run
-    assert sum(1 for s in samples if s[0] == "aibench_measurement") == len(run.measurements)
-    a, b = rendered.gen.bad_link
-    assert (
-        f'aibench_measurement{{tool="iperf3",metric="throughput",unit="bit/s",pair="{a},{b}",'
-        'protocol="tcp",reverse="False",side="receiver",streams="8"} 31500000000.0' in text
-    )
-    assert (
-        'aibench_run_timestamp_seconds{suite="acceptance",run="20261202-101500-acceptance"} '
-        "1796211730.0" in text
-    )
-
-
-def test_prometheus_escapes_label_values(hostile):
-    text = hostile.files["metrics.prom"].read_text()
-    _parse_prom(text)
-    assert '\\"' in text  # the payload's double quotes are escaped
-    v = Verdict('we"ird\\chk\nx', Outcome.PASS)
-    out = prometheus.render(Run(id="r", suite="s", spec="p", verdicts=(v,)))
-    assert 'check="we\\"ird\\\\chk\\nx"' in out
-    _parse_prom(out)
-    assert prometheus.label_name("9 bad-name") == "_9_bad_name"
