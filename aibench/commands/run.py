@@ -69,6 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--customer", default="", help="for the sign-off block of the report")
     p.add_argument("--cluster", default="", help="cluster name for the report (default: inventory)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--lang", choices=("en", "zh"), help="report language (default: suite's)")
 
 
 def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Inputs:
@@ -359,7 +360,8 @@ def run(args: argparse.Namespace) -> int:
     if history is not None:
         run_obj, earlier = _against_history(run_obj, history)
     store.save_run(run_obj, run_dir)
-    reports.write_all(run_obj, run_dir, history=earlier)
+    lang = getattr(args, "lang", None) or inputs.suite.settings.lang
+    reports.write_all(run_obj, run_dir, history=earlier, lang=lang)
     _print_summary(run_obj, run_dir, quiet=args.quiet)
     if interrupted:
         return EXIT_INTERRUPTED
