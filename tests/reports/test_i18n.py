@@ -278,3 +278,17 @@ def test_suite_setting_lang_is_checked() -> None:
     assert Settings(lang="zh").lang == "zh"
     with pytest.raises(ValueError, match="lang"):
         Settings(lang="fr")  # type: ignore[arg-type]
+
+
+def test_zh_report_escapes_planted_payloads(tmp_path: Path) -> None:
+    """The translated strings with values in them (waiver dates, counts, names) escape
+    those values as the English report does."""
+    from tests.reports.conftest import _render
+
+    hostile = _render(tmp_path, 6, hostile=True, beacon="http://127.0.0.1:9/leak.png", lang="zh")
+    page = hostile.html
+    assert "<script>document.title" not in page
+    assert 'onerror="' not in page
+    assert page.count("<script") == 1
+    assert not re.search(r'(?:src|href)\s*=\s*["\']?\s*(?:https?:|//)', page, re.I)
+    assert "<script" not in (hostile.run_dir / "summary.md").read_text(encoding="utf-8")
