@@ -15,7 +15,8 @@ with ``if: always()`` after a failure; GitLab: ``script`` under ``bash -eo pipef
 in a fresh workspace each night and the history database outside it:
 
 * night 1: a one-step suite (the nightly's iperf3 step, 1 s) passes; junit.xml and
-  summary.md are published; the history holds the run;
+  summary.md are published; the history holds the run (the Jenkins run passes
+  ``--lang zh`` through AIBENCH_ARGS: its summary is in Chinese);
 * the history trick: night 1 is recorded again as four earlier nights, so that the
   history has the five good runs a regression verdict needs (min_history);
 * night 2: the same step with iperf3 ``-b 200M`` measures a real, throttled loopback;
@@ -29,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -68,7 +70,7 @@ schema_version: 1
 name: ci-nightly
 description: The nightly suite's iperf3 step, shortened to one second.
 spec: {spec}
-settings: {{history: true}}
+settings: {{history: true, base_port: {port}}}
 steps:
   - name: iperf3-tcp
     tool: iperf3
@@ -178,6 +180,17 @@ def run_job(job: Job, workspace: Path, overrides: dict[str, str]) -> JobResult:
     return JobResult(not failed, codes, "\n".join(log))
 
 
+def free_port() -> int:
+    """A TCP port on the loopback that nothing listens on now (within base_port's range)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if 1024 <= port <= 63000:
+            return port
+    raise AssertionError("no free port below 63000")
+
+
 def _junit(path: Path) -> tuple[int, int, list[str]]:
     root = ET.parse(path).getroot()
     cases = list(root.iter("testcase"))
@@ -201,12 +214,16 @@ def test_pipeline_keeps_the_history_and_fails_on_a_regression(kind: str, tmp_pat
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     good, slow = tmp_path / "ci-nightly.yaml", tmp_path / "ci-nightly-throttled.yaml"
-    good.write_text(SUITE.format(spec=spec, extra=""))
-    slow.write_text(SUITE.format(spec=spec, extra=", bandwidth: 200M"))
+    port = free_port()  # not the default 15201, which other tests on this host may hold
+    good.write_text(SUITE.format(spec=spec, port=port, extra=""))
+    slow.write_text(SUITE.format(spec=spec, port=port, extra=", bandwidth: 200M"))
     history = tmp_path / "var" / "lib" / "aibench" / "history.sqlite"  # outside the workspace
     workspace = tmp_path / "workspace"
     step_summary = tmp_path / "github-step-summary.md"
+    # one pipeline passes options through AIBENCH_ARGS: the reports in Chinese
+    zh = kind == "jenkins"
     overrides = {
+        "AIBENCH_ARGS": "--lang zh" if zh else "",
         "AIBENCH": str(AIBENCH),
         "AIBENCH_HISTORY": str(history),
         "GITHUB_STEP_SUMMARY": str(step_summary),
@@ -220,7 +237,8 @@ def test_pipeline_keeps_the_history_and_fails_on_a_regression(kind: str, tmp_pat
     first = _only_run(out)
     assert first.outcome is Outcome.PASS
     assert _junit(out / "junit.xml")[:2] == (1, 0)
-    assert (out / "summary.md").read_text().startswith("## ✔ aibench ci-nightly: **PASS**")
+    verdict = "通过" if zh else "PASS"
+    assert (out / "summary.md").read_text().startswith(f"## ✔ aibench ci-nightly: **{verdict}**")
     if kind == "github":
         assert step_summary.read_text() == (out / "summary.md").read_text()
     hist = History(history)
@@ -254,7 +272,7 @@ def test_pipeline_keeps_the_history_and_fails_on_a_regression(kind: str, tmp_pat
     assert cases == len(second.verdicts)
     assert any("regression:iperf3|throughput|iperf3-tcp" in n for n in names)
     summary = (out / "summary.md").read_text()
-    assert summary.startswith("## ✖ aibench ci-nightly: **FAIL**")
+    assert summary.startswith(f"## ✖ aibench ci-nightly: **{'失败' if zh else 'FAIL'}**")
     assert "regression:iperf3" in summary.replace("\\", "")
     run_dir = next(d for d in out.iterdir() if d.is_dir())
     assert 'id="history"' in (run_dir / "report.html").read_text()  # trend over the nights
