@@ -11,11 +11,12 @@ AIBENCH_ARGS ?=
 
 APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slurm-wlm \
 	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps \
-	prometheus prometheus-pushgateway
+	prometheus prometheus-pushgateway \
+	fonts-noto-cjk fonts-dejavu-core fontconfig
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: acceptance test system-packages venv lint clean
+.PHONY: acceptance test system-packages venv lint clean catalogs
 
 acceptance: system-packages venv
 	$(VENV)/bin/aibench run --suite $(SUITE) $(AIBENCH_ARGS)
@@ -44,6 +45,15 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -e '.[test]'
 	touch $@
+
+# The report's translations: extract the fixed text into the .pot, merge it into each .po
+# (translate the new entries there), compile the .mo files (pip install compiles them too)
+catalogs: venv
+	$(VENV)/bin/pybabel extract -F babel.cfg -k N_ --add-comments=Translators: --no-wrap \
+	  --sort-by-file --project aibench --copyright-holder "aibench contributors" \
+	  -o aibench/locale/aibench.pot .
+	$(VENV)/bin/pybabel update -i aibench/locale/aibench.pot -d aibench/locale -D aibench --no-wrap
+	$(VENV)/bin/pybabel compile -d aibench/locale -D aibench --statistics
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

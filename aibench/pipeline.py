@@ -250,12 +250,14 @@ def judge(
     return run, earlier[-20:]
 
 
-def store_and_report(run: Run, run_dir: Path, *, history: Sequence[Run] = ()) -> None:
-    """run.json first (the record), then every report rendered from it."""
+def store_and_report(
+    run: Run, run_dir: Path, *, history: Sequence[Run] = (), lang: str = "en"
+) -> None:
+    """run.json first (the record), then every report rendered from it (in ``lang``)."""
     from aibench import reports, store
 
     store.save_run(run, run_dir)
-    reports.write_all(run, run_dir, history=history)
+    reports.write_all(run, run_dir, history=history, lang=lang)
 
 
 def exit_code(run: Run, executed: Executed) -> int:
@@ -297,6 +299,7 @@ def run_suite(
     progress: Progress | None = None,
     started: str = "",
     plan: Any = None,
+    lang: str = "en",
 ) -> Result:
     """Plan, execute, assemble, judge, store and report one run of ``inputs``.
 
@@ -321,5 +324,5 @@ def run_suite(
         signoff=signoff,
     )
     run, earlier = judge(run, inputs, history=history)
-    store_and_report(run, run_dir, history=earlier)
+    store_and_report(run, run_dir, history=earlier, lang=lang)
     return Result(run=run, run_dir=run_dir, exit_code=exit_code(run, executed), executed=executed)

@@ -10,6 +10,7 @@ A suite file (YAML)::
       workdir: /var/tmp/aibench      # scratch directory on every node
       base_port: 15201           # first TCP port for servers (iperf3, perftest)
       history: false             # true: record every run in <output-dir>/history.sqlite
+      lang: en                   # language of report.html and summary.md: en | zh
     steps:
       - name: fio-seq-read       # unique; used by spec checks (select.step)
         tool: fio                # a runner name: see `aibench run --list-tools`
@@ -49,6 +50,11 @@ class Settings(Strict):
         description="record every run in the history database and judge it against "
         "earlier runs (aibench run: <output-dir>/history.sqlite unless --history or "
         "--no-history)",
+    )
+    lang: Literal["en", "zh"] = Field(
+        "en",
+        description="language of report.html and summary.md (en, zh); aibench run --lang "
+        "overrides it",
     )
 
 

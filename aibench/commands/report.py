@@ -59,6 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sign", metavar="KEY", help="sign manifest.sha256 with this OpenSSH private key"
     )
+    p.add_argument("--lang", choices=("en", "zh"), default="en", help="report language")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
     history = [load_run(Path(h)) for h in args.history]
-    written = reports.write_all(the_run, run_dir, history=history)
+    written = reports.write_all(the_run, run_dir, history=history, lang=args.lang)
     for name in written:
         print(f"wrote {run_dir / name}")
     if args.sign:

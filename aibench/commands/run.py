@@ -61,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--customer", default="", help="for the sign-off block of the report")
     p.add_argument("--cluster", default="", help="cluster name for the report (default: inventory)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--lang", choices=("en", "zh"), help="report language (default: suite's)")
 
 
 def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
@@ -130,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
             progress=reporter,
             started=started,
             plan=plan,
+            lang=getattr(args, "lang", None) or inputs.suite.settings.lang,
         )
     _print_summary(result.run, run_dir, quiet=args.quiet)
     if result.exit_code == EXIT_CANNOT_RUN:

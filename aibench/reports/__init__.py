@@ -26,21 +26,26 @@ def _write(path: Path, text: str) -> Path:
     return write_atomic(path, text)
 
 
-def write_all(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> dict[str, Path]:
+def write_all(
+    run: Run, run_dir: Path, history: Sequence[Run] = (), lang: str | None = "en"
+) -> dict[str, Path]:
     """Render every report of ``run`` into ``run_dir``; return name -> path.
 
     ``history`` (optional, oldest first or in any order) are earlier runs of the same
-    suite; when given the HTML report draws trend lines.
+    suite; when given the HTML report draws trend lines. ``lang`` (``en``, ``zh``; None
+    is ``en``) is the language of report.html and summary.md; junit.xml and metrics.prom
+    are for machines and stay English.
     """
     from aibench import manifest
-    from aibench.reports import html, junit, markdown, prometheus
+    from aibench.reports import html, i18n, junit, markdown, prometheus
 
+    lang = i18n.check(lang or "en")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     out = {
-        REPORT: _write(run_dir / REPORT, html.render(run, run_dir, history)),
+        REPORT: _write(run_dir / REPORT, html.render(run, run_dir, history, lang)),
         JUNIT: _write(run_dir / JUNIT, junit.render(run)),
-        SUMMARY: _write(run_dir / SUMMARY, markdown.render(run)),
+        SUMMARY: _write(run_dir / SUMMARY, markdown.render(run, lang)),
         METRICS: _write(run_dir / METRICS, prometheus.render(run)),
     }
     out[manifest.MANIFEST] = manifest.write(run_dir)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aibench.model import Outcome, Run, StepResult, Verdict
+from aibench.model import Outcome, Run, StepResult, StepStatus, Verdict
+from aibench.reports.i18n import _, ngettext, pgettext
 
 OUTCOME_ORDER = (
     Outcome.FAIL,
@@ -44,6 +45,42 @@ ARTEFACTS = (
 )
 
 
+def outcome_label(o: Outcome) -> str:
+    """The outcome as the report's language names it (``PASS`` in English)."""
+    labels = {
+        Outcome.PASS: pgettext("outcome", "PASS"),
+        Outcome.WARN: pgettext("outcome", "WARN"),
+        Outcome.FAIL: pgettext("outcome", "FAIL"),
+        Outcome.WAIVED: pgettext("outcome", "WAIVED"),
+        Outcome.MISSING: pgettext("outcome", "MISSING"),
+        Outcome.ERROR: pgettext("outcome", "ERROR"),
+    }
+    return labels.get(o, o.value)
+
+
+def status_label(s: StepStatus) -> str:
+    """A step status in the report's language (``ok``, ``failed`` ... in English)."""
+    labels = {
+        StepStatus.OK: pgettext("step status", "ok"),
+        StepStatus.FAILED: pgettext("step status", "failed"),
+        StepStatus.TIMEOUT: pgettext("step status", "timeout"),
+        StepStatus.UNREACHABLE: pgettext("step status", "unreachable"),
+        StepStatus.NOT_RUN: pgettext("step status", "not_run"),
+    }
+    return labels.get(s, str(s))
+
+
+def kind_label(kind: str) -> str:
+    """A fault-localization suspect kind (node, link, group) in the report's language."""
+    labels = {
+        "node": pgettext("suspect kind", "node"),
+        "link": pgettext("suspect kind", "link"),
+        "group": pgettext("suspect kind", "group"),
+        "suspect": pgettext("suspect kind", "suspect"),
+    }
+    return labels.get(kind, kind)
+
+
 def counts(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:
     c = Counter(v.outcome for v in verdicts)
     return {o: c.get(o, 0) for o in OUTCOME_ORDER}
@@ -56,12 +93,19 @@ def judged(run: Run) -> str:
         return ""
     last = run.judgements[-1]
     sha = str(last.get("spec_sha256", ""))[:12]
-    text = f"{last.get('by', '?')} at {last.get('at', '?')} with spec {last.get('spec', '?')}"
+    text = _("{by} at {at} with spec {spec}").format(
+        by=last.get("by", "?"), at=last.get("at", "?"), spec=last.get("spec", "?")
+    )
     text += f" (sha256 {sha}…)" if sha else ""
     if last.get("history"):
         text += f"; {last['history']}"
-    if len(run.judgements) > 1:
-        text += f"; {len(run.judgements) - 1} earlier judgement(s) kept in run.json"
+    earlier = len(run.judgements) - 1
+    if earlier:
+        text += "; " + ngettext(
+            "%(num)d earlier judgement kept in run.json",
+            "%(num)d earlier judgements kept in run.json",
+            earlier,
+        )
     return text
 
 
@@ -101,19 +145,22 @@ def observed(v: Verdict) -> str:
     if v.observed is not None:
         text = f"{fmt_number(v.observed)} {v.unit}".strip()
         return f"{text} ({v.observed_text})" if v.observed_text else text
-    return v.observed_text or "(nothing observed)"
+    return v.observed_text or _("(nothing observed)")
 
 
 def subject(v: Verdict, limit: int = 6) -> str:
     if not v.subject:
-        return "(whole run)"
+        return _("(whole run)")
     if len(v.subject) > limit:
-        return f"{len(v.subject)} nodes: " + ", ".join(v.subject[:3]) + ", …"
+        head = ngettext("{n} node: ", "{n} nodes: ", len(v.subject)).format(n=len(v.subject))
+        return head + ", ".join(v.subject[:3]) + ", …"
     return ", ".join(v.subject)
 
 
 def expected_vs_observed(v: Verdict) -> str:
-    return f"expected {v.expected or '(no bound)'}, observed {observed(v)}"
+    return _("expected {expected}, observed {observed}").format(
+        expected=v.expected or _("(no bound)"), observed=observed(v)
+    )
 
 
 def steps_by_id(run: Run) -> dict[str, StepResult]:
@@ -164,9 +211,9 @@ def run_digest(run: Run, run_dir: Path) -> tuple[str, str]:
     """(sha256 of run.json, how it was obtained)."""
     path = run_dir / "run.json"
     if path.is_file():
-        return hashlib.sha256(path.read_bytes()).hexdigest(), "sha256 of run.json"
+        return hashlib.sha256(path.read_bytes()).hexdigest(), _("sha256 of run.json")
     data = json.dumps(run.to_dict(), sort_keys=True).encode()
-    return hashlib.sha256(data).hexdigest(), "sha256 of the run record (run.json not written)"
+    return hashlib.sha256(data).hexdigest(), _("sha256 of the run record (run.json not written)")
 
 
 @dataclass(frozen=True)
@@ -188,7 +235,7 @@ class EnvKey:
 
 def _text(value: Any) -> str:
     if value is None:
-        return "(absent)"
+        return _("(absent)")
     if isinstance(value, Mapping | list | tuple):
         return json.dumps(value, sort_keys=True, default=str)
     return str(value)
@@ -217,13 +264,14 @@ def environment(run: Run) -> tuple[list[str], list[str], dict[str, dict[str, str
             row[k] = _text(val)
         table[node] = row
     summary = []
+    absent = _("(absent)")
     for k in keys:
-        c = Counter(table[n].get(k, "(absent)") for n in nodes)
+        c = Counter(table[n].get(k, absent) for n in nodes)
         ordered = dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
         modal = next(iter(ordered))
         odd: dict[str, list[str]] = {}
         for n in nodes:
-            val = table[n].get(k, "(absent)")
+            val = table[n].get(k, absent)
             if val != modal:
                 odd.setdefault(val, []).append(n)
         summary.append(EnvKey(k, ordered, modal, odd))
@@ -325,10 +373,11 @@ def suspects(run: Run) -> list[SuspectRow]:
         slow, pairs, ratio = (_get(item, k) for k in ("slow_pairs", "pairs", "median_ratio"))
         parts = []
         if isinstance(slow, int) and isinstance(pairs, int):
-            parts.append(f"{slow} of {pairs} pairs slow")
+            parts.append(_("{slow} of {pairs} pairs slow").format(slow=slow, pairs=pairs))
         if isinstance(ratio, int | float) and math.isfinite(ratio):
-            parts.append(f"at {ratio * 100:.0f}% of the fleet median")
-        summary = ", ".join(parts)
+            share = f"{ratio * 100:.0f}%"
+            parts.append(_("at {share} of the fleet median").format(share=share))
+        summary = _(", ").join(parts)
         if not summary:  # only a sentence was stored: without its "kind name: " head
             summary = str(_get(item, "text") or "").removeprefix(f"{kind} {name}: ")
         unit = str(_get(item, "unit") or "")

@@ -21,7 +21,8 @@ from typing import Any
 from urllib.parse import quote
 
 from aibench.model import Outcome, Run, Verdict
-from aibench.reports import context
+from aibench.reports import context, i18n
+from aibench.reports.i18n import _, ngettext
 
 TEMPLATE = "report.html.j2"
 
@@ -61,7 +62,7 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
         out.append(
             {
                 "tool": tool,
-                "title": section.title,
+                "title": _(section.title),
                 "out": result,
                 "counts": c,
                 "steps": len(si.steps),
@@ -97,9 +98,13 @@ def _history_plots(run: Run, history: Sequence[Run]) -> list[Any]:
         chunk = dict(list(series.items())[:8])
         out.append(
             Plot(
-                f"History: checks in {unit or 'plain numbers'}",
-                plots.trend(chunk, ylabel=f"median over subjects ({unit})"),
-                f"{len(runs)} runs, oldest first; median of each check over its subjects",
+                _("History: checks in {unit}").format(unit=unit or _("plain numbers")),
+                plots.trend(chunk, ylabel=_("median over subjects ({unit})").format(unit=unit)),
+                ngettext(
+                    "{n} run, oldest first; median of each check over its subjects",
+                    "{n} runs, oldest first; median of each check over its subjects",
+                    len(runs),
+                ).format(n=len(runs)),
             )
         )
     return out
@@ -143,14 +148,18 @@ def _notices(run: Run, unjudged: Sequence[dict[str, Any]]) -> list[str]:
     found = context.suspects(run)
     for s in found[:5]:
         tool = f" ({s.source.split(':', 1)[0]})" if s.source else ""
-        lines.append(f"Suspect {s.kind} {s.name}{tool}" + (f": {s.summary}" if s.summary else ""))
+        lines.append(
+            _("Suspect {kind} {name}").format(kind=context.kind_label(s.kind), name=s.name)
+            + tool
+            + (_(": {text}").format(text=s.summary) if s.summary else "")
+        )
     if len(found) > 5:
-        lines.append(f"… and {len(found) - 5} more suspects (failures block)")
+        lines.append(_("… and {n} more suspects (failures block)").format(n=len(found) - 5))
     loose = [u for u in unjudged if not u["judged"]]
     if loose:
         lines.append(
-            f"Not valid, and no check of the spec judges it: {loose[0]['text']}"
-            + (f" (and {len(loose) - 1} more)" if len(loose) > 1 else "")
+            _("Not valid, and no check of the spec judges it: {text}").format(text=loose[0]["text"])
+            + (_(" (and {n} more)").format(n=len(loose) - 1) if len(loose) > 1 else "")
         )
     return lines
 
@@ -168,18 +177,30 @@ def _headline(run: Run) -> list[str]:
     for check, vs in shown_checks:
         who: list[str] = []
         for v in vs:
-            for c in v.culprits or v.subject or ("whole run",):
+            for c in v.culprits or v.subject or (_("whole run"),):
                 if c not in who:
                     who.append(c)
-        shown = ", ".join(who[:5]) + (f" and {len(who) - 5} more" if len(who) > 5 else "")
-        lines.append(f"{vs[0].outcome.value} {check}: {shown}")
+        shown = ", ".join(who[:5]) + (
+            _(" and {n} more").format(n=len(who) - 5) if len(who) > 5 else ""
+        )
+        lines.append(f"{context.outcome_label(vs[0].outcome)} {check}: {shown}")
     rest = len(by_check) - len(shown_checks)
     if rest:
-        lines.append(f"… and {rest} more failing check{'s' if rest > 1 else ''}")
+        lines.append(
+            ngettext("… and {n} more failing check", "… and {n} more failing checks", rest).format(
+                n=rest
+            )
+        )
     return lines
 
 
-def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
+def render(run: Run, run_dir: Path, history: Sequence[Run] = (), lang: str = "en") -> str:
+    """The report of ``run`` in ``lang`` (see :data:`aibench.reports.i18n.LANGUAGES`)."""
+    with i18n.use(lang) as translations:
+        return _render(run, run_dir, history, lang, translations)
+
+
+def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translations: Any) -> str:
     import jinja2
 
     env = jinja2.Environment(
@@ -188,7 +209,9 @@ def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        extensions=["jinja2.ext.i18n"],
     )
+    env.install_gettext_translations(translations, newstyle=True)  # type: ignore[attr-defined]
     env.filters["num"] = context.fmt_number
     env.filters["href"] = _href
     script = _asset("report.js")
@@ -214,6 +237,11 @@ def render(run: Run, run_dir: Path, history: Sequence[Run] = ()) -> str:
     ]
     template = env.get_template(TEMPLATE)
     return template.render(
+        html_lang=i18n.HTML_LANG[lang],
+        label=context.outcome_label,
+        kind=context.kind_label,
+        status=context.status_label,
+        absent=_("(absent)"),
         run=run,
         outcome=run.outcome,
         Outcome=Outcome,

@@ -10,7 +10,8 @@ change the table.
 from __future__ import annotations
 
 from aibench.model import Run
-from aibench.reports import context
+from aibench.reports import context, i18n
+from aibench.reports.i18n import _
 
 MAX_ROWS = 50
 _ESC = str.maketrans(
@@ -35,30 +36,44 @@ def cell(text: str) -> str:
     return text.translate(_ESC)
 
 
-def render(run: Run) -> str:
+def render(run: Run, lang: str = "en") -> str:
+    """The summary of ``run`` in ``lang`` (see :data:`aibench.reports.i18n.LANGUAGES`)."""
+    with i18n.use(lang):
+        return _render(run)
+
+
+def _render(run: Run) -> str:
     counts = context.counts(run.verdicts)
     outcome = run.outcome
     sym = context.SYMBOL.get(outcome, "?")
     inv = str(run.inventory.get("name", "")) if hasattr(run.inventory, "get") else ""
     lines = [
-        f"## {sym} aibench {cell(run.suite)}: **{outcome.value}**",
+        f"## {sym} aibench {cell(run.suite)}: **{cell(context.outcome_label(outcome))}**",
         "",
-        f"Run `{cell(run.id)}` · spec {cell(run.spec)} · "
-        f"{cell(inv) or 'no inventory name'} · aibench {cell(run.aibench_version)}",
+        _("Run `{id}` · spec {spec} · {inventory} · aibench {version}").format(
+            id=cell(run.id),
+            spec=cell(run.spec),
+            inventory=cell(inv) or _("no inventory name"),
+            version=cell(run.aibench_version),
+        ),
         "",
-        " · ".join(f"{context.SYMBOL[o]} {o.value} **{n}**" for o, n in counts.items()),
+        " · ".join(
+            f"{context.SYMBOL[o]} {cell(context.outcome_label(o))} **{n}**"
+            for o, n in counts.items()
+        ),
         "",
     ]
     if context.judged(run):
-        lines += [f"Judged by {cell(context.judged(run))}", ""]
+        lines += [_("Judged by {who}").format(who=cell(context.judged(run))), ""]
     lines += [f"> {cell(n)}" for n in run.notes if "not stored in run.json" in n]
     if run.generated:
-        lines += ["> **GENERATED DATA** — not measured on a cluster.", ""]
+        lines += [_("> **GENERATED DATA** — not measured on a cluster."), ""]
     found = context.suspects(run)
     if found:
-        lines += [f"### Suspects ({len(found)})", ""]
+        lines += [_("### Suspects ({n})").format(n=len(found)), ""]
         lines += [
-            f"- {cell(x.kind)} **{cell(x.name)}**" + (f": {cell(x.summary)}" if x.summary else "")
+            f"- {cell(context.kind_label(x.kind))} **{cell(x.name)}**"
+            + (_(": {text}").format(text=cell(x.summary)) if x.summary else "")
             for x in found[:20]
         ]
         lines.append("")
@@ -67,18 +82,30 @@ def render(run: Run) -> str:
     invalid = invalid_results(run.steps)
     if invalid:
         covered = {e for v in run.verdicts if v.outcome.failing for e in v.evidence}
-        lines += [f"### Results the tools call not valid ({len(invalid)})", ""]
+        lines += [_("### Results the tools call not valid ({n})").format(n=len(invalid)), ""]
         lines += [
-            f"- ✖ {cell(text)}" + ("" if sid in covered else " — no check of the spec judges it")
+            f"- ✖ {cell(text)}" + ("" if sid in covered else _(" — no check of the spec judges it"))
             for sid, text in invalid[:20]
         ]
         lines.append("")
     bad = context.failing(run)
     if bad:
         lines += [
-            f"### Failing checks ({len(bad)})",
+            _("### Failing checks ({n})").format(n=len(bad)),
             "",
-            "| outcome | check | benchmark | subject | expected | observed | culprits / reason |",
+            "| "
+            + " | ".join(
+                (
+                    _("outcome"),
+                    _("check"),
+                    _("benchmark"),
+                    _("subject"),
+                    _("expected"),
+                    _("observed"),
+                    _("culprits / reason"),
+                )
+            )
+            + " |",
             "|---|---|---|---|---|---|---|",
         ]
         for v in bad[:MAX_ROWS]:
@@ -90,7 +117,7 @@ def render(run: Run) -> str:
                 + " | ".join(
                     cell(x)
                     for x in (
-                        f"{context.SYMBOL[v.outcome]} {v.outcome.value}",
+                        f"{context.SYMBOL[v.outcome]} {context.outcome_label(v.outcome)}",
                         v.check,
                         v.benchmark,
                         context.subject(v),
@@ -102,9 +129,11 @@ def render(run: Run) -> str:
                 + " |"
             )
         if len(bad) > MAX_ROWS:
-            lines.append(f"\n… and {len(bad) - MAX_ROWS} more in report.html / junit.xml")
+            lines.append(
+                "\n" + _("… and {n} more in report.html / junit.xml").format(n=len(bad) - MAX_ROWS)
+            )
         lines.append("")
     else:
-        lines += ["No check failed.", ""]
-    lines += ["Artefacts: " + ", ".join(f"`{a}`" for a in context.ARTEFACTS), ""]
+        lines += [_("No check failed."), ""]
+    lines += [_("Artefacts:") + " " + ", ".join(f"`{a}`" for a in context.ARTEFACTS), ""]
     return "\n".join(lines)

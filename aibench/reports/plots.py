@@ -12,12 +12,16 @@ Large matrices (heatmaps) are drawn as one embedded raster image inside the SVG 
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from aibench.reports import i18n
+from aibench.reports.i18n import _
 
 _counter = itertools.count(1)
 BAD = "#c0392b"
@@ -52,9 +56,26 @@ def _plt() -> Any:
             "grid.alpha": 0.3,
             "axes.spines.top": False,
             "axes.spines.right": False,
+            "font.family": ["DejaVu Sans", *_cjk_fallback()]
+            if i18n.current_lang() == "zh"
+            else ["DejaVu Sans"],
         }
     )
     return plt
+
+
+CJK_FAMILIES = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei", "Noto Sans CJK JP")
+
+
+@functools.cache
+def _cjk_fallback() -> tuple[str, ...]:
+    """The first CJK family matplotlib knows (Debian: fonts-noto-cjk), for measuring and
+    naming Chinese text in the SVG; none when no such font is installed (the browser then
+    picks its own fallback for the glyphs)."""
+    from matplotlib import font_manager
+
+    known = {f.name for f in font_manager.fontManager.ttflist}
+    return tuple(name for name in CJK_FAMILIES if name in known)[:1]
 
 
 _PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
@@ -99,7 +120,7 @@ def sweep(
     bounds: Sequence[tuple[str, float]] = (),
     band: tuple[Sequence[float], Sequence[float], Sequence[float]] | None = None,
     band_label: str = "",
-    xlabel: str = "message size (bytes)",
+    xlabel: str = "",  # default: "message size (bytes)" in the report's language
     ylabel: str = "busbw (GB/s)",
     title: str = "",
     highlight: Sequence[str] = (),
@@ -109,7 +130,7 @@ def sweep(
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     if band is not None:
         xs, lo, hi = band
-        ax.fill_between(xs, lo, hi, color=OK, alpha=0.15, label=band_label or "min–max")
+        ax.fill_between(xs, lo, hi, color=OK, alpha=0.15, label=band_label or _("min–max"))
     styles = line_styles(len(series))
     for (label, (xs, ys)), (dash, mark) in zip(series.items(), styles, strict=True):
         bad = label in highlight
@@ -121,7 +142,7 @@ def sweep(
             linestyle="-" if bad else dash,
             linewidth=2.6 if bad else 1.3,
             color=BAD if bad else None,
-            label=label + (" (failing)" if bad else ""),
+            label=label + (_(" (failing)") if bad else ""),
             zorder=3 if bad else 2,
         )
     _bound_lines(ax, bounds)
@@ -130,11 +151,11 @@ def sweep(
 
     ax.xaxis.set_major_locator(LogLocator(base=4))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: _size(x)))
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(xlabel or _("message size (bytes)"))
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    handles, _ = ax.get_legend_handles_labels()
+    handles, _labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(
             fontsize=7,
@@ -160,7 +181,7 @@ def heatmap(
     unit: str,
     title: str = "",
     marks: Sequence[tuple[int, int]] = (),
-    axis_label: str = "node",
+    axis_label: str = "",  # default: "node" in the report's language
 ) -> str:
     """An N x N matrix (row = first node of the pair, column = second); NaN = not measured.
 
@@ -209,8 +230,9 @@ def heatmap(
     ax.set_xticklabels([labels[i] for i in ticks], rotation=90, fontsize=fs)
     ax.set_yticks(ticks)
     ax.set_yticklabels([labels[i] for i in ticks], fontsize=fs)
-    ax.set_xlabel(f"{axis_label} (second of pair)")
-    ax.set_ylabel(f"{axis_label} (first of pair)")
+    axis_label = axis_label or _("node")
+    ax.set_xlabel(_("{axis} (second of pair)").format(axis=axis_label))
+    ax.set_ylabel(_("{axis} (first of pair)").format(axis=axis_label))
     for k, (r, c) in enumerate(marks):
         if written and math.isfinite(data[r][c]):
             continue  # the cell says "× value"
@@ -311,19 +333,24 @@ def _sorted_profile(
     ys = [values[i] for i in order]
     fig, ax = plt.subplots(figsize=(10.0, 3.6))
     ax.plot(
-        range(n), ys, color=OK, linewidth=1.5, drawstyle="steps-mid", label=f"{n} nodes, sorted"
+        range(n),
+        ys,
+        color=OK,
+        linewidth=1.5,
+        drawstyle="steps-mid",
+        label=_("{n} nodes, sorted").format(n=n),
     )
     badset = set(bad)
     marked = [(pos, i) for pos, i in enumerate(order) if labels[i] in badset]
     if marked:
         ax.plot(
-            [p for p, _ in marked],
-            [values[i] for _, i in marked],
+            [p for p, _i in marked],
+            [values[i] for _p, i in marked],
             "X",
             color=BAD,
             markersize=7,
             markeredgecolor="black",
-            label=f"FAIL or WARN ({len(marked)})",
+            label=_("FAIL or WARN ({n})").format(n=len(marked)),
         )
     for k, (pos, i) in enumerate(marked[:MAX_NAMED]):
         ax.annotate(
@@ -336,12 +363,12 @@ def _sorted_profile(
             arrowprops={"arrowstyle": "-", "color": BAD, "linewidth": 0.6},
         )
     _bound_lines(ax, bounds)
-    lo = min(min(ys), *(b for _, b in bounds)) if bounds else min(ys)
-    hi = max(max(ys), *(b for _, b in bounds)) if bounds else max(ys)
+    lo = min(min(ys), *(b for _lab, b in bounds)) if bounds else min(ys)
+    hi = max(max(ys), *(b for _lab, b in bounds)) if bounds else max(ys)
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlim(-1, n)
-    ax.set_xlabel("nodes sorted by value, worst first (the y axis does not start at 0)")
+    ax.set_xlabel(_("nodes sorted by value, worst first (the y axis does not start at 0)"))
     ax.set_ylabel(ylabel or unit)
     if title:
         ax.set_title(title)

@@ -35,11 +35,13 @@ class Beacon:
     hits: list[str] = field(default_factory=list)
 
 
-def _render(tmp: Path, n: int, hostile: bool = False, beacon: str = "") -> Rendered:
+def _render(
+    tmp: Path, n: int, hostile: bool = False, beacon: str = "", lang: str = "en"
+) -> Rendered:
     gen = make_run(n, hostile=hostile, beacon=beacon)
     run_dir = tmp / "run"
     write_run(gen, run_dir)
-    return Rendered(gen, run_dir, write_all(gen.run, run_dir))
+    return Rendered(gen, run_dir, write_all(gen.run, run_dir, lang=lang))
 
 
 @pytest.fixture(scope="session")
@@ -66,6 +68,12 @@ def beacon() -> Iterator[Beacon]:
 @pytest.fixture(scope="session")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
     return _render(tmp_path_factory.mktemp("r8"), 8)
+
+
+@pytest.fixture(scope="session")
+def rendered_zh(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    """The same generated run as ``rendered``, reported in Chinese (``lang="zh"``)."""
+    return _render(tmp_path_factory.mktemp("r8zh"), 8, lang="zh")
 
 
 @pytest.fixture(scope="session")

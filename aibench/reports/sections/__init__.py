@@ -22,6 +22,7 @@ from aibench import units
 from aibench.model import Measurement, Outcome, Run, StepResult, Verdict
 from aibench.registry import Registry
 from aibench.reports import context, plots
+from aibench.reports.i18n import N_, _, ngettext
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class SectionOutput:
 @dataclass(frozen=True)
 class Section:
     tool: str
-    title: str
+    title: str  # English; marked with i18n.N_ it is shown translated
     render: Callable[[SectionInput], SectionOutput] = field(repr=False)
 
 
@@ -151,10 +152,10 @@ def node_bars(
     mine = [v for v in verdicts if v.unit == unit or convert(1.0, v.unit, unit) is not None]
     bad = failing_nodes(mine, warn=True)
     bad_nodes = [n for n in names if n in bad or any(n in b.split("<->") for b in bad)]
-    how = "worst link per node" if pairs else "median per node"
-    marking = "hatched and red" if len(names) <= plots.MAX_BARS else "marked and named"
+    how = _("worst link per node") if pairs else _("median per node")
+    many = len(names) > plots.MAX_BARS
     return Plot(
-        f"{label} per node",
+        _("{label} per node").format(label=label),
         plots.bars(
             names,
             values,
@@ -165,7 +166,12 @@ def node_bars(
             # label would stretch the figure
             ylabel=f"{label.split(' [', 1)[0]} ({unit})",
         ),
-        f"{how}; nodes with a FAIL or WARN {marking}; dashed lines are the spec bounds",
+        how
+        + (
+            _("; nodes with a FAIL or WARN marked and named; dashed lines are the spec bounds")
+            if many
+            else _("; nodes with a FAIL or WARN hatched and red; dashed lines are the spec bounds")
+        ),
     )
 
 
@@ -180,7 +186,7 @@ def pair_heatmap(
     key: dict[str, str] = {n: n for n in nodes}
     if len(nodes) > 256:
         key = context.groups(run, nodes)
-        agg = " (aggregated by group: worst link between groups)"
+        agg = _(" (aggregated by group: worst link between groups)")
     labels = sorted(set(key.values()))
     idx = {lab: i for i, lab in enumerate(labels)}
     cell: dict[tuple[int, int], float] = {}
@@ -193,13 +199,19 @@ def pair_heatmap(
         if v.outcome.failing and len(v.subject) == 2 and all(s in key for s in v.subject):
             marks.append((idx[key[v.subject[0]]], idx[key[v.subject[1]]]))
     svg = plots.heatmap(
-        labels, matrix, unit=unit, marks=sorted(set(marks)), axis_label="group" if agg else "node"
+        labels,
+        matrix,
+        unit=unit,
+        marks=sorted(set(marks)),
+        axis_label=_("group") if agg else _("node"),
     )
     return Plot(
-        f"{label}: pairwise matrix{agg}",
+        _("{label}: pairwise matrix").format(label=label) + agg,
         svg,
-        f"{len(pair_ms)} pair measurements over {len(nodes)} nodes; darker = lower (dark red "
-        "is the slowest), white = not measured, × or ring = failing check",
+        _(
+            "{pairs} pair measurements over {nodes} nodes; darker = lower (dark red "
+            "is the slowest), white = not measured, × or ring = failing check"
+        ).format(pairs=len(pair_ms), nodes=len(nodes)),
     )
 
 
@@ -291,18 +303,22 @@ def checked_plots(si: SectionInput) -> list[Plot]:
             continue
         out.append(
             Plot(
-                f"Checks in {unit}: observed value and bounds",
+                _("Checks in {unit}: observed value and bounds").format(unit=unit),
                 plots.check_bars(rows, unit=unit),
-                "bars: observed; black ticks: the spec's bounds; red hatched: failing",
+                _("bars: observed; black ticks: the spec's bounds; red hatched: failing"),
             )
         )
     return out
 
 
-def measurement_table(ms: Sequence[Measurement], caption: str = "Measurements") -> Table:
+def measurement_table(ms: Sequence[Measurement], caption: str = "") -> Table:
+    """The measurements as rows (at most :data:`MAX_ROWS`); ``caption`` defaults to
+    "Measurements" in the report's language."""
     rows = tuple(
         (
-            ", ".join(m.nodes) if len(m.nodes) <= 4 else f"{len(m.nodes)} nodes",
+            ", ".join(m.nodes)
+            if len(m.nodes) <= 4
+            else ngettext("{n} node", "{n} nodes", len(m.nodes)).format(n=len(m.nodes)),
             m.metric,
             ", ".join(f"{k}={v}" for k, v in m.dims.items()),
             context.fmt_number(m.value),
@@ -311,8 +327,17 @@ def measurement_table(ms: Sequence[Measurement], caption: str = "Measurements") 
         )
         for m in ms[:MAX_ROWS]
     )
-    note = f"showing {MAX_ROWS} of {len(ms)} measurements" if len(ms) > MAX_ROWS else ""
-    return Table(caption, ("nodes", "metric", "dims", "value", "unit", "step"), rows, note)
+    note = (
+        _("showing {shown} of {total} measurements").format(shown=MAX_ROWS, total=len(ms))
+        if len(ms) > MAX_ROWS
+        else ""
+    )
+    return Table(
+        caption or _("Measurements"),
+        (_("nodes"), _("metric"), _("dims"), _("value"), _("unit"), _("step")),
+        rows,
+        note,
+    )
 
 
 def _generic(si: SectionInput) -> SectionOutput:
@@ -327,4 +352,4 @@ def _generic(si: SectionInput) -> SectionOutput:
     return SectionOutput(plots=tuple(plots_out), tables=(measurement_table(si.measurements),))
 
 
-GENERIC = Section("(generic)", "Other measurements", _generic)
+GENERIC = Section("(generic)", N_("Other measurements"), _generic)

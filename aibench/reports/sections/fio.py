@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from aibench.reports import context
+from aibench.reports.i18n import N_, _
 from aibench.reports.sections import (
     Plot,
     Section,
@@ -44,9 +45,11 @@ def render(si: SectionInput) -> SectionOutput:
     if not rows:
         return SectionOutput(plots=tuple(out_plots))
     table = Table(
-        "Summary over nodes", ("series", "unit", "n", "min", "median", "max"), tuple(rows)
+        _("Summary over nodes"),
+        (_("series"), _("unit"), _("n"), _("min"), _("median"), _("max")),
+        tuple(rows),
     )
     return SectionOutput(plots=tuple(out_plots), tables=(table,))
 
 
-SECTION = Section("fio", "fio (storage)", render)
+SECTION = Section("fio", N_("fio (storage)"), render)

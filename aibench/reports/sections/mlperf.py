@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from aibench.model import Fact, FactValue, Measurement, StepResult
 from aibench.reports import context, plots
+from aibench.reports.i18n import N_, _, ngettext
 from aibench.reports.sections import (
     Plot,
     Section,
@@ -39,8 +40,8 @@ from aibench.reports.sections import (
 
 INFERENCE = "mlperf-inference"
 TRAINING = "mlperf-training"
-VALID = "✔ VALID"
-INVALID = "✖ INVALID"
+VALID = N_("✔ VALID")
+INVALID = N_("✖ INVALID")
 
 
 def duration(value: float, unit: str) -> str:
@@ -83,15 +84,15 @@ class InferenceResult:
     @property
     def result(self) -> str:
         if self.valid is True:
-            return VALID
+            return _(VALID)
         if self.valid is False:
-            return INVALID
-        return "? no result"
+            return _(INVALID)
+        return _("? no result")
 
     @property
     def text(self) -> str:
         """One line: 'offline/n1/r0 Offline: INVALID (min_duration_met not met)'."""
-        why = f" ({', '.join(self.failed)} not met)" if self.failed else ""
+        why = _(" ({names} not met)").format(names=", ".join(self.failed)) if self.failed else ""
         return f"{self.step.step_id} {self.scenario or '?'}: {self.result.split(' ', 1)[1]}{why}"
 
 
@@ -120,10 +121,10 @@ def inference_results(steps: Sequence[StepResult]) -> list[InferenceResult]:
             )
         if valid is None:
             why = f.get("result_validity") or f.get("result")
-            advice = s.reason or (why.reason if why is not None else "") or "no summary was read"
+            advice = s.reason or (why.reason if why is not None else "") or _("no summary was read")
         primary = str(_value(f.get("primary_metric")) or "")
         if not primary and s.measurements:
-            primary = "(no primary metric for this scenario)"
+            primary = _("(no primary metric for this scenario)")
         out.append(
             InferenceResult(
                 step=s,
@@ -146,7 +147,7 @@ def _inference_table(results: Sequence[InferenceResult]) -> Table:
                 r.step.step_id,
                 ", ".join(r.step.nodes),
                 r.scenario or "?",
-                r.primary or "(none)",
+                r.primary or _("(none)"),
                 r.result,
                 "✖ " + ", ".join(r.failed) if r.failed else ("—" if r.valid else ""),
                 r.advice,
@@ -157,15 +158,15 @@ def _inference_table(results: Sequence[InferenceResult]) -> Table:
         if r.failed:
             flagged.add((i, 5))
     return Table(
-        "Results per scenario (LoadGen's own verdict)",
+        _("Results per scenario (LoadGen's own verdict)"),
         (
-            "step",
-            "node",
-            "scenario",
-            "primary metric",
-            "result",
-            "failed constraint(s)",
-            "LoadGen says / why",
+            _("step"),
+            _("node"),
+            _("scenario"),
+            _("primary metric"),
+            _("result"),
+            _("failed constraint(s)"),
+            _("LoadGen says / why"),
         ),
         tuple(rows),
         flagged=frozenset(flagged),
@@ -179,9 +180,15 @@ def inference(si: SectionInput) -> SectionOutput:
     notes = []
     if results:
         notes.append(
-            f"{len(results) - len(bad)} of {len(results)} LoadGen runs VALID"
-            + (f"; not valid: {'; '.join(r.text for r in bad[:6])}" if bad else "")
-            + "."
+            _("{valid} of {total} LoadGen runs VALID").format(
+                valid=len(results) - len(bad), total=len(results)
+            )
+            + (
+                _("; not valid: {runs}").format(runs="; ".join(r.text for r in bad[:6]))
+                if bad
+                else ""
+            )
+            + _(".")
         )
     out_plots: list[Plot] = []
     for (label, unit), ms in sorted(by_series(si.measurements).items()):
@@ -199,7 +206,7 @@ def inference(si: SectionInput) -> SectionOutput:
                     )
                 ],
             )
-            out_plots.append(Plot(label, svg, "hatched: an INVALID run"))
+            out_plots.append(Plot(label, svg, _("hatched: an INVALID run")))
     tables.append(measurement_table(si.measurements))
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables), notes=tuple(notes))
 
@@ -256,7 +263,7 @@ class TrainingResult:
     @property
     def text(self) -> str:
         why = f" ({self.score_reason})" if self.score_reason else ""
-        return f"{self.step.step_id} {self.benchmark}: not a valid MLPerf score{why}"
+        return f"{self.step.step_id} {self.benchmark}: " + _("not a valid MLPerf score") + why
 
 
 def training_results(steps: Sequence[StepResult]) -> list[TrainingResult]:
@@ -283,9 +290,9 @@ def training_results(steps: Sequence[StepResult]) -> list[TrainingResult]:
                 TrainingRun(
                     index=k,
                     ttt=ttt,
-                    status=str(status) if status is not None else "(no status)",
+                    status=str(status) if status is not None else _("(no status)"),
                     compliance=_value(comp),
-                    complaint=comp.reason if comp is not None else "no compliance check",
+                    complaint=comp.reason if comp is not None else _("no compliance check"),
                 )
             )
         per = [f for f in s.facts if "benchmark" in f.dims]
@@ -315,7 +322,7 @@ def training_results(steps: Sequence[StepResult]) -> list[TrainingResult]:
                 score=score,
                 score_valid=_value(sv),
                 score_reason=(sv.reason if sv is not None else "")
-                or ("" if sv is not None else s.reason or "the runner stated no score validity"),
+                or ("" if sv is not None else s.reason or _("the runner stated no score validity")),
                 checker=str(checker) if checker else "",
             )
         )
@@ -332,10 +339,10 @@ def _from_runner(s: StepResult) -> bool:
 
 def _compliance_text(r: TrainingRun) -> str:
     if r.compliance == "passed":
-        return "✔ passed"
+        return _("✔ passed")
     if r.compliance == "failed":
-        return "✖ failed"
-    return f"? not checked ({r.complaint})" if r.complaint else "? not checked"
+        return _("✖ failed")
+    return _("? not checked ({why})").format(why=r.complaint) if r.complaint else _("? not checked")
 
 
 def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
@@ -351,7 +358,7 @@ def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
                     t.step.step_id,
                     t.benchmark,
                     str(r.index),
-                    duration(r.ttt.value, r.ttt.unit) if r.ttt else "(no time)",
+                    duration(r.ttt.value, r.ttt.unit) if r.ttt else _("(no time)"),
                     r.status if r.status == "success" else f"✖ {r.status}",
                     _compliance_text(r),
                     r.complaint if r.compliance != "passed" else "",
@@ -368,9 +375,9 @@ def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
                 t.step.step_id,
                 t.benchmark,
                 str(len(t.runs)),
-                str(required) if required is not None else f"? ({t.runs_reason or 'unknown'})",
-                duration(t.score.value, t.score.unit) if t.score else "(no score)",
-                "✔ valid" if t.valid else "✖ not valid",
+                str(required) if required is not None else f"? ({t.runs_reason or _('unknown')})",
+                duration(t.score.value, t.score.unit) if t.score else _("(no score)"),
+                _("✔ valid") if t.valid else _("✖ not valid"),
                 t.score_reason if not t.valid else "",
                 t.checker,
             )
@@ -379,31 +386,33 @@ def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
             score_flags.add((i, 5))
     return [
         Table(
-            "Benchmark results (MLPerf scoring: drop the fastest and slowest run, average the "
-            "rest)",
+            _(
+                "Benchmark results (MLPerf scoring: drop the fastest and slowest run, average "
+                "the rest)"
+            ),
             (
-                "step",
-                "benchmark",
-                "runs",
-                "runs the rules require",
-                "score",
-                "MLPerf score",
-                "why not valid",
+                _("step"),
+                _("benchmark"),
+                _("runs"),
+                _("runs the rules require"),
+                _("score"),
+                _("MLPerf score"),
+                _("why not valid"),
                 "mlperf-logging",
             ),
             tuple(score_rows),
             flagged=frozenset(score_flags),
         ),
         Table(
-            "Runs: time to train and the compliance checker's verdict",
+            _("Runs: time to train and the compliance checker's verdict"),
             (
-                "step",
-                "benchmark",
-                "run",
-                "time to train",
-                "run_stop status",
-                "compliance",
-                "checker's first complaint",
+                _("step"),
+                _("benchmark"),
+                _("run"),
+                _("time to train"),
+                _("run_stop status"),
+                _("compliance"),
+                _("checker's first complaint"),
             ),
             tuple(run_rows),
             flagged=frozenset(run_flags),
@@ -420,7 +429,7 @@ def _per_run(si: SectionInput) -> dict[tuple[str, str], list[tuple[str, float, b
             for r in t.runs:
                 if r.ttt is None:
                     continue
-                label = f"{t.step.step} run {r.index}"
+                label = _("{step} run {index}").format(step=t.step.step, index=r.index)
                 if si.history:
                     label = f"{run.id} r{r.ttt.repeat}.{r.index}"
                 out.setdefault((t.benchmark, r.ttt.unit), []).append(
@@ -446,14 +455,16 @@ def training(si: SectionInput) -> SectionOutput:
             unit=unit,
             bounds=lower_bounds(list(si.verdicts), unit),
             bad=[p[0] for p in pts if not p[2]],
-            ylabel=f"time to train ({unit})",
+            ylabel=_("time to train ({unit})").format(unit=unit),
         )
         out_plots.append(
             Plot(
-                f"{label}: time to train per run",
+                _("{benchmark}: time to train per run").format(benchmark=label),
                 svg,
-                "lower is better; hatched: did not converge or failed compliance; dashed "
-                "line: the spec's bound",
+                _(
+                    "lower is better; hatched: did not converge or failed compliance; dashed "
+                    "line: the spec's bound"
+                ),
             )
         )
     tables = _training_tables(results) if results else []
@@ -470,15 +481,29 @@ def training(si: SectionInput) -> SectionOutput:
             (m.step, str(m.dims.get("benchmark", "")), f"r{m.repeat}", duration(m.value, m.unit))
             for m in plain
         )
-        tables.append(Table("Time to train", ("step", "benchmark", "run", "time to train"), rows))
+        tables.append(
+            Table(
+                _("Time to train"),
+                (_("step"), _("benchmark"), _("run"), _("time to train")),
+                rows,
+            )
+        )
     notes = [
-        f"{t.benchmark}: {len(t.runs)} runs of the {t.runs_required or '?'} the rules require; "
-        + ("a valid MLPerf score." if t.valid else f"not a valid MLPerf score ({t.score_reason}).")
+        ngettext(
+            "{benchmark}: {n} run of the {required} the rules require; ",
+            "{benchmark}: {n} runs of the {required} the rules require; ",
+            len(t.runs),
+        ).format(benchmark=t.benchmark, n=len(t.runs), required=t.runs_required or "?")
+        + (
+            _("a valid MLPerf score.")
+            if t.valid
+            else _("not a valid MLPerf score ({why}).").format(why=t.score_reason)
+        )
         for t in results
     ]
     rest = [m for m in si.measurements if m.metric not in ("time_to_train", "score")]
     if rest:
-        tables.append(measurement_table(rest, "Other measurements from the logs"))
+        tables.append(measurement_table(rest, _("Other measurements from the logs")))
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables), notes=tuple(notes))
 
 
@@ -490,6 +515,6 @@ def invalid_results(steps: Sequence[StepResult]) -> list[tuple[str, str]]:
 
 
 SECTION = [
-    Section(TRAINING, "MLPerf Training", training),
-    Section(INFERENCE, "MLPerf Inference", inference),
+    Section(TRAINING, N_("MLPerf Training"), training),
+    Section(INFERENCE, N_("MLPerf Inference"), inference),
 ]

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from aibench.model import Measurement
 from aibench.reports import context, plots
+from aibench.reports.i18n import N_, _
 from aibench.reports.sections import (
     Plot,
     Section,
@@ -29,8 +30,8 @@ MAX_LINES = 12
 
 def _placement(m: Measurement) -> str:
     if len(m.nodes) <= 2:
-        return "+".join(m.nodes) or "(run)"
-    return f"all {len(m.nodes)} nodes"
+        return "+".join(m.nodes) or _("(run)")
+    return _("all {n} nodes").format(n=len(m.nodes))
 
 
 def render(si: SectionInput) -> SectionOutput:
@@ -46,16 +47,19 @@ def render(si: SectionInput) -> SectionOutput:
         op_ms = [m for m in ms if str(m.dims.get("op", "")) == op]
         unit = op_ms[0].unit
         curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+        single_node: set[str] = set()  # placements of one node (or none)
         for m in op_ms:
             if m.unit == unit:
                 curves[_placement(m)][float(m.dims["size_bytes"])].append(m.value)
+                if len(m.nodes) <= 1:
+                    single_node.add(_placement(m))
         series = {
             p: (sorted(c), [statistics.median(c[x]) for x in sorted(c)]) for p, c in curves.items()
         }
         band = None
         failing = [p for p in series if p in bad]
         if len(series) > MAX_LINES:
-            singles = [p for p in series if "+" not in p and not p.startswith("all ")]
+            singles = [p for p in series if p in single_node]
             xs = sorted({x for p in singles for x in series[p][0]})
             lo, hi = [], []
             for x in xs:
@@ -68,18 +72,21 @@ def render(si: SectionInput) -> SectionOutput:
             series,
             bounds=lower_bounds(list(si.verdicts), unit),
             band=band,
-            band_label=f"{len(curves) - len(series) + len(failing)} "
-            "single-node placements (min–max)",
+            band_label=_("{n} single-node placements (min–max)").format(
+                n=len(curves) - len(series) + len(failing)
+            ),
             highlight=failing,
             ylabel=f"{metric} ({unit})",
             title=op or metric,
         )
         out_plots.append(
             Plot(
-                f"{op or metric}: {metric} vs message size",
+                _("{op}: {metric} vs message size").format(op=op or metric, metric=metric),
                 svg,
-                "grey lines: the spec's bounds; thick red line with × markers, named '(failing)': "
-                "a failing placement",
+                _(
+                    "grey lines: the spec's bounds; thick red line with × markers, named "
+                    "'(failing)': a failing placement"
+                ),
             )
         )
         for p, c in sorted(curves.items()):
@@ -91,7 +98,7 @@ def render(si: SectionInput) -> SectionOutput:
                     context.fmt_bytes(top),
                     context.fmt_number(max(c[top])),
                     unit,
-                    "failing" if p in bad else "",
+                    _("failing") if p in bad else "",
                 )
             )
     heat = None
@@ -103,16 +110,16 @@ def render(si: SectionInput) -> SectionOutput:
         out_plots.append(heat)
     tables = [
         Table(
-            "Largest message size per placement",
-            ("op", "placement", "size (bytes)", metric, "unit", "note"),
+            _("Largest message size per placement"),
+            ("op", _("placement"), _("size (bytes)"), metric, _("unit"), _("note")),
             tuple(rows),
         )
     ]
     shown = {id(m) for m in ms}
     rest = [m for m in si.measurements if id(m) not in shown]
     if rest:
-        tables.append(measurement_table(rest, "Other NCCL measurements"))
+        tables.append(measurement_table(rest, _("Other NCCL measurements")))
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
 
 
-SECTION = Section("nccl-tests", "NCCL tests (collective bandwidth)", render)
+SECTION = Section("nccl-tests", N_("NCCL tests (collective bandwidth)"), render)

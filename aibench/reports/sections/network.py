@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from aibench import units
 from aibench.model import Measurement
 from aibench.reports import context
+from aibench.reports.i18n import N_, _
 from aibench.reports.sections import (
     Plot,
     Section,
@@ -58,7 +59,11 @@ def merge_rails(
     merged = []
     for (base, unit), ms in out.items():
         rails = {_rail(m) for m in ms}
-        label = f"{base} — worst of {len(rails)} rails per pair" if len(rails) > 1 else base
+        label = (
+            base + _(" — worst of {n} rails per pair").format(n=len(rails))
+            if len(rails) > 1
+            else base
+        )
         merged.append((label, unit, ms))
     return merged
 
@@ -90,8 +95,14 @@ def render(si: SectionInput) -> SectionOutput:
             rails = any(_rail(m) for m in worst)
             tables.append(
                 Table(
-                    f"{label}: slowest links ({len(worst)})",
-                    ("link", *(("rail",) if rails else ()), "value", "unit", "step"),
+                    _("{label}: slowest links ({n})").format(label=label, n=len(worst)),
+                    (
+                        _("link"),
+                        *((_("rail"),) if rails else ()),
+                        _("value"),
+                        _("unit"),
+                        _("step"),
+                    ),
                     tuple(
                         (
                             " ↔ ".join(m.nodes),
@@ -108,12 +119,12 @@ def render(si: SectionInput) -> SectionOutput:
         out_plots += checked_plots(si)
     other = [m for m in si.measurements if not _is_rate(m.unit)]
     if other:
-        tables.append(measurement_table(other, "Other measurements"))
+        tables.append(measurement_table(other, _("Other measurements")))
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
 
 
 SECTION = [
-    Section("iperf3", "iperf3 (TCP/UDP bandwidth)", render),
-    Section("iperf2", "iperf2 (TCP/UDP bandwidth)", render),
-    Section("perftest", "perftest (RDMA bandwidth and latency)", render),
+    Section("iperf3", N_("iperf3 (TCP/UDP bandwidth)"), render),
+    Section("iperf2", N_("iperf2 (TCP/UDP bandwidth)"), render),
+    Section("perftest", N_("perftest (RDMA bandwidth and latency)"), render),
 ]

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aibench.model import Fact
+from aibench.reports.i18n import N_, _
 from aibench.reports.sections import Section, SectionInput, SectionOutput, Table, measurement_table
 
 MAX_ROWS = 300
@@ -28,7 +29,7 @@ ODD = "≠ "
 
 @dataclass(frozen=True)
 class Column:
-    label: str
+    label: str  # English, marked with N_; shown translated
     source: str
     name: str
     how: str = "distinct"  # distinct | sum | tally
@@ -36,34 +37,34 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("GPU driver", "nvidia-smi", "driver_version"),
+    Column(N_("GPU driver"), "nvidia-smi", "driver_version"),
     Column("CUDA", "nvidia-smi", "cuda_version"),
-    Column("GPUs", "nvidia-smi", "gpu_count"),
-    Column("GPU model", "nvidia-smi", "product_name"),
-    Column("persistence", "nvidia-smi", "persistence_mode", "tally"),
-    Column("ECC mode", "nvidia-smi", "ecc_mode", "tally"),
+    Column(N_("GPUs"), "nvidia-smi", "gpu_count"),
+    Column(N_("GPU model"), "nvidia-smi", "product_name"),
+    Column(N_("persistence"), "nvidia-smi", "persistence_mode", "tally"),
+    Column(N_("ECC mode"), "nvidia-smi", "ecc_mode", "tally"),
     Column(
-        "ECC uncorrected (aggregate)",
+        N_("ECC uncorrected (aggregate)"),
         "nvidia-smi",
         "ecc_uncorrected_total",
         "sum",
         (("scope", "aggregate"),),
     ),
-    Column("remapped rows pending", "nvidia-smi", "remapped_rows_pending", "tally"),
-    Column("remapped rows uncorrectable", "nvidia-smi", "remapped_rows_uncorrectable", "sum"),
-    Column("retired pages pending", "nvidia-smi", "retired_pages_pending", "tally"),
-    Column("clock events", "nvidia-smi", "clocks_event_reasons", "tally"),
-    Column("Xid events", "kernel-log", "xid_count", "sum"),
-    Column("Xid codes", "kernel-log", "xid_codes"),
-    Column("DCGM diag", "dcgmi", "overall"),
-    Column("HCAs", "ibstat", "hca_count"),
-    Column("HCA port state", "ibstat", "state", "tally"),
-    Column("HCA rate (Gbit/s)", "ibstat", "rate", "tally"),
-    Column("HCA firmware", "ibstat", "firmware_version"),
-    Column("kernel", "kernel", "release"),
+    Column(N_("remapped rows pending"), "nvidia-smi", "remapped_rows_pending", "tally"),
+    Column(N_("remapped rows uncorrectable"), "nvidia-smi", "remapped_rows_uncorrectable", "sum"),
+    Column(N_("retired pages pending"), "nvidia-smi", "retired_pages_pending", "tally"),
+    Column(N_("clock events"), "nvidia-smi", "clocks_event_reasons", "tally"),
+    Column(N_("Xid events"), "kernel-log", "xid_count", "sum"),
+    Column(N_("Xid codes"), "kernel-log", "xid_codes"),
+    Column(N_("DCGM diag"), "dcgmi", "overall"),
+    Column(N_("HCAs"), "ibstat", "hca_count"),
+    Column(N_("HCA port state"), "ibstat", "state", "tally"),
+    Column(N_("HCA rate (Gbit/s)"), "ibstat", "rate", "tally"),
+    Column(N_("HCA firmware"), "ibstat", "firmware_version"),
+    Column(N_("kernel"), "kernel", "release"),
     Column("vm.swappiness", "sysctl", "vm.swappiness"),
-    Column("governor", "cpu", "governor", "tally"),
-    Column("THP", "thp", "enabled"),
+    Column(N_("governor"), "cpu", "governor", "tally"),
+    Column(N_("THP"), "thp", "enabled"),
     Column("NCCL", "nccl", "version"),
 )
 TOOL_SOURCE = "tool-version"
@@ -79,7 +80,7 @@ def cell(facts: Sequence[Fact], how: str) -> str:
     """One node's text for one column: 'absent' when every fact of it is absent."""
     present = [f.value for f in facts if f.value is not None]
     if not present:
-        return "absent"
+        return _("absent")
     if how == "sum" and all(
         isinstance(v, int | float) and not isinstance(v, bool) for v in present
     ):
@@ -97,7 +98,7 @@ def _columns(facts: Sequence[Fact]) -> list[Column]:
     names = {(f.source, f.name) for f in facts}
     cols = [c for c in COLUMNS if (c.source, c.name) in names]
     tools = sorted({f.name for f in facts if f.source == TOOL_SOURCE})
-    cols += [Column(f"{t} version", TOOL_SOURCE, t) for t in tools]
+    cols += [Column(_("{tool} version").format(tool=t), TOOL_SOURCE, t) for t in tools]
     return cols
 
 
@@ -137,7 +138,7 @@ def grid(facts: Sequence[Fact], nodes: Sequence[str]) -> Grid:
             continue
         tie = ranked[0][1] == ranked[1][1]
         top = ranked[0][0]
-        majority.append("(no majority)" if tie else top)
+        majority.append(_("(no majority)") if tie else top)
         odd |= {(n, i) for n in nodes if tie or cells[n][i] != top}
     return Grid(tuple(nodes), tuple(cols), cells, tuple(majority), frozenset(odd))
 
@@ -156,40 +157,49 @@ def preflight_table(facts: Sequence[Fact], nodes: Sequence[str]) -> Table | None
     flagged: set[tuple[int, int]] = set()
     odd_nodes = [n for n in nodes if any((n, i) in g.odd for i in range(len(g.columns)))]
     how = (
-        "≠ marks a value that differs from the value most nodes have (highlighted); on a tie "
-        "every value is marked; — the node reported nothing for it"
+        _(
+            "≠ marks a value that differs from the value most nodes have (highlighted); on a "
+            "tie every value is marked; — the node reported nothing for it"
+        )
         if compare
-        else "one node: nothing to compare it with"
+        else _("one node: nothing to compare it with")
+    )
+    title = _("Per-node preflight facts ({nodes} nodes, {odd} with an odd value)").format(
+        nodes=len(nodes), odd=len(odd_nodes)
     )
     if len(nodes) <= TRANSPOSE:
-        header = ("fact", *nodes, *(("most nodes",) if compare else ()))
+        header = (_("fact"), *nodes, *((_("most nodes"),) if compare else ()))
         rows = []
         for i, c in enumerate(g.columns):
             rows.append(
-                (c.label, *(shown(n, i) for n in nodes), *((g.majority[i],) if compare else ()))
+                (_(c.label), *(shown(n, i) for n in nodes), *((g.majority[i],) if compare else ()))
             )
             flagged |= {(i, 1 + j) for j, n in enumerate(nodes) if (n, i) in g.odd}
         return Table(
-            f"Per-node preflight facts ({len(nodes)} nodes, {len(odd_nodes)} with an odd value)",
+            title,
             header,
             tuple(rows),
             how,
             frozenset(flagged),
         )
     listed = list(nodes) if len(nodes) <= MAX_ROWS else odd_nodes[:MAX_ROWS]
-    rows = [("(most nodes)", *g.majority)]
+    rows = [(_("(most nodes)"), *g.majority)]
     for r, n in enumerate(listed, 1):
         rows.append((n, *(shown(n, i) for i in range(len(g.columns)))))
         flagged |= {(r, 1 + i) for i in range(len(g.columns)) if (n, i) in g.odd}
     note = how
     if len(listed) < len(nodes):
         rest = len(nodes) - len(odd_nodes)
-        note += f"; {rest} nodes match the majority in every column and are not listed"
+        note += _("; {n} nodes match the majority in every column and are not listed").format(
+            n=rest
+        )
         if len(odd_nodes) > len(listed):
-            note += f"; {len(odd_nodes) - len(listed)} more nodes with odd values not shown"
+            note += _("; {n} more nodes with odd values not shown").format(
+                n=len(odd_nodes) - len(listed)
+            )
     return Table(
-        f"Per-node preflight facts ({len(nodes)} nodes, {len(odd_nodes)} with an odd value)",
-        ("node", *(c.label for c in g.columns)),
+        title,
+        (_("node"), *(_(c.label) for c in g.columns)),
         tuple(rows),
         note,
         frozenset(flagged),
@@ -211,25 +221,29 @@ def render(si: SectionInput) -> SectionOutput:
         tables.append(table)
     if absent:
         rows = tuple(
-            (", ".join(f.nodes), f.source, f.name, f.reason or "(absent)")
+            (", ".join(f.nodes), f.source, f.name, f.reason or _("(absent)"))
             for f in absent[:MAX_ROWS]
         )
         tables.append(
             Table(
-                "Absent facts",
-                ("node", "source", "fact", "reason"),
+                _("Absent facts"),
+                (_("node"), _("source"), _("fact"), _("reason")),
                 rows,
-                f"showing {MAX_ROWS} of {len(absent)}" if len(absent) > MAX_ROWS else "",
+                _("showing {shown} of {total}").format(shown=MAX_ROWS, total=len(absent))
+                if len(absent) > MAX_ROWS
+                else "",
             )
         )
     failed = [s for s in si.steps if not s.ok]
     notes = [
-        f"{len(facts)} facts from {len(si.steps)} steps on {len(nodes)} nodes; {len(absent)} "
-        "absent. The whole bill of materials is in the environment section below."
+        _(
+            "{facts} facts from {steps} steps on {nodes} nodes; {absent} absent. The whole "
+            "bill of materials is in the environment section below."
+        ).format(facts=len(facts), steps=len(si.steps), nodes=len(nodes), absent=len(absent))
     ]
     if failed:
         notes.append(
-            f"✖ {len(failed)} preflight steps failed: "
+            _("✖ {n} preflight steps failed: ").format(n=len(failed))
             + "; ".join(f"{s.step_id}: {s.reason}" for s in failed[:5])
         )
     if si.measurements:
@@ -237,4 +251,4 @@ def render(si: SectionInput) -> SectionOutput:
     return SectionOutput(tables=tuple(tables), notes=tuple(notes))
 
 
-SECTION = Section("preflight", "Preflight (node facts)", render)
+SECTION = Section("preflight", N_("Preflight (node facts)"), render)

@@ -19,7 +19,8 @@
         r.hidden = !ok;
         if (ok) { n += 1; }
       });
-      shown.textContent = n + " of " + rows.length + " shown";
+      var fmt = shown.getAttribute("data-fmt") || "{shown} of {total} shown";
+      shown.textContent = fmt.replace("{shown}", String(n)).replace("{total}", String(rows.length));
     };
     q.addEventListener("input", apply);
     oc.addEventListener("change", apply);
