@@ -252,8 +252,8 @@ def _os_release(lines: list[tuple[int, str]]) -> list[Fact]:
             keys[k.strip()] = v.strip().strip('"').strip("'")
     out = []
     for key, name in (("PRETTY_NAME", "pretty_name"), ("ID", "id"), ("VERSION_ID", "version_id")):
-        v = keys.get(key) or None
-        out.append(Fact("os", name, v, reason="" if v else f"/etc/os-release has no {key}"))
+        got = keys.get(key) or None
+        out.append(Fact("os", name, got, reason="" if got else f"/etc/os-release has no {key}"))
     both = keys.get("ID") and keys.get("VERSION_ID")
     out.append(
         Fact(

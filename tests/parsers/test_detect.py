@@ -14,7 +14,14 @@ from tests.golden import FIXTURES, cases
 # (``grep -H '' /proc/...``, ``lsblk -J``, ``findmnt -J``, the ``@@ tool`` version script,
 # ``dmesg``); the preflight always names the parser, and a kernel log without an Xid line
 # carries nothing that says "dmesg". ``aibench parse auto`` does not guess them.
-NOT_DETECTED = {"node-files", "lsblk-json", "findmnt-json", "tool-versions", "dmesg-xid"}
+NOT_DETECTED = {
+    "node-files",
+    "lsblk-json",
+    "lsblk-tree",
+    "findmnt-json",
+    "tool-versions",
+    "dmesg-xid",
+}
 
 CASES = cases()
 
