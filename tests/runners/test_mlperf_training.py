@@ -256,3 +256,18 @@ def test_a_command_that_cannot_start_is_named_for_each_run(tmp_path: Path) -> No
     assert "run 0: no MLLOG file" in res.reason
     assert "exit code 127: cannot start" in res.reason
     assert res.reason.endswith("(and 1 more)")
+
+
+def test_the_checker_judges_a_published_v51_log_under_ruleset_510(tmp_path: Path) -> None:
+    """Ruleset 5.1.0, refused before: the installed checker has its rules and passes a
+    published 5.1 llama31_8b log (the checker runs for real, here)."""
+    import shutil
+
+    from aibench.runners.mlperf_training import compliance
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "mlperf-training"
+    log = tmp_path / "result_0.txt"
+    shutil.copyfile(fixtures / "v5.1_AMD_MI355X_llama31_8b_result_0.txt", log)
+    checked = compliance(log, "5.1.0", tmp_path / "result_0.compliance.log")
+    assert checked.passed, checked.output
+    assert "training_5.1.0/closed_llama31_8b.yaml" in checked.output
