@@ -157,7 +157,10 @@ _FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
 
 def comparisons(expr: str, state: dict[str, Any]) -> list[tuple[str, str, float]]:
     """(part, op, number) for each ``value OP number`` in ``expr``; op one of < <= > >=."""
-    tree = ast.parse(expr.strip(), mode="eval")
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError:
+        return []  # a statement, not an expression: it states no bound
     out: list[tuple[str, str, float]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Compare):
@@ -185,7 +188,11 @@ def _state(config: list[Any]) -> dict[str, Any]:
         code = item.get("BEGIN", {}).get("CODE") if isinstance(item, dict) else None
         if not isinstance(code, str):
             continue
-        for node in ast.walk(ast.parse(code.strip())):
+        try:
+            tree = ast.parse(code.strip())
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)

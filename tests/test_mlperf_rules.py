@@ -247,3 +247,15 @@ def test_olympic_score_is_order_free_and_inside_the_range(
     assert got.score is not None
     slack = 1e-12 * max(times)  # the mean of equal floats may be off in the last bit
     assert min(times) - slack <= got.score <= max(times) + slack
+
+
+def test_compliance_expressions_are_read_never_evaluated() -> None:
+    cmps = mlperf_logging_meta.comparisons(
+        "(0.0 <= v['value']['FID'] <= 90.0) and __import__('os').system('false') == 0", {}
+    )
+    assert cmps == [("FID", ">=", 0.0), ("FID", "<=", 90.0)]
+    assert mlperf_logging_meta.comparisons("s['x'] = 1", {}) == []  # a statement: no bound
+    state = {"target_accuracy": 0.75}
+    assert mlperf_logging_meta.comparisons("v['value'] >= s['target_accuracy']", state) == [
+        ("", ">=", 0.75)
+    ]
