@@ -1,21 +1,27 @@
-"""MLPerf Training scoring rules as data: minimum run counts and olympic scoring.
+"""MLPerf Training rules that the mlperf-logging package does not carry, as data.
 
-Source: the MLPerf Training rules (mlcommons/training_policies, ``training_rules.adoc``),
-checked at the commits named in :data:`RULESET_COMMITS`:
+What mlperf-logging has is read from the installed package
+(:mod:`aibench.mlperf_logging_meta`): the rulesets, the benchmarks of each ruleset, the run
+(result file) counts, and the quality bounds of each benchmark's closed compliance config
+(direction, target, whether the value is a fraction). This module keeps the rest, from the
+MLPerf Training rules (mlcommons/training_policies, ``training_rules.adoc``):
 
-* "Each benchmark result is computed by dropping the fastest and slowest runs, then
-  taking the mean of the remaining times." (every version checked)
-* A single non-converging run may be treated as the slowest run and dropped; the result
-  is invalid if more than one run does not converge.
-* UNet3D needs 40 runs and drops the 4 fastest and the 4 slowest.
+* olympic scoring: "Each benchmark result is computed by dropping the fastest and slowest
+  runs, then taking the mean of the remaining times"; a single non-converging run may be
+  treated as the slowest and dropped; more than one makes the result invalid; UNet3D
+  drops the 4 fastest and the 4 slowest of its 40 runs (commit d73e20f);
+* the name of each benchmark's quality metric (the "Target" column of the closed-division
+  tables: ``3.3 log perplexity``, ``0.80275 AUC``; commits d73e20f, 42d9e93 for the v0.7
+  benchmarks, e5fdbc6 for NCF's HR@10);
+* the scale of the v0.6 logs (``:::MLL`` lines), which mlperf-logging's 0.6.0 configs do
+  not bound: gnmt and transformer logged BLEU on the 0-100 scale (``17.9`` ... ``24.1``
+  in Google's tpu-v3-32 gnmt result_0.txt, ``25.08`` in its transformer result_0.txt of
+  training_results_v0.6), where v0.7 logs the same BLEU as a fraction (``0.2526`` beside
+  the tool's own ``bleu_score=25.2633`` in Dell EMC's C4140 transformer result_0.txt of
+  training_results_v0.7); resnet logged top-1 accuracy as a fraction (``0.7609``).
 
 Benchmark names are the ``submission_benchmark`` values of the logs (what the
-``mlperf-training`` parser reports as the ``benchmark`` Fact). Where the rules table names
-an area and the benchmark was renamed between rounds, both names are listed (``ssd`` and
-``retinanet``; ``gnn`` and ``rgat``; ``gpt3`` and ``llama31_405b`` for LLM pretraining).
-The v6.0 names of the two MoE benchmarks are read from the 6.0.0 compliance rules of
-mlperf-logging: ``gpt_oss_20b`` (small LLM MoE) and ``deepseekv3_671b`` (LLM MoE
-pretraining).
+``mlperf-training`` parser reports as the ``benchmark`` Fact).
 """
 
 from __future__ import annotations
@@ -24,59 +30,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-RULESET_COMMITS: Mapping[str, str] = {
-    "4.0": "0346e20",
-    "4.1": "d38fe44",
-    "5.0": "e1ed9b5",
-    "6.0": "d73e20f",
-}
-
-_V40 = {
-    "resnet": 5,
-    "unet3d": 40,
-    "ssd": 5,
-    "retinanet": 5,
-    "maskrcnn": 5,
-    "stable_diffusion": 10,
-    "bert": 10,
-    "rnnt": 10,
-    "gpt3": 3,
-    "llama31_405b": 3,
-    "llama2_70b_lora": 10,
-    "dlrm_dcnv2": 10,
-    "gnn": 10,
-    "rgat": 10,
-}
-_V41_V50 = {
-    "ssd": 5,
-    "retinanet": 5,
-    "stable_diffusion": 10,
-    "bert": 10,
-    "gpt3": 3,
-    "llama31_405b": 3,
-    "llama2_70b_lora": 10,
-    "dlrm_dcnv2": 10,
-    "gnn": 10,
-    "rgat": 10,
-}
-_V60 = {
-    "gpt3": 3,
-    "llama31_405b": 3,
-    "llama2_70b_lora": 10,
-    "dlrm_dcnv2": 10,
-    "flux1": 10,
-    "llama31_8b": 10,
-    "gpt_oss_20b": 10,
-    "deepseekv3_671b": 3,
-}
-
-#: ruleset version -> benchmark -> the number of runs a submission needs
-MIN_RUNS: Mapping[str, Mapping[str, int]] = {
-    "4.0": _V40,
-    "4.1": _V41_V50,
-    "5.0": dict(_V41_V50),
-    "6.0": _V60,
-}
+from aibench import mlperf_logging_meta as meta
 
 #: benchmarks that drop more than one fastest and one slowest run
 _DROP = {"unet3d": 4}
@@ -84,31 +38,118 @@ _DROP = {"unet3d": 4}
 #: how many non-converged runs a result may have (the one counts as the slowest)
 MAX_NOT_CONVERGED = 1
 
+#: benchmark (or (benchmark, part) for a value with several parts) -> the rules' name of
+#: its quality metric; mlperf-logging has the bounds but not the names
+QUALITY_NAMES: Mapping[str | tuple[str, str], str] = {
+    "resnet": "top-1 classification accuracy",
+    "unet3d": "mean DICE score",
+    "ssd": "mAP",
+    "retinanet": "mAP",
+    ("maskrcnn", "BBOX"): "box min AP",
+    ("maskrcnn", "SEGM"): "mask min AP",
+    "gnmt": "SacreBLEU",
+    "transformer": "BLEU",
+    "bert": "masked-LM accuracy",
+    "dlrm": "AUC",
+    "dlrm_dcnv2": "AUC",
+    "minigo": "win rate vs. checkpoint",
+    "ncf": "HR@10",
+    "rnnt": "word error rate",
+    "gnn": "classification accuracy",
+    "rgat": "classification accuracy",
+    "gpt3": "log perplexity",
+    ("stable_diffusion", "FID"): "FID",
+    ("stable_diffusion", "CLIP"): "CLIP score",
+    "llama2_70b_lora": "eval loss",
+    "llama31_405b": "log perplexity",
+    "llama31_8b": "log perplexity",
+    "gpt_oss_20b": "log perplexity",
+    "deepseekv3_671b": "log perplexity",
+    "flux1": "eval loss",
+}
+
+#: v0.6 (``:::MLL``) logs: the unit of eval_accuracy where a real log shows the scale
+V06_UNITS: Mapping[str, str] = {"gnmt": "%", "transformer": "%", "resnet": "ratio"}
+
+#: a value the compliance config bounds by 1 that is still not a fraction: the CLIP score
+#: is a cosine similarity (range -1 to 1), not a share of something
+NOT_FRACTIONS = {("stable_diffusion", "CLIP")}
+
+#: the unit of a quality value that is not a fraction (a loss, a log perplexity, FID,
+#: or a scale no log or config establishes): comparable only with itself
+SCORE = "score"
+
 
 class RulesError(ValueError):
     """An unknown ruleset version or benchmark; the message lists the known ones."""
 
 
-def _version(ruleset: str) -> str:
-    v = ruleset.strip().lstrip("v")
-    parts = v.split(".")
-    short = ".".join(parts[:2]) if len(parts) >= 2 else v
-    if short not in MIN_RUNS:
-        raise RulesError(
-            f"unknown MLPerf Training ruleset {ruleset!r}; known: {', '.join(sorted(MIN_RUNS))}"
-        )
-    return short
-
-
 def min_runs(benchmark: str, ruleset: str) -> int:
-    """Runs needed for ``benchmark`` under ruleset ``ruleset`` ("4.0", "v5.0", "6.0.0")."""
-    table = MIN_RUNS[_version(ruleset)]
-    if benchmark not in table:
-        raise RulesError(
-            f"benchmark {benchmark!r} is not in MLPerf Training {_version(ruleset)}; "
-            f"known: {', '.join(sorted(table))}"
-        )
-    return table[benchmark]
+    """Runs needed for ``benchmark`` under ruleset ``ruleset`` ("4.0", "v5.1", "6.1.0").
+
+    From the installed mlperf-logging (benchmark_meta); RulesError names what is known.
+    """
+    try:
+        return meta.result_count(benchmark, ruleset)
+    except meta.MetaError as exc:
+        raise RulesError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Quality:
+    """What one quality value of a benchmark is: name, unit, which way is better."""
+
+    benchmark: str
+    part: str  # "" or the part of a value with several (BBOX, SEGM, FID, CLIP)
+    name: str  # the rules' name of the metric; "" where the rules have none
+    unit: str  # "ratio" (a fraction), "%" (v0.6 BLEU), or SCORE
+    direction: str  # "higher" | "lower" | "" (the configs say nothing or disagree)
+    targets: tuple[float, ...] = ()  # only for a given ruleset
+    source: str = ""  # the compliance config(s) read
+
+
+def quality(
+    benchmark: str,
+    part: str = "",
+    *,
+    key: str = "eval_accuracy",
+    ruleset: str | None = None,
+    legacy: bool = False,
+) -> Quality:
+    """The quality metric of ``benchmark`` logged as ``key`` (``part``: the sub-value, as
+    maskrcnn's BBOX).
+
+    Unit and direction come from mlperf-logging's closed compliance configs: every config
+    of the benchmark (or only ``ruleset``'s) must agree, else the direction is "" and the
+    unit SCORE. ``legacy``: the value comes from a v0.6 ``:::MLL`` log, whose scale is
+    :data:`V06_UNITS` (SCORE where no log establishes it). Targets only with ``ruleset``.
+    """
+    found = [b for b in meta.bounds(benchmark, ruleset) if b.key == key]
+    mine = [b for b in found if b.part == part] or [b for b in found if b.part == ""]
+    name = (
+        (QUALITY_NAMES.get((benchmark, part)) or QUALITY_NAMES.get(benchmark, ""))
+        if (key == "eval_accuracy")
+        else ""
+    )
+    directions = {b.direction for b in mine}
+    fractions = {b.fraction for b in mine}
+    direction = directions.pop() if len(directions) == 1 else ""
+    if legacy:
+        unit = V06_UNITS.get(benchmark, SCORE)
+    elif fractions == {True} and (benchmark, part) not in NOT_FRACTIONS:
+        unit = "ratio"
+    else:
+        unit = SCORE
+    targets = tuple(t for b in mine for t in b.targets) if ruleset is not None else ()
+    return Quality(
+        benchmark,
+        part,
+        name,
+        unit,
+        direction,
+        tuple(dict.fromkeys(targets)),
+        ", ".join(sorted({b.config for b in mine})),
+    )
 
 
 def drop_count(benchmark: str) -> int:

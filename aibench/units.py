@@ -71,6 +71,8 @@ _TABLE: dict[str, tuple[str, Fraction]] = {
     "%": ("ratio", Fraction(1, 100)),
     "ratio": ("ratio", Fraction(1)),
     "count": ("count", Fraction(1)),
+    # a value on its own scale that converts to nothing (a loss, a log perplexity, FID)
+    "score": ("score", Fraction(1)),
     # node facts
     "C": ("temperature", Fraction(1)),
     "W": ("power", Fraction(1)),

@@ -30,6 +30,8 @@ SKIP_NAMES = {"SOURCES.md", "README.md", "CORPUS.md"}
 OTHER_FOLDERS = {
     "mlperf-compliance": "mlperf-logging compliance checker output, read by "
     "aibench.runners.mlperf_training.first_complaint",
+    "tool-help": "the real tools' option lists (perftest --help captures, the nccl-tests "
+    "README's arguments), read by the test replays tests/programs/*_replay.py",
 }
 
 

@@ -1,4 +1,5 @@
-"""MLPerf Training scoring rules: run counts per ruleset and olympic scoring, as tables."""
+"""MLPerf Training rules: run counts per ruleset (read from mlperf-logging), quality
+metrics (mlperf-logging's compliance bounds + the rules' names) and olympic scoring."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aibench import mlperf_logging_meta
 from aibench.mlperf_rules import (
-    MIN_RUNS,
+    SCORE,
     RulesError,
     drop_count,
     min_runs,
     olympic_score,
+    quality,
     run_outcome,
     score_benchmark,
 )
 from aibench.parsers.mlperf_training import parse
+from aibench.units import UnitError, convert
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "mlperf-training"
 
@@ -44,6 +48,14 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "mlperf-training"
         ("llama31_8b", "6.0.0", 10),
         ("deepseekv3_671b", "v6.0", 3),
         ("gpt_oss_20b", "6.0", 10),
+        # rulesets the installed mlperf-logging has compliance rules for
+        ("llama31_8b", "5.1.0", 10),
+        ("flux1", "5.1", 10),
+        ("retinanet", "5.1.0", 5),
+        ("qwen35_397b_grpo", "6.1.0", 3),
+        ("dlrmv4", "6.1.0", 10),
+        ("resnet", "3.1", 5),
+        ("transformer", "0.7", 10),
     ],
 )
 def test_min_runs(benchmark: str, ruleset: str, runs: int) -> None:
@@ -56,7 +68,8 @@ def test_min_runs(benchmark: str, ruleset: str, runs: int) -> None:
         ("resnet", "4.1", "not in MLPerf Training 4.1"),  # last run in v4.0
         ("unet3d", "5.0", "not in MLPerf Training 5.0"),
         ("bert", "6.0", "not in MLPerf Training 6.0"),  # deprecated
-        ("resnet", "3.1", "unknown MLPerf Training ruleset"),
+        ("llama31_405b", "6.1.0", "not in MLPerf Training 6.1"),
+        ("resnet", "7.0", "unknown MLPerf Training ruleset"),
         ("nonsense", "4.0", "known: bert"),
     ],
 )
@@ -69,7 +82,63 @@ def test_unknown_benchmark_or_ruleset_says_what_is_known(
 
 def test_drop_counts() -> None:
     assert drop_count("unet3d") == 4
-    assert {drop_count(b) for table in MIN_RUNS.values() for b in table if b != "unet3d"} == {1}
+    every = {b for r in mlperf_logging_meta.rulesets() for b in mlperf_logging_meta.benchmarks(r)}
+    assert {drop_count(b) for b in every if b != "unet3d"} == {1}
+
+
+def test_rulesets_are_those_of_the_installed_checker() -> None:
+    got = mlperf_logging_meta.rulesets()
+    assert {"5.1.0", "6.0.0", "6.1.0"} <= set(got)
+    assert not any(r.endswith("_warn") for r in got)
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "part", "name", "unit", "direction"),
+    [
+        ("resnet", "", "top-1 classification accuracy", "ratio", "higher"),
+        ("bert", "", "masked-LM accuracy", "ratio", "higher"),
+        ("transformer", "", "BLEU", "ratio", "higher"),  # v0.7 logs BLEU / 100
+        ("gnmt", "", "SacreBLEU", "ratio", "higher"),
+        ("gpt3", "", "log perplexity", SCORE, "lower"),
+        ("llama31_8b", "", "log perplexity", SCORE, "lower"),
+        ("llama2_70b_lora", "", "eval loss", SCORE, "lower"),
+        ("flux1", "", "eval loss", SCORE, "lower"),
+        ("rnnt", "", "word error rate", SCORE, "lower"),
+        ("stable_diffusion", "FID", "FID", SCORE, "lower"),
+        ("stable_diffusion", "CLIP", "CLIP score", SCORE, "higher"),
+        ("maskrcnn", "SEGM", "mask min AP", "ratio", "higher"),
+        ("dlrmv4", "", "", "ratio", "higher"),  # in mlperf-logging 6.1.0, not yet in the rules
+    ],
+)
+def test_quality_metric_name_unit_and_direction(
+    benchmark: str, part: str, name: str, unit: str, direction: str
+) -> None:
+    q = quality(benchmark, part)
+    assert (q.name, q.unit, q.direction) == (name, unit, direction)
+    assert q.source.startswith(("training_", "hpc_"))
+
+
+def test_quality_target_comes_from_the_rulesets_compliance_config() -> None:
+    assert quality("llama31_8b", ruleset="5.1.0").targets == (3.3,)
+    assert quality("ssd", ruleset="1.0.0").targets == (0.23,)  # SSD300
+    assert quality("ssd", ruleset="4.0.0").targets == (0.34,)  # RetinaNet
+    assert quality("dlrmv4", ruleset="6.1.0").targets == (0.75,)  # s['target_accuracy']
+    assert quality("bert", ruleset="0.7.0").targets == (0.712, 0.706)  # by batch size
+    assert quality("llama31_8b").targets == ()  # no ruleset: no target
+
+
+def test_v06_bleu_is_percent_and_converts_to_the_v07_fraction() -> None:
+    q = quality("transformer", legacy=True)
+    assert q.unit == "%"
+    # BLEU 25.33 on the 0-100 scale is the 0.2533 that v0.7 logs, never 2533 %
+    assert convert(25.33, q.unit, "ratio") == pytest.approx(0.2533)
+    assert quality("resnet", legacy=True).unit == "ratio"
+    assert quality("ssd", legacy=True).unit == SCORE  # no v0.6 log establishes the scale
+
+
+def test_a_score_never_converts_to_a_percentage() -> None:
+    with pytest.raises(UnitError):
+        convert(2.69, SCORE, "%")
 
 
 @pytest.mark.parametrize(
@@ -178,3 +247,15 @@ def test_olympic_score_is_order_free_and_inside_the_range(
     assert got.score is not None
     slack = 1e-12 * max(times)  # the mean of equal floats may be off in the last bit
     assert min(times) - slack <= got.score <= max(times) + slack
+
+
+def test_compliance_expressions_are_read_never_evaluated() -> None:
+    cmps = mlperf_logging_meta.comparisons(
+        "(0.0 <= v['value']['FID'] <= 90.0) and __import__('os').system('false') == 0", {}
+    )
+    assert cmps == [("FID", ">=", 0.0), ("FID", "<=", 90.0)]
+    assert mlperf_logging_meta.comparisons("s['x'] = 1", {}) == []  # a statement: no bound
+    state = {"target_accuracy": 0.75}
+    assert mlperf_logging_meta.comparisons("v['value'] >= s['target_accuracy']", state) == [
+        ("", ">=", 0.75)
+    ]

@@ -6,10 +6,10 @@ later) and the ``:::MLL <seconds> <key>: {json}`` lines of v0.6. Lines may carry
 (``0: ``, ``[1,0]<stdout>:``) and may be mixed with any other output; see
 :mod:`aibench.parsers._mlperf_mllog` for the line rules.
 
-Tested on published results of MLPerf Training v0.6, v1.1, v4.0, v4.1 and v5.0 (resnet,
-maskrcnn, ssd / retinanet, stable_diffusion, llama2_70b_lora, gpt3, gnn / rgat,
-transformer, llama31_405b), of MLPerf HPC v1.0 (cosmoflow, oc20) and on logs written with
-mlperf-logging 4.1.68 (ruleset 6.0.0, llama31_8b).
+Tested on published results of MLPerf Training v0.6, v0.7, v1.1, v4.0, v4.1, v5.0 and
+v5.1 (resnet, maskrcnn, ssd / retinanet, stable_diffusion, llama2_70b_lora, gpt3,
+gnn / rgat, gnmt, transformer, llama31_405b, llama31_8b), of MLPerf HPC v1.0 (cosmoflow,
+oc20) and on logs written with mlperf-logging 4.1.68 (ruleset 6.0.0, llama31_8b).
 
 Emits (tool ``mlperf-training``):
 
@@ -21,16 +21,24 @@ Emits (tool ``mlperf-training``):
   ``eval_target`` key is logged; none of the tested logs has one: the targets live in
   the compliance rules, not in the log). A submission fact that is not logged is a Fact
   with value None and a reason.
+* Facts ``quality_metric`` (the rules' name of the metric: ``log perplexity``,
+  ``BLEU``, ``mAP``; value None with a reason where the rules name none) and
+  ``quality_direction`` (``higher`` / ``lower`` is better, from mlperf-logging's closed
+  compliance configs), dims ``key`` (eval_accuracy / eval_error) and ``metric`` for a
+  value with parts, one pair per quality value logged (:func:`aibench.mlperf_rules.quality`).
 * Measurements: ``time_to_train`` (ms; run_stop.time_ms - run_start.time_ms, computed
-  exactly; dims ``status`` when known), ``eval_accuracy`` (unit ``ratio`` as logged: an
-  accuracy, a loss, a perplexity or FID/CLIP score, whatever the benchmark's quality
-  metric is; one record per eval_accuracy event; dims ``epoch_num``, ``samples_count``,
-  ``metric`` from the event's metadata where present; an event whose value is an object
-  of numbers, as maskrcnn's ``{"BBOX": 0.377, "SEGM": 0.339}``, gives one record per
-  entry with the entry's name as the ``metric`` dim), ``eval_error`` (the same, for the
-  ``eval_error`` events of MLPerf HPC logs: cosmoflow logs it, often beside
-  eval_accuracy, and oc20 logs only it; unit ``ratio`` as logged, whatever the error's
-  own unit), ``global_batch_size`` and
+  exactly; dims ``status`` when known), ``eval_accuracy`` (one record per eval_accuracy
+  event; dims ``epoch_num``, ``samples_count``, ``metric`` from the event's metadata
+  where present; an event whose value is an object of numbers, as maskrcnn's
+  ``{"BBOX": 0.377, "SEGM": 0.339}``, gives one record per entry with the entry's name as
+  the ``metric`` dim), ``eval_error`` (the same, for the ``eval_error`` events of MLPerf
+  HPC logs: cosmoflow logs it, often beside eval_accuracy, and oc20 logs only it). Their
+  unit is the benchmark's: ``ratio`` where mlperf-logging bounds the value by 1 (an
+  accuracy, mAP, AUC, v0.7+ BLEU), ``%`` for the v0.6 BLEU of gnmt and transformer
+  (0-100), ``score`` (converts to nothing) for a loss, a log perplexity, FID, or a scale
+  nothing establishes (an unknown benchmark, a v0.6 log of another benchmark). So
+  BLEU 25.33 is 0.2533 as a ratio, never 2533 %. The lookup reads the installed
+  mlperf-logging's package data (cached; same input, same output); ``global_batch_size`` and
   ``train_samples`` (count; the first one logged; a one-element list such as
   Graphcore's ``[3259535]`` is read as its element).
 * ``log_problems`` (count) and a Fact ``log_problem`` (the first problem, with its
@@ -57,6 +65,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from aibench import mlperf_rules
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Fact, FrozenDims, Measurement
 from aibench.parsers import Parser, Record
@@ -142,15 +151,46 @@ def _records(
     meas: list[Record] = []
     meas += _count("global_batch_size", _first(events, ("global_batch_size",)), problems)
     meas += _count("train_samples", _first(events, ("train_samples",)), problems)
+    bench = _first(events, _SUBMISSION[0][1])
+    benchmark = bench.value if bench is not None and isinstance(bench.value, str) else ""
+    seen: dict[str, mlperf_rules.Quality] = {}
     for ev in events:
         if ev.key in _QUALITY:
-            meas += _quality(ev, problems)
-    return facts + meas, start, stop
+            meas += _quality(ev, problems, benchmark, seen)
+    return facts + _quality_facts(benchmark, seen) + meas, start, stop
 
 
-def _quality(ev: Event, problems: list[Problem]) -> list[Record]:
+def _quality_facts(benchmark: str, seen: dict[str, mlperf_rules.Quality]) -> list[Record]:
+    """``quality_metric`` and ``quality_direction`` of each quality value that was logged."""
+    out: list[Record] = []
+    for where, q in seen.items():
+        key, part = where.split(":", 1)
+        dims = FrozenDims({"key": key, **({"metric": part} if part else {})})
+        why = f"the MLPerf rules name no quality metric for {benchmark!r}"
+        out.append(Fact(TOOL, "quality_metric", q.name or None, None, dims, "" if q.name else why))
+        if q.direction:
+            out.append(Fact(TOOL, "quality_direction", q.direction, None, dims))
+        else:
+            out.append(
+                Fact(
+                    TOOL,
+                    "quality_direction",
+                    None,
+                    None,
+                    dims,
+                    f"mlperf-logging's compliance rules give no single direction for {benchmark!r}",
+                )
+            )
+    return out
+
+
+def _quality(
+    ev: Event, problems: list[Problem], benchmark: str, seen: dict[str, mlperf_rules.Quality]
+) -> list[Record]:
     """One record per quality value; a dict value (maskrcnn's {"BBOX": .., "SEGM": ..})
-    gives one record per entry, its key as the ``metric`` dim."""
+    gives one record per entry, its key as the ``metric`` dim. The unit is the
+    benchmark's (:func:`aibench.mlperf_rules.quality`): ``ratio`` for a fraction, ``%``
+    for v0.6 BLEU, ``score`` for a loss, a log perplexity or an unknown scale."""
     dims = scalar_dims(ev.metadata, _EVAL_DIMS)
     if isinstance(ev.value, dict) and ev.value and "metric" not in dims:
         items = [(str(k), v) for k, v in ev.value.items()]
@@ -164,8 +204,18 @@ def _quality(ev: Event, problems: list[Problem]) -> list[Record]:
             problems.append(Problem(ev.line, f"{what} is not a finite number: {raw!r}"))
             continue
         d = {**dims, "metric": name} if name else dims
-        out.append(Measurement(tool=TOOL, metric=ev.key, value=v, unit="ratio", dims=FrozenDims(d)))
+        part = str(d.get("metric", ""))
+        q = _lookup(benchmark, ev.key, part, ev.form == "MLL")
+        if q.source or q.name:
+            seen.setdefault(f"{ev.key}:{part}", q)
+        out.append(Measurement(tool=TOOL, metric=ev.key, value=v, unit=q.unit, dims=FrozenDims(d)))
     return out
+
+
+def _lookup(benchmark: str, key: str, part: str, legacy: bool) -> mlperf_rules.Quality:
+    if not benchmark:
+        return mlperf_rules.Quality("", part, "", mlperf_rules.SCORE, "")
+    return mlperf_rules.quality(benchmark, part, key=key, legacy=legacy)
 
 
 def _problem_records(problems: list[Problem]) -> list[Record]:

@@ -10,10 +10,12 @@ file's facts absent with the reason). Facts:
   (count, from /sys/devices/system/node/online), ``numa_cpulist`` (dims ``numa_node``),
   ``governor`` (cpufreq scaling governor of cpu0; absent where cpufreq is not exposed);
 * source ``memory``: ``total`` (GiB), ``hugepages_total`` (count), ``hugepage_size`` (KiB);
-* source ``kernel``: ``release`` (= ``uname -r``); source ``os``: ``pretty_name``;
+* source ``kernel``: ``release`` (= ``uname -r``); source ``os``: ``pretty_name``, ``id``,
+  ``version_id`` and ``release`` (``ID VERSION_ID`` of /etc/os-release: ``ubuntu 22.04``);
   source ``host``: ``hostname``;
 * source ``sysctl``: ``vm.swappiness``, ``vm.zone_reclaim_mode``, ``vm.max_map_count``,
-  ``kernel.numa_balancing`` (int);
+  ``kernel.numa_balancing``, ``net.core.rmem_max``, ``net.core.wmem_max`` (int),
+  ``net.ipv4.tcp_rmem``, ``net.ipv4.tcp_wmem`` (text: min default max, one space apart);
 * source ``thp``: ``enabled``, ``defrag`` (the selected value: always | madvise | never ...);
 * source ``limits``: ``nofile_soft``, ``nofile_hard``, ``memlock_soft``, ``memlock_hard``
   (int, or the text ``unlimited``; of the processes the executor starts);
@@ -64,6 +66,10 @@ NODE_FILES: tuple[str, ...] = (
     "/proc/sys/vm/zone_reclaim_mode",
     "/proc/sys/vm/max_map_count",
     "/proc/sys/kernel/numa_balancing",
+    "/proc/sys/net/core/rmem_max",
+    "/proc/sys/net/core/wmem_max",
+    "/proc/sys/net/ipv4/tcp_rmem",
+    "/proc/sys/net/ipv4/tcp_wmem",
     "/sys/kernel/mm/transparent_hugepage/enabled",
     "/sys/kernel/mm/transparent_hugepage/defrag",
     "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
@@ -85,6 +91,10 @@ _SINGLE: dict[str, tuple[str, str, str]] = {
     "/proc/sys/vm/zone_reclaim_mode": ("sysctl", "vm.zone_reclaim_mode", "int"),
     "/proc/sys/vm/max_map_count": ("sysctl", "vm.max_map_count", "int"),
     "/proc/sys/kernel/numa_balancing": ("sysctl", "kernel.numa_balancing", "int"),
+    "/proc/sys/net/core/rmem_max": ("sysctl", "net.core.rmem_max", "int"),
+    "/proc/sys/net/core/wmem_max": ("sysctl", "net.core.wmem_max", "int"),
+    "/proc/sys/net/ipv4/tcp_rmem": ("sysctl", "net.ipv4.tcp_rmem", "words"),
+    "/proc/sys/net/ipv4/tcp_wmem": ("sysctl", "net.ipv4.tcp_wmem", "words"),
     "/sys/kernel/mm/transparent_hugepage/enabled": ("thp", "enabled", "choice"),
     "/sys/kernel/mm/transparent_hugepage/defrag": ("thp", "defrag", "choice"),
     "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": ("cpu", "governor", "str"),
@@ -107,7 +117,12 @@ _MULTI: dict[str, list[tuple[str, str, str | None]]] = {
         ("memory", "hugepages_total", "count"),
         ("memory", "hugepage_size", "KiB"),
     ],
-    "/etc/os-release": [("os", "pretty_name", None)],
+    "/etc/os-release": [
+        ("os", "pretty_name", None),
+        ("os", "id", None),
+        ("os", "version_id", None),
+        ("os", "release", None),
+    ],
     "/sys/devices/system/node/online": [("cpu", "numa_nodes", "count")],
     "/proc/self/limits": [
         ("limits", "nofile_soft", None),
@@ -228,6 +243,29 @@ def _meminfo(lines: list[tuple[int, str]]) -> list[Fact]:
     return out
 
 
+def _os_release(lines: list[tuple[int, str]]) -> list[Fact]:
+    """PRETTY_NAME, ID, VERSION_ID and ``release`` = "ID VERSION_ID" ("ubuntu 22.04")."""
+    keys: dict[str, str] = {}
+    for _, ln in lines:
+        k, sep, v = ln.partition("=")
+        if sep and k.strip() in ("PRETTY_NAME", "ID", "VERSION_ID"):
+            keys[k.strip()] = v.strip().strip('"').strip("'")
+    out = []
+    for key, name in (("PRETTY_NAME", "pretty_name"), ("ID", "id"), ("VERSION_ID", "version_id")):
+        got = keys.get(key) or None
+        out.append(Fact("os", name, got, reason="" if got else f"/etc/os-release has no {key}"))
+    both = keys.get("ID") and keys.get("VERSION_ID")
+    out.append(
+        Fact(
+            "os",
+            "release",
+            f"{keys['ID']} {keys['VERSION_ID']}" if both else None,
+            reason="" if both else "/etc/os-release lacks ID or VERSION_ID",
+        )
+    )
+    return out
+
+
 def _limits(lines: list[tuple[int, str]]) -> list[Fact]:
     out = []
     for _, line in lines:
@@ -303,6 +341,8 @@ def parse_node_files(text: str) -> list[Fact]:
                         "node-files", f"{path}: no [selected] value in {raw!r}", line=lineno
                     )
                 value = m.group(1)
+            elif kind == "words":  # "4096\t131072\t6291456": min default max, one space
+                value = " ".join(raw.split())
             else:
                 value = raw.strip()
             out.append(Fact(source, name, value))
@@ -315,22 +355,7 @@ def parse_node_files(text: str) -> list[Fact]:
         elif path == "/proc/meminfo":
             out.extend(_meminfo(lines))
         elif path == "/etc/os-release":
-            pretty = next(
-                (
-                    ln.split("=", 1)[1].strip().strip('"')
-                    for _, ln in lines
-                    if ln.startswith("PRETTY_NAME=")
-                ),
-                None,
-            )
-            out.append(
-                Fact(
-                    "os",
-                    "pretty_name",
-                    pretty,
-                    reason="" if pretty else "/etc/os-release has no PRETTY_NAME",
-                )
-            )
+            out.extend(_os_release(lines))
         elif path == "/sys/devices/system/node/online":
             out.append(Fact("cpu", "numa_nodes", _count_ranges(lines[0][1]), "count"))
         elif path == "/proc/self/limits":

@@ -40,14 +40,19 @@ run_stop - run_start, dims ``benchmark``, ``status``) and the Facts ``compliance
 (``passed`` / ``failed``, the checker's first complaint as the reason) and ``status``.
 Per benchmark: Measurement ``score`` (ms, dim ``benchmark``: the mean after dropping the
 fastest and slowest, one non-converged run counting as the slowest), Facts
-``runs_required`` (from the rules of ``ruleset``), ``runs`` and ``runs_satisfied``,
+``runs_required`` (from mlperf-logging's benchmark_meta for ``ruleset``), ``runs`` and
+``runs_satisfied``, ``quality_target`` (per quality value, dims ``key`` and ``metric``: the
+target of the ruleset's closed compliance config, in the unit the parser gives the
+values, its name and direction in the reason),
 ``score_valid`` (False with the reason: too few runs, too many non-converged ...),
 ``mlperf_logging_version`` (the checker's package). A run
 that fails compliance makes the step fail with the checker's reason (what was measured is
 kept as evidence). mlperf-logging comes with the ``mlperf`` extra; where it is not
 installed, the reason says so and names the extra (the checker never runs in-process).
 
-Tested with mlperf-logging 4.1.68 (training rulesets 6.0.0) on a CPU training loop.
+Rulesets: those the installed mlperf-logging has compliance rules for (4.1.68: 0.6.0 to
+6.1.0). Tested with mlperf-logging 4.1.68 (training rulesets 6.0.0) on a CPU training loop
+and with its checker on a published 5.1 llama31_8b log (ruleset 5.1.0).
 """
 
 from __future__ import annotations
@@ -325,6 +330,7 @@ class MlperfTrainingRunner:
         if required is not None:
             short = "" if n >= required else f"{n} runs, the rules ask for {required}"
             out.append(Fact(TOOL, "runs_satisfied", n >= required, None, dims, reason=short))
+        out += _quality_target(benchmark, ruleset, dims)
         drop = mlperf_rules.drop_count(benchmark)
         scored = mlperf_rules.olympic_score(times, converged, drop=drop)
         if scored.valid and scored.score is not None:
@@ -337,6 +343,30 @@ class MlperfTrainingRunner:
             Fact(TOOL, "score_valid", complete.valid and len(times) == n, None, dims, reason=reason)
         )
         return out
+
+
+def _quality_target(benchmark: str, ruleset: str, dims: FrozenDims) -> list[Record]:
+    """Fact ``quality_target`` per quality value: the target of ``ruleset``'s closed
+    compliance config (mlperf-logging), with the metric's name, unit and direction."""
+    from aibench import mlperf_logging_meta
+
+    try:
+        found = mlperf_logging_meta.bounds(benchmark, ruleset)
+    except mlperf_logging_meta.MetaError as exc:
+        return [Fact(TOOL, "quality_target", None, None, dims, reason=str(exc))]
+    parts = {(b.key, b.part) for b in found if b.targets}
+    if not parts:
+        why = f"no quality target for {benchmark} in mlperf-logging's {ruleset} rules"
+        return [Fact(TOOL, "quality_target", None, None, dims, reason=why)]
+    out: list[Record] = []
+    for key, part in sorted(parts):
+        q = mlperf_rules.quality(benchmark, part, key=key, ruleset=ruleset)
+        d = FrozenDims({**dims, "key": key, **({"metric": part} if part else {})})
+        target = q.targets[0] if len(q.targets) == 1 else None
+        where = f"{q.name or key} {q.direction} is better; {q.source}"
+        reason = where if target is not None else f"several targets {q.targets}: {where}"
+        out.append(Fact(TOOL, "quality_target", target, q.unit, d, reason=reason))
+    return out
 
 
 @dataclass(frozen=True)

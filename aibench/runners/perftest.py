@@ -162,6 +162,10 @@ class PerftestOptions(Strict):
         lat = self.test.endswith("_lat")
         if lat and (self.qps is not None or self.bidirectional):
             raise ValueError(f"{self.test} takes no qps (-q) or bidirectional (-b)")
+        # perftest 4.5: "Message size cannot be changed for Atomic tests" (exit 1); their
+        # --help lists neither -a nor -s
+        if self.test.startswith("ib_atomic") and (self.size is not None or self.all_sizes):
+            raise ValueError(f"{self.test} has a fixed 8-byte message: drop size / all_sizes")
         return self
 
 

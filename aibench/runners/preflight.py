@@ -8,6 +8,7 @@ label          argv                                                        parse
 =============  ==========================================================  ================
 files          ``grep -H '' /proc/cpuinfo /proc/meminfo ...`` (NODE_FILES)  node-files
 disks          ``lsblk -J -b -d -o NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA``     lsblk-json
+system-disk    ``lsblk -J -b -o NAME,TYPE,SIZE,TRAN,ROTA,MOUNTPOINT``       lsblk-tree
 mount-N        ``findmnt -J -b -o ... -T DIR`` per inventory ``data_dirs``  findmnt-json
 tools          ``sh -c TOOLS_SCRIPT`` (versions, container tools, NCCL)    tool-versions
 gpu-q          ``nvidia-smi -q``                                            nvidia-smi-q
@@ -50,6 +51,7 @@ from aibench.tools import Consistent, Traits
 
 CLOCK_FIELDS = "index,pci.bus_id,clocks_event_reasons.active,clocks_event_reasons.supported"
 LSBLK_COLUMNS = "NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA"
+LSBLK_TREE_COLUMNS = "NAME,TYPE,SIZE,TRAN,ROTA,MOUNTPOINT"
 FINDMNT_COLUMNS = "TARGET,SOURCE,FSTYPE,SIZE,AVAIL"
 _DIR = re.compile(r"^/[A-Za-z0-9_./+@=,-]*$")
 
@@ -57,6 +59,7 @@ _DIR = re.compile(r"^/[A-Za-z0-9_./+@=,-]*$")
 _KEY_FACTS: dict[str, tuple[tuple[str, str], ...]] = {
     "files": (("kernel", "release"),),
     "disks": (("disk", "count"),),
+    "system-disk": (("system_disk", "size"),),
     "mount": (("mount", "target"),),
     "tools": (("tool-version", "fio"),),
     "gpu-q": (
@@ -85,7 +88,9 @@ class PreflightOptions(Strict):
     )
     kernel_log: bool = Field(True, description="count NVIDIA Xid events in dmesg")
     disks: bool = Field(
-        True, description="list disks (lsblk) and the mounts of data_dirs (findmnt)"
+        True,
+        description="list disks (lsblk), the system disk (the one holding /) and the mounts "
+        "of data_dirs (findmnt)",
     )
     tools: bool = Field(True, description="benchmark tool versions, container runtimes, NCCL")
     timeout: Annotated[float, Field(gt=0)] = Field(60.0, description="seconds per fact command")
@@ -165,6 +170,8 @@ class PreflightRunner:
             cmds.append(
                 ("disks", ("lsblk", "-J", "-b", "-d", "-o", LSBLK_COLUMNS), "lsblk-json", t)
             )
+            tree = ("lsblk", "-J", "-b", "-o", LSBLK_TREE_COLUMNS)
+            cmds.append(("system-disk", tree, "lsblk-tree", t))
             for i, d in enumerate(_data_dirs(node)):
                 argv = ("findmnt", "-J", "-b", "-o", FINDMNT_COLUMNS, "-T", d)
                 cmds.append((f"mount-{i}", argv, "findmnt-json", t))

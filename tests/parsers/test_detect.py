@@ -14,7 +14,14 @@ from tests.golden import FIXTURES, cases
 # (``grep -H '' /proc/...``, ``lsblk -J``, ``findmnt -J``, the ``@@ tool`` version script,
 # ``dmesg``); the preflight always names the parser, and a kernel log without an Xid line
 # carries nothing that says "dmesg". ``aibench parse auto`` does not guess them.
-NOT_DETECTED = {"node-files", "lsblk-json", "findmnt-json", "tool-versions", "dmesg-xid"}
+NOT_DETECTED = {
+    "node-files",
+    "lsblk-json",
+    "lsblk-tree",
+    "findmnt-json",
+    "tool-versions",
+    "dmesg-xid",
+}
 # Parsers of a fork whose output is its parent's format: auto detection names the parent,
 # whose reader they use (an RCCL-tests log is a valid NCCL-tests log).
 READ_AS = {"rccl-tests": "nccl-tests"}

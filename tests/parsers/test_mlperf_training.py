@@ -76,6 +76,8 @@ def test_success_facts_of_resnet() -> None:
         "platform": "8xNVIDIA DGX H100",
         "division": "closed",
         "status": "success",
+        "quality_metric": "top-1 classification accuracy",
+        "quality_direction": "higher",
     }
 
 
@@ -340,3 +342,57 @@ def test_v07_time_s_seconds_are_read_as_exact_milliseconds() -> None:
     assert by["time_to_train"].value == 1593420741703 - 1593420638864  # exact, in ms
     assert by["eval_accuracy"].value == 0.01723
     assert facts(recs)["status"] == "success"
+
+
+# ---- the unit of a quality value is its benchmark's (issue: BLEU 25.33 is not 2533 %)
+
+
+def test_v06_bleu_on_the_0_100_scale_is_percent_and_equals_the_v07_fraction() -> None:
+    v06 = parse(text(FIX / "v0.6_Google_tpu-v3-32_gnmt_result_0_BLEU_0_100.txt"))
+    last = metric(v06, "eval_accuracy")[-1]
+    assert (last.value, last.unit, facts(v06)["quality_metric"]) == (24.1, "%", "SacreBLEU")
+    assert units.convert(last.value, last.unit, "ratio") == pytest.approx(0.241)
+    v07 = parse(text(FIX / "v0.7_DellEMC_C4140_transformer_result_0_BLEU_fraction.txt"))
+    final = metric(v07, "eval_accuracy")[-1]
+    # the same log prints the tool's own "bleu_score=25.2633" beside the logged fraction
+    assert (final.value, final.unit) == (0.2526334226131439, "ratio")
+    assert units.convert(final.value, final.unit, "%") == pytest.approx(25.26334226)
+    assert facts(v07)["quality_metric"] == "BLEU"
+    assert facts(v07)["quality_direction"] == "higher"
+
+
+@pytest.mark.parametrize(
+    ("case", "unit", "name", "direction"),
+    [
+        ("v5.1_AMD_MI355X_llama31_8b_result_0.txt", "score", "log perplexity", "lower"),
+        ("v4.0_Google_tpu-v5p-1024_maxtext_gpt3_result_0.txt", "score", "log perplexity", "lower"),
+        ("v4.0_NVIDIA_eos_n8_nemo_llama2_70b_lora_result_0.txt", "score", "eval loss", "lower"),
+        (
+            "v5.0_GigaComputing_G893-SD1_dgl_rgat_result_0.txt",
+            "ratio",
+            "classification accuracy",
+            "higher",
+        ),
+        (
+            "v1.1_Graphcore_ipu-pod128_popart_bert_result_1_train_samples_list.txt",
+            "ratio",
+            "masked-LM accuracy",
+            "higher",
+        ),
+    ],
+)
+def test_quality_unit_name_and_direction_per_benchmark(
+    case: str, unit: str, name: str, direction: str
+) -> None:
+    recs = parse(text(FIX / case))
+    assert {m.unit for m in metric(recs, "eval_accuracy")} == {unit}
+    assert facts(recs)["quality_metric"] == name
+    assert facts(recs)["quality_direction"] == direction
+
+
+def test_a_log_perplexity_cannot_be_judged_as_a_percentage() -> None:
+    recs = parse(text(FIX / "v5.1_AMD_MI355X_llama31_8b_result_0.txt"))
+    last = metric(recs, "eval_accuracy")[-1]
+    assert last.value < 3.3  # reached the 5.1 target of 3.3 log perplexity
+    with pytest.raises(units.UnitError):
+        units.convert(last.value, last.unit, "%")

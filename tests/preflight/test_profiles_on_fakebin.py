@@ -81,13 +81,18 @@ def test_seed_reference_on_a_training_and_an_inference_node(tmp_path: Path) -> N
     assert v.outcome is (Outcome.PASS if swap == 10 else Outcome.FAIL)
     mem = fact(run, "memory", "total", "node-0")
     cores = fact(run, "cpu", "cores", "node-0")
+    threads = fact(run, "cpu", "threads", "node-0")
     assert isinstance(mem, float)
     assert isinstance(cores, int)
+    assert isinstance(threads, int)
+    # the guide's §3.1 floors; memory x 0.95 for MemTotal
     floors = {
-        ("training-memory", "node-0"): (mem, 972.8),
-        ("training-cores", "node-0"): (cores, 64),
-        ("inference-memory", "node-1"): (mem, 486.4),
-        ("inference-cores", "node-1"): (cores, 32),
+        ("training-memory", "node-0"): (mem, 60.8),
+        ("training-cores", "node-0"): (cores, 24),
+        ("training-threads", "node-0"): (threads, 48),
+        ("inference-memory", "node-1"): (mem, 30.4),
+        ("inference-cores", "node-1"): (cores, 16),
+        ("inference-threads", "node-1"): (threads, 32),
     }
     for key, (value, floor) in floors.items():
         v = got[key]
@@ -95,6 +100,35 @@ def test_seed_reference_on_a_training_and_an_inference_node(tmp_path: Path) -> N
         assert v.outcome is (Outcome.PASS if value >= floor else Outcome.FAIL), v
         if v.outcome is Outcome.FAIL:
             assert f"expected >= {floor:g}" in v.reason
+    # §3.1 system disk: this machine's disk holding / (lsblk), against NVMe and 1 TB
+    sizes = [
+        f.value for f in run.facts if (f.source, f.name) == ("system_disk", "size") and
+        "node-0" in f.nodes
+    ]  # fmt: skip
+    v = got[("system-disk-size", "node-0")]
+    ok = bool(sizes) and all(isinstance(x, int) and x >= 10**12 for x in sizes)
+    assert v.outcome is (Outcome.PASS if ok else Outcome.FAIL), v
+    trans = {
+        f.value for f in run.facts
+        if (f.source, f.name) == ("system_disk", "transport") and "node-0" in f.nodes
+    }  # fmt: skip
+    v = got[("system-disk-nvme", "node-0")]
+    assert v.outcome is (Outcome.PASS if trans == {"nvme"} else Outcome.FAIL), v
+    # §4.1: governor, container tools, OS (advice: WARN); §7.2 ECC; §3.3 thermal (WARN)
+    gov = fact(run, "cpu", "governor", "node-0")
+    v = got[("cpu-governor", "node-0")]
+    assert v.outcome is (Outcome.PASS if gov == "performance" else Outcome.FAIL), v
+    for check, tool in (("docker", "docker"), ("nvidia-container-toolkit", "nvidia-container-cli")):
+        present = fact(run, "tool-path", tool, "node-0") is not None
+        assert got[(check, "node-0")].outcome is (Outcome.PASS if present else Outcome.FAIL)
+    release = fact(run, "os", "release", "node-0")
+    v = got[("os-release", "node-0")]
+    assert v.outcome is (Outcome.PASS if release in ("ubuntu 22.04", "centos 8") else Outcome.WARN)
+    # the H100 capture: persistence and ECC on, no thermal slowdown, HCA ports at 400
+    for check in ("gpu-persistence", "gpu-ecc", "gpu-no-thermal-slowdown", "hca-port-rate"):
+        assert got[(check, "node-0")].outcome is Outcome.PASS, got[(check, "node-0")]
+    # the H100 capture is one GPU: no NVLink in the node, which never passes
+    assert got[("nvlink-in-node", "node-0")].outcome is Outcome.MISSING
     # each node is judged by its own role's floors only
     assert ("training-memory", "node-1") not in got
     assert ("inference-cores", "node-0") not in got
@@ -135,7 +169,7 @@ def test_seed_reference_on_a_training_only_cluster(tmp_path: Path) -> None:
 def test_seed_reference_on_an_unlabelled_cluster_is_missing(tmp_path: Path) -> None:
     _, run = preflight(tmp_path, "--spec", "seed-reference", labels=[{}, {"rack": "r1"}])
     roles = [v for v in run.verdicts if v.check.startswith(("training-", "inference-"))]
-    assert len(roles) == 4
+    assert len(roles) == 6
     assert {v.outcome for v in roles} == {Outcome.MISSING}
     assert "no node of the inventory has a role label" in roles[0].reason
 

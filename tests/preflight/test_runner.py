@@ -75,6 +75,7 @@ def test_invocations_are_argv_lists_without_shell_strings_from_the_inventory() -
     assert kinds == [
         "files",
         "disks",
+        "system-disk",
         "mount-0",
         "tools",
         "gpu-q",
@@ -90,9 +91,10 @@ def test_invocations_are_argv_lists_without_shell_strings_from_the_inventory() -
         if argv[0] == "sh":
             assert "gpu01" not in argv[2]
             assert "/data/nvme0" not in argv[2]
-    mount = invs[2].client.argv
+    assert invs[2].client.argv == ("lsblk", "-J", "-b", "-o", "NAME,TYPE,SIZE,TRAN,ROTA,MOUNTPOINT")
+    mount = invs[3].client.argv
     assert mount[-2:] == ("-T", "/data/nvme0")
-    assert invs[7].client.argv == ("dcgmi", "diag", "-r", "1")
+    assert invs[8].client.argv == ("dcgmi", "diag", "-r", "1")
 
 
 def test_bad_data_dir_is_refused_at_plan_time() -> None:
@@ -158,6 +160,35 @@ def test_this_machine_disks_match_lsblk(local_results: list[StepResult]) -> None
     assert fact(local_results, "disk", "count").value == len(disks)
     for d in disks:
         assert isinstance(fact(local_results, "disk", "size", device=d).value, int)
+
+
+def test_this_machine_system_disk_is_the_disk_findmnt_names_for_root(
+    local_results: list[StepResult],
+) -> None:
+    """The disk the preflight calls the system disk holds the source findmnt gives for /."""
+    src = subprocess.run(
+        ["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    count = fact(local_results, "system_disk", "count").value
+    if not src.startswith("/dev/"):  # overlay or network root: no system disk, said so
+        assert count == 0
+        assert "no block device holds /" in fact(local_results, "system_disk", "size").reason
+        return
+    top = subprocess.run(
+        ["lsblk", "-n", "-s", "-o", "NAME,TYPE", src], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    disks = {
+        ln.split()[0].lstrip("`|-\u2514\u2500\u251c\u2502 ") for ln in top if ln.endswith("disk")
+    }
+    assert isinstance(count, int)
+    assert count == len(disks) >= 1
+    for d in disks:
+        size = fact(local_results, "system_disk", "size", device=d).value
+        assert size == int(
+            subprocess.run(
+                ["lsblk", "-dnb", "-o", "SIZE", f"/dev/{d}"], capture_output=True, text=True
+            ).stdout
+        )
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")

@@ -4,8 +4,11 @@ Started in place of an nccl-tests binary (a small wrapper script named like the 
 e.g. ``all_reduce_perf``, execs this file with ``--fixture FILE --binary NAME``, then the
 argv the runner built). It:
 
-* checks the nccl-tests options it is given the way the real binary reads them (unknown
-  options and missing values are an error, exit 2), so the runner's argv is exercised;
+* accepts only the options of nccl-tests 2.17.10, read from the "Arguments" list of its
+  README at that tag (tests/fixtures/tool-help/nccl-tests/, source in SOURCES.md): a short
+  (``-b 32M``) or long (``--minbytes 32M``, ``--minbytes=32M``) option the list names,
+  each with its value; anything else, or a missing value, is an error (exit 2), so a
+  runner that builds an option the tool lacks fails its tests;
 * on rank 0 (``OMPI_COMM_WORLD_RANK`` or ``SLURM_PROCID``; 0 when run alone) prints
   the block of the captured log whose ``# Collective test starting:`` line names the
   binary (the whole log when it names none), and writes the JSON fixture to
@@ -21,12 +24,29 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import sys
 from pathlib import Path
 
-# nccl-tests 2.17 short options that take a value, and the flags we accept.
-_VALUED = set("tgbefinwmpcodrzyTGaCRJSMNDx")
+HELP = (
+    Path(__file__).resolve().parent.parent
+    / "fixtures"
+    / "tool-help"
+    / "nccl-tests"
+    / "README_arguments_v2.17.10.md"
+)
+# one README entry: `-b,--minbytes <min size in bytes>` (every nccl-tests option takes a value)
+_ENTRY = re.compile(r"`-([A-Za-z]),--([A-Za-z_]+) <")
+
+
+def options(text: str) -> dict[str, str]:
+    """'-b' and '--minbytes' -> 'b', for every option the argument list names."""
+    out: dict[str, str] = {}
+    for short, long in _ENTRY.findall(text):
+        out[f"-{short}"] = short
+        out[f"--{long}"] = short
+    return out
 
 
 def rank_and_size() -> tuple[int, int]:
@@ -46,18 +66,25 @@ def netns() -> str:
         return socket.gethostname()
 
 
-def read_args(argv: list[str]) -> dict[str, str]:
+def read_args(argv: list[str], known: dict[str, str] | None = None) -> dict[str, str]:
+    """The options of ``argv`` by short letter; exit 2 on one nccl-tests does not have."""
+    known = options(HELP.read_text(encoding="utf-8")) if known is None else known
     opts: dict[str, str] = {}
     i = 0
     while i < len(argv):
         a = argv[i]
-        if len(a) != 2 or a[0] != "-" or a[1] not in _VALUED:
-            print(f"replay: unknown option {a!r}", file=sys.stderr)
+        name, eq, inline = a.partition("=") if a.startswith("--") else (a, "", "")
+        if name not in known:
+            print(f"replay: unknown option {a!r} (not in nccl-tests 2.17.10)", file=sys.stderr)
             sys.exit(2)
+        if eq:
+            opts[known[name]] = inline
+            i += 1
+            continue
         if i + 1 >= len(argv):
             print(f"replay: option {a} needs a value", file=sys.stderr)
             sys.exit(2)
-        opts[a[1]] = argv[i + 1]
+        opts[known[name]] = argv[i + 1]
         i += 2
     return opts
 

@@ -1,9 +1,13 @@
 """A REPLAY of real captured perftest reports, for tests only (this machine has no RDMA).
 
 Started in place of a perftest binary (a wrapper named like it, e.g. ``ib_send_bw``,
-execs this file with ``--server-fixture FILE --client-fixture FILE``, then the argv the
-runner built). It reads the perftest options the way the tool does (unknown ones exit 2)
-and plays both roles over real TCP, like perftest's out-of-band exchange:
+execs this file with ``--binary NAME --server-fixture FILE --client-fixture FILE``, then
+the argv the runner built). It accepts only the options that the real ``NAME --help``
+lists (perftest 4.5-0.17 of Debian 12, captured in tests/fixtures/tool-help/perftest/;
+an option takes a value when the help shows ``=<...>`` or perftest's getopt string gives
+its letter a ``:``), exits 2 on any other, so a runner that builds an option the tool
+lacks fails its tests, and plays both roles over real TCP, like perftest's out-of-band
+exchange:
 
 * server (no address argument): listens on ``-p PORT`` on every address, prints
   perftest's "Waiting for client to connect..." banner, accepts one client, then prints
@@ -24,8 +28,13 @@ import socket
 import sys
 from pathlib import Path
 
-_VALUED = {"-d", "-i", "-x", "-p", "-s", "-n", "-D", "-q", "--out_json_file"}
-_FLAGS = {"-a", "-b", "-F", "-R", "--report_gbits", "--out_json"}
+HELP_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "tool-help" / "perftest"
+# the short options that take a value: getopt_long's option string in
+# src/perftest_parameters.c of linux-rdma/perftest at tag v4.5-0.17 (e63987c)
+GETOPT = "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
+_VALUED_LETTERS = {GETOPT[i - 1] for i, ch in enumerate(GETOPT) if ch == ":"}
+# a help line: "  -d, --ib-dev=<dev>  ..." or "      --out_json_file=<file>  ..."
+_LINE = re.compile(r"^\s+(?:-([A-Za-z]), )?--([A-Za-z0-9_-]+)(=\S*)?")
 BANNER = (
     "\n************************************\n"
     "* Waiting for client to connect... *\n"
@@ -33,27 +42,44 @@ BANNER = (
 )
 
 
-def read_args(argv: list[str]) -> tuple[dict[str, str], str | None]:
+def options(help_text: str) -> tuple[set[str], set[str]]:
+    """(valued, flags): the option spellings ``--help`` lists, short and long."""
+    valued: set[str] = set()
+    flags: set[str] = set()
+    for line in help_text.splitlines():
+        m = _LINE.match(line)
+        if m is None:
+            continue
+        short, long, eq = m.groups()
+        takes = bool(eq) or (short is not None and short in _VALUED_LETTERS)
+        names = {f"--{long}"} | ({f"-{short}"} if short else set())
+        (valued if takes else flags).update(names)
+    return valued, flags
+
+
+def read_args(
+    argv: list[str], valued: set[str], flags: set[str]
+) -> tuple[dict[str, str], str | None]:
     opts: dict[str, str] = {}
     address = None
     i = 0
     while i < len(argv):
         a = argv[i]
         name = a.split("=", 1)[0]
-        if name in _VALUED and "=" in a:
+        if name in valued and "=" in a:
             opts[name] = a.split("=", 1)[1]
-        elif name in _VALUED:
+        elif name in valued:
             if i + 1 >= len(argv):
                 print(f"replay: option {a} needs a value", file=sys.stderr)
                 sys.exit(2)
             opts[a] = argv[i + 1]
             i += 1
-        elif a in _FLAGS:
+        elif a in flags:
             opts[a] = ""
         elif not a.startswith("-") and address is None and i == len(argv) - 1:
             address = a
         else:
-            print(f"replay: unknown option {a!r}", file=sys.stderr)
+            print(f"replay: unknown option {a!r} (not in its --help)", file=sys.stderr)
             sys.exit(2)
         i += 1
     return opts, address
@@ -65,11 +91,16 @@ def report(path: str, device: str | None) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
+    ap.add_argument("--binary", required=True)
     ap.add_argument("--server-fixture", required=True)
     ap.add_argument("--client-fixture", required=True)
     ns, rest = ap.parse_known_args()
-    opts, address = read_args(rest)
+    if rest[:1] in (["--version"], ["-V"]):
+        print("replay: --version is not replayed (no perftest version to report)", file=sys.stderr)
+        return 2
+    help_text = (HELP_DIR / f"{ns.binary}--help.txt").read_text(encoding="utf-8")
+    opts, address = read_args(rest, *options(help_text))
     port = int(opts.get("-p", "18515"))
     device = opts.get("-d")
     if address is None:

@@ -63,6 +63,20 @@ def test_the_client_is_the_sequencer_with_the_rules_run_count() -> None:
     assert [s.argv for s in inv.setup] == [("mkdir", "-p", d), ("rm", "-f", f"{d}/runs.json")]
 
 
+@pytest.mark.parametrize(
+    ("benchmark", "ruleset", "runs"),
+    [("llama31_8b", "5.1.0", 10), ("retinanet", "5.1.0", 5), ("qwen35_397b_grpo", "6.1.0", 3)],
+)
+def test_rulesets_the_installed_checker_has_are_accepted(
+    benchmark: str, ruleset: str, runs: int
+) -> None:
+    o = {"benchmark": benchmark, "ruleset": ruleset, "command": ["t"]}
+    (inv,) = plan("mlperf-training", o, [node("g1")], step="t")
+    argv = list(inv.client.argv)
+    assert argv[argv.index("--runs") + 1] == str(runs)
+    assert argv[argv.index("--ruleset") + 1] == ruleset
+
+
 def test_runs_and_stdout_logs() -> None:
     o = {
         "benchmark": "anything",
@@ -140,6 +154,13 @@ def test_three_real_runs_are_checked_timed_and_scored(tmp_path: Path) -> None:
     assert by["score_valid"].reason == "3 runs, the rules need 10"
     assert (raw / "ws.r0.runs.json").is_file()
     assert by["mlperf_logging_version"].value == version("mlperf-logging")
+    # the quality target of the ruleset's closed config, in the unit of the eval values
+    target = by["quality_target"]
+    assert (target.value, target.unit, target.dims["key"]) == (0.80275, "ratio", "eval_accuracy")
+    assert "AUC higher is better; training_6.0.0/closed_dlrm_dcnv2.yaml" in target.reason
+    evals = [m for m in res.measurements if m.metric == "eval_accuracy"]
+    assert evals
+    assert {m.unit for m in evals} == {"ratio"}
     # every process is recorded on the step: the sequencer, each run with its filled-in
     # argv, and each compliance checker run (here, on this machine) with its argv
     roles = [p.role for p in res.processes]
@@ -235,3 +256,18 @@ def test_a_command_that_cannot_start_is_named_for_each_run(tmp_path: Path) -> No
     assert "run 0: no MLLOG file" in res.reason
     assert "exit code 127: cannot start" in res.reason
     assert res.reason.endswith("(and 1 more)")
+
+
+def test_the_checker_judges_a_published_v51_log_under_ruleset_510(tmp_path: Path) -> None:
+    """Ruleset 5.1.0, refused before: the installed checker has its rules and passes a
+    published 5.1 llama31_8b log (the checker runs for real, here)."""
+    import shutil
+
+    from aibench.runners.mlperf_training import compliance
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "mlperf-training"
+    log = tmp_path / "result_0.txt"
+    shutil.copyfile(fixtures / "v5.1_AMD_MI355X_llama31_8b_result_0.txt", log)
+    checked = compliance(log, "5.1.0", tmp_path / "result_0.compliance.log")
+    assert checked.passed, checked.output
+    assert "training_5.1.0/closed_llama31_8b.yaml" in checked.output

@@ -50,6 +50,8 @@ def test_every_pair_and_rail_of_four_hosts(tmp_path: Path, testbed_hosts: TestBe
         bin_dir,
         "ib_send_bw",
         PROGRAMS / "perftest_replay.py",
+        "--binary",
+        "ib_send_bw",
         "--server-fixture",
         str(SERVER),
         "--client-fixture",

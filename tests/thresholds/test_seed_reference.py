@@ -5,11 +5,12 @@
   on a virtual disk, 299344 KiB/s = 306.5 MB/s: FAIL), and on a table value of a fast
   NVMe (6818 MiB/s = 7149 MB/s, the figure of a 1 MiB sequential read of a Gen4 NVMe;
   PASS). The table run is made here, in memory, and says so.
-* The preflight facts (driver, swappiness, memory and core floors per role) as table
-  cases: a 1 TiB node's MemTotal (1056485376 kB = 1007.5 GiB) passes the training floor
-  of 972.8 GiB, a node with a missing 64 GiB DIMM (MemTotal 990,000,000 kB = 944.1 GiB)
-  fails it. The same checks on real captures run end to end in
-  tests/preflight/test_profiles_on_fakebin.py.
+* The preflight facts (driver, swappiness, memory, core and thread floors per role, the
+  guide's §3.1 numbers) as table cases: MemTotal 62.5 GiB (a 64 GiB node) passes the
+  training floor of 60.8 GiB (64 GiB x 0.95), 47 GiB (48 GiB installed) fails it; 31.2 GiB
+  passes the inference floor of 30.4 GiB, 23.54 GiB (this 24 GiB test machine's MemTotal)
+  fails it. The values are table values, not captures. The same checks on real captures
+  run end to end in tests/preflight/test_profiles_on_fakebin.py.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def _facts(node: str, **values: object) -> list[Fact]:
         "swappiness": ("sysctl", "vm.swappiness", None),
         "memory": ("memory", "total", "GiB"),
         "cores": ("cpu", "cores", "count"),
+        "threads": ("cpu", "threads", "count"),
     }
     return [
         Fact(names[k][0], names[k][1], v, names[k][2], nodes=(node,))  # type: ignore[arg-type]
@@ -97,32 +99,18 @@ CASES = [
     ("training", {"driver": "535.161.08"}, "gpu-driver", Outcome.FAIL, "535.161.08"),
     ("training", {"swappiness": 10}, "swappiness", Outcome.PASS, "10"),
     ("training", {"swappiness": 60}, "swappiness", Outcome.FAIL, "60"),
-    (
-        "training",
-        {"memory": round(1056485376 / 2**20, 2)},
-        "training-memory",
-        Outcome.PASS,
-        "1007.54",
-    ),
-    (
-        "training",
-        {"memory": round(990000000 / 2**20, 2)},
-        "training-memory",
-        Outcome.FAIL,
-        "944.14",
-    ),
-    ("training", {"cores": 64}, "training-cores", Outcome.PASS, "64"),
-    ("training", {"cores": 48}, "training-cores", Outcome.FAIL, "48"),
-    (
-        "inference",
-        {"memory": round(528015112 / 2**20, 2)},
-        "inference-memory",
-        Outcome.PASS,
-        "503.55",
-    ),
-    ("inference", {"memory": 251.5}, "inference-memory", Outcome.FAIL, "251.5"),
-    ("inference", {"cores": 32}, "inference-cores", Outcome.PASS, "32"),
-    ("inference", {"cores": 24}, "inference-cores", Outcome.FAIL, "24"),
+    ("training", {"memory": 62.5}, "training-memory", Outcome.PASS, "62.5"),
+    ("training", {"memory": 47.0}, "training-memory", Outcome.FAIL, "47.0"),
+    ("training", {"cores": 24}, "training-cores", Outcome.PASS, "24"),
+    ("training", {"cores": 16}, "training-cores", Outcome.FAIL, "16"),
+    ("training", {"threads": 48}, "training-threads", Outcome.PASS, "48"),
+    ("training", {"threads": 32}, "training-threads", Outcome.FAIL, "32"),
+    ("inference", {"memory": 31.2}, "inference-memory", Outcome.PASS, "31.2"),
+    ("inference", {"memory": 23.54}, "inference-memory", Outcome.FAIL, "23.54"),
+    ("inference", {"cores": 16}, "inference-cores", Outcome.PASS, "16"),
+    ("inference", {"cores": 8}, "inference-cores", Outcome.FAIL, "8"),
+    ("inference", {"threads": 32}, "inference-threads", Outcome.PASS, "32"),
+    ("inference", {"threads": 16}, "inference-threads", Outcome.FAIL, "16"),
 ]
 
 
@@ -165,3 +153,61 @@ def test_h100_profile_fails_a_gpu_with_an_uncorrectable_sram_error() -> None:
     assert v.outcome is Outcome.FAIL
     assert "counter=sram_uncorrectable_sec_ded,gpu=5,scope=volatile: 2" in v.reason
     assert v.samples == 32  # SRAM counters only: DRAM errors go to row remapping
+
+
+# the sections of the cluster guide that state checkable requirements (its digest's rows)
+GUIDE_SECTIONS = {"3.1", "3.2", "3.3", "4.1", "7.2"}
+
+
+def test_every_check_cites_the_guides_section(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spec", "explain", "seed-reference"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ids = [c.id for c in SEED.checks]
+    for cid in ids:
+        (i,) = [k for k, ln in enumerate(lines) if ln.startswith(f"  {cid}: ")]
+        source = lines[i + 1].strip()
+        assert source.startswith("source: guide §"), (cid, source)
+        section = source.removeprefix("source: guide §").split(":")[0]
+        assert section in GUIDE_SECTIONS, (cid, section)
+    # every checkable row of the guide has a check: §3.1 nodes and disk, §3.2 networks,
+    # §3.3 (GPU side), §4.1 software, §7.2 ECC
+    assert {
+        "training-memory", "training-cores", "training-threads",
+        "inference-memory", "inference-cores", "inference-threads",
+        "system-disk-nvme", "system-disk-size", "nvme-system-read",
+        "compute-fabric-bw", "hca-port-rate", "nvlink-in-node", "storage-network-bw",
+        "management-network-tcp", "gpu-no-thermal-slowdown", "os-release", "cpu-governor",
+        "swappiness", "gpu-driver", "gpu-persistence", "docker", "nvidia-container-toolkit",
+        "gpu-ecc",
+    } == set(ids)  # fmt: skip
+
+
+def test_no_placeholder_is_left() -> None:
+    for c in SEED.checks:
+        assert "UNSOURCED" not in c.source
+        assert "placeholder" not in c.source.lower()
+
+
+@pytest.mark.parametrize(
+    ("case", "size", "nvme"),
+    [
+        # real capture: / on a 275 GB virtio disk (no transport reported)
+        ("debian12-vm-virtio-root-on-whole-disk.json", Outcome.FAIL, Outcome.FAIL),
+        # constructed: / on LVM on md RAID1 over a 960 GB and a 1.92 TB NVMe disk
+        ("constructed_nvme_lvm_root_and_md_mirror.json", Outcome.FAIL, Outcome.PASS),
+    ],
+)
+def test_system_disk_checks_on_lsblk_trees(case: str, size: Outcome, nvme: Outcome) -> None:
+    records = parse("lsblk-tree", (FIX / "lsblk-tree" / case).read_text(encoding="utf-8"))
+    facts = [
+        Fact(f.source, f.name, f.value, f.unit, f.dims, ("a",), f.reason)
+        for f in records
+        if isinstance(f, Fact)
+    ]
+    r = run([step("preflight", "preflight", ("a",), facts=facts)], ("a",))
+    got = {v.check: v for v in judge(SEED, r, now=NOW) if v.subject == ("a",)}
+    assert got["system-disk-size"].outcome is size
+    assert got["system-disk-nvme"].outcome is nvme
+    if case.startswith("constructed"):
+        # the mirror's smaller disk is the one named
+        assert "device=nvme0n1: 960197124096" in got["system-disk-size"].reason
