@@ -402,3 +402,47 @@ PARSER.append(
         emits="facts",
     )
 )
+
+
+# ----------------------------------------------------------------------------- version (text)
+_VERSION_FIELDS = {
+    "AMDSMI Tool": "tool_version",
+    "AMDSMI Library version": "library_version",
+    "ROCm version": "rocm_version",
+    "amdgpu version": "amdgpu_version",
+}
+
+
+def parse_version(text: str) -> list[Fact]:
+    """``amd-smi version``: ``tool_version``, ``library_version``, ``rocm_version`` (and
+    ``amdgpu_version`` where printed), from ``AMDSMI Tool: X | AMDSMI Library version: Y |
+    ROCm version: Z``. ``N/A`` (ROCm not installed) is an absent fact."""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        if "AMDSMI Tool:" not in raw:
+            continue
+        out: list[Fact] = []
+        for part in raw.split("|"):
+            key, sep, value = part.partition(":")
+            name = _VERSION_FIELDS.get(key.strip())
+            if not sep or name is None:
+                continue
+            v = value.strip()
+            if v in _NA:
+                out.append(Fact(SOURCE, name, None, reason=f"{key.strip()}: {v or 'empty'}"))
+            else:
+                out.append(Fact(SOURCE, name, v))
+        if not any(f.name == "rocm_version" for f in out):
+            raise ParseError(SOURCE, "no 'ROCm version:' in the version line", line=lineno)
+        return out
+    raise ParseError(SOURCE, "no 'AMDSMI Tool: ... | ROCm version: ...' line")
+
+
+PARSER.append(
+    Parser(
+        "amd-smi-version",
+        parse_version,
+        "amd-smi, library and ROCm versions from amd-smi version",
+        lambda t: "AMDSMI Tool:" in t[:300],
+        emits="facts",
+    )
+)
