@@ -69,6 +69,17 @@ KEY_FACTS = (
     "dcgmi.version",
     "disk.firmware",
     "tool-version.",
+    # AMD Instinct and Huawei Ascend (HCCL is versioned by CANN)
+    "amd-smi.rocm_version",
+    "amd-smi.driver_version",
+    "amd-smi.vbios_version",
+    "amd-smi.firmware_version",
+    "rocm-smi.driver_version",
+    "npu-smi.driver_version",
+    "npu-smi.firmware_version",
+    "ascend.cann_version",
+    "ascend.driver_version",
+    "ascend.firmware_version",
     # older or hand-written environments
     "driver_version",
     "cuda_version",

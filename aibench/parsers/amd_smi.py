@@ -144,7 +144,15 @@ class _Gpu:
 _MISSING = object()
 # Facts a spec or the golden-config check relies on: absent (with a reason) when the
 # release does not print them, rather than left out.
-_KEY_NAMES = {"product_name", "vbios_version", "driver_version", "vram_total", "power_cap"}
+_KEY_NAMES = {
+    "product_name",
+    "vbios_version",
+    "driver_version",
+    "vram_total",
+    "power_cap",
+    "throttle_status",
+    "ecc_uncorrectable_total",
+}
 # amd-smi's printed unit -> the unit the fact is recorded in (the same number)
 _UNIT_OK = {"MB": "MiB", "GT/s": "GT/s", "W": "W", "C": "C", "%": "%", "mV": "mV"}
 

@@ -37,6 +37,21 @@ GOLDEN: tuple[tuple[str, str, str, Outcome], ...] = (
     ("cpu_model", "cpu", "model", Outcome.WARN),
     ("dcgm_version", "dcgmi", "version", Outcome.WARN),
 )
+# AMD Instinct and Huawei Ascend (aibench.preflight.vendor); HCCL is versioned by CANN
+GOLDEN += (
+    ("rocm_version", "amd-smi", "rocm_version", Outcome.FAIL),
+    ("amdgpu_driver_version", "amd-smi", "driver_version", Outcome.FAIL),
+    ("amd_gpu_count", "amd-smi", "gpu_count", Outcome.FAIL),
+    ("amd_gpu_model", "amd-smi", "product_name", Outcome.FAIL),
+    ("amd_vbios_version", "amd-smi", "vbios_version", Outcome.WARN),
+    ("amdgpu_firmware", "amd-smi", "firmware_version", Outcome.WARN),
+    ("rocm_smi_driver_version", "rocm-smi", "driver_version", Outcome.FAIL),
+    ("npu_driver_version", "npu-smi", "driver_version", Outcome.FAIL),
+    ("npu_count", "npu-smi", "npu_count", Outcome.FAIL),
+    ("npu_model", "npu-smi", "product_name", Outcome.FAIL),
+    ("npu_firmware", "npu-smi", "firmware_version", Outcome.WARN),
+    ("cann_version", "ascend", "cann_version", Outcome.FAIL),
+)
 
 
 def _text(v: object) -> str:
