@@ -28,7 +28,7 @@ separated, ``none``), ``compute_partition``, ``memory_partition``.
 ``temp_mem`` (C), ``pcie_width``, ``pcie_speed`` (GT/s), ``pcie_replay_count`` (count),
 ``ecc_correctable_total``, ``ecc_uncorrectable_total``, ``ecc_deferred_total`` (count),
 per block ``ecc_uncorrectable`` / ``ecc_correctable`` (dims ``block``) where amd-smi lists
-blocks, ``xgmi_err`` (text), ``perf_level``, ``vram_total``, ``vram_used`` (MiB).
+blocks, ``xgmi_err`` (text), ``perf_level``, ``vram_used`` (MiB; the total is static's).
 
 ``amd-smi-xgmi`` (plain ``amd-smi xgmi``, the LINK METRIC TABLE; amd-smi has no JSON for
 it in the releases seen): ``xgmi_gpu_count``; per GPU ``xgmi_bit_rate`` and
@@ -255,7 +255,6 @@ def parse_metric(text: str) -> list[Fact]:
                         )
         g.add("xgmi_err", "xgmi_err")
         g.add("perf_level", "perf_level")
-        g.add("vram_total", "mem_usage.total_vram", "int", "MiB")
         g.add("vram_used", "mem_usage.used_vram", "int", "MiB")
         out += g.facts
     return out

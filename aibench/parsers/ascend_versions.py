@@ -9,8 +9,9 @@ ascend_toolkit_install.info`` (``package_name=Ascend-cann-toolkit``, ``version=8
 version is the HCCL version.
 
 Input: one such file as it is, or the output of the preflight's fixed script
-(:data:`SCRIPT`), which prints ``@@ file PATH`` before each file it finds and ``@@
-missing PATH`` for each it does not. Which file a block is comes from its path, or, for a
+(:data:`SCRIPT`, given the install root, ``/usr/local/Ascend`` unless the preflight option
+``ascend_root`` says otherwise), which prints ``@@ file PATH`` before each file it finds
+and ``@@ missing PATH`` for each it does not. Which file a block is comes from its path, or, for a
 bare file, from its keys (``package_name=Ascend-cann-toolkit``; ``ascendhal_version``).
 
 Facts, source ``"ascend"``: ``driver_version``, ``driver_compatible_firmware`` (the
@@ -31,15 +32,18 @@ from aibench.parsers import Parser
 
 SOURCE = "ascend"
 FILES = (
-    "/usr/local/Ascend/driver/version.info",
-    "/usr/local/Ascend/firmware/version.info",
-    "/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info",
-    "/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info",
+    "driver/version.info",
+    "firmware/version.info",
+    "ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info",
+    "ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info",
 )
-# The fixed script the preflight runs (no value of the inventory is part of it).
+DEFAULT_ROOT = "/usr/local/Ascend"
+# The fixed script the preflight runs: ``sh -c SCRIPT sh ROOT`` (the install root, default
+# /usr/local/Ascend, is its one argument; no value is part of the script).
 SCRIPT = (
     "for f in " + " ".join(FILES) + "; do\n"
-    '  if [ -r "$f" ]; then echo "@@ file $f"; cat "$f"; echo; else echo "@@ missing $f"; fi\n'
+    '  p="$1/$f"\n'
+    '  if [ -r "$p" ]; then echo "@@ file $p"; cat "$p"; echo; else echo "@@ missing $p"; fi\n'
     "done\n"
 )
 _FRAME = re.compile(r"^@@ (file|missing) (\S+)\s*$")
@@ -142,6 +146,9 @@ PARSER = Parser(
     "ascend-version-info",
     parse,
     "Ascend driver, firmware and CANN versions from their version/install info files",
-    lambda t: t.startswith("@@ file /usr/local/Ascend") or "package_name=Ascend-cann" in t[:200],
+    lambda t: (
+        (t.startswith(("@@ file ", "@@ missing ")) and "Ascend" in t[:300])
+        or "package_name=Ascend-cann" in t[:200]
+    ),
     emits="facts",
 )

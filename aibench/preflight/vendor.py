@@ -29,7 +29,7 @@ npu-detail         ``npu-smi info -i N -t board|health|ecc`` per NPU       npu-s
 hccn               ``hccn_tool -i N -link|-net_health|-ip|-speed|          hccn-tool
                    -optical|-link_stat -g`` per NPU
 ascend-versions    the driver / firmware version.info and CANN             ascend-version-info
-                   ascend_toolkit_install.info files
+                   ascend_toolkit_install.info files under ``ascend_root``
 =================  ======================================================  ====================
 
 ``amd-smi firmware`` and ``xgmi`` are read as text: the captured outputs these parsers
@@ -112,6 +112,7 @@ def commands(
     rocm_smi: str,
     tool_dirs: list[str],
     npus: list[int] | None,
+    ascend_root: str,
     timeout: float,
 ) -> list[tuple[str, tuple[str, ...], str, float]]:
     """(kind, argv, parser, timeout) of the vendor commands for one node."""
@@ -140,7 +141,12 @@ def commands(
             ("npu-info", run("npu-smi", "info"), "npu-smi-info", t),
             ("npu-detail", (*each, "npu-smi", *ids), "npu-smi-detail", t + 5 * len(ids)),
             ("hccn", (*each, "hccn_tool", *ids), "hccn-tool", t + 5 * len(ids)),
-            ("ascend-versions", ("sh", "-c", ASCEND_VERSIONS), "ascend-version-info", t),
+            (
+                "ascend-versions",
+                ("sh", "-c", ASCEND_VERSIONS, "sh", ascend_root),
+                "ascend-version-info",
+                t,
+            ),
         ]
     return out
 

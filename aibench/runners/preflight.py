@@ -100,10 +100,20 @@ class PreflightOptions(Strict):
     npu_ids: list[Annotated[int, Field(ge=0, le=63)]] | None = Field(
         None, description="NPU ids to query per NPU; default 0 .. gpus.count-1, else 0-7"
     )
+    ascend_root: str = Field(
+        "/usr/local/Ascend", description="where the Ascend driver, firmware and CANN are installed"
+    )
     tool_dirs: list[str] = Field(
         default_factory=list,
         description="directories searched first for the AMD and Ascend tools (absolute)",
     )
+
+    @field_validator("ascend_root")
+    @classmethod
+    def _ascend_root(cls, v: str) -> str:
+        if not _DIR.match(v):
+            raise ValueError(f"ascend_root {v!r} must be an absolute path")
+        return v
 
     @field_validator("tool_dirs")
     @classmethod
@@ -186,6 +196,7 @@ class PreflightRunner:
             rocm_smi=o.rocm_smi,
             tool_dirs=o.tool_dirs,
             npus=o.npu_ids,
+            ascend_root=o.ascend_root,
             timeout=t,
         )
         return cmds
