@@ -149,6 +149,7 @@ PARSER = Parser(
     lambda t: (
         (t.startswith(("@@ file ", "@@ missing ")) and "Ascend" in t[:300])
         or "package_name=Ascend-cann" in t[:200]
+        or "ascendhal_version=" in t[:500]
     ),
     emits="facts",
 )
