@@ -6,7 +6,8 @@ is part of a script; the tool directories and NPU ids arrive as positional argum
 * :data:`RUN` runs one tool after adding the vendors' install directories to ``PATH``
   (``/opt/rocm/bin`` for amd-smi and rocm-smi, ``/usr/local/Ascend/driver/tools`` for
   hccn_tool; npu-smi installs into ``/usr/local/sbin``), after the directories of the
-  option ``tool_dirs`` which come first. A tool that is not found exits 127 with
+  option ``tool_path`` and the node's ``tool_dirs: {amd-smi: DIR, npu-smi: DIR ...}``
+  of the inventory, which come first. A tool that is not found exits 127 with
   ``<tool>: command not found``, which the runner records as the fact that it is absent.
   ``rocm-smi`` is the fallback of older ROCm: with ``rocm_smi: fallback`` (the default)
   it is not run where amd-smi is installed, and its key facts are absent with that
@@ -96,6 +97,21 @@ KEY_FACTS: dict[str, tuple[tuple[str, str], ...]] = {
 SOURCES = frozenset({"amd-smi", "rocm-smi", "npu-smi", "hccn_tool", "ascend"})
 
 
+TOOLS = ("amd-smi", "rocm-smi", "npu-smi", "hccn_tool")
+
+
+def search_dirs(node: Node, tool_path: list[str]) -> list[str]:
+    """``tool_path``, then the node's ``tool_dirs`` entries of the vendor tools."""
+    dirs = list(tool_path)
+    per_tool = node.facts.get("tool_dirs")
+    if isinstance(per_tool, dict):
+        for tool in TOOLS:
+            d = per_tool.get(tool)
+            if isinstance(d, str) and d.startswith("/") and ":" not in d and d not in dirs:
+                dirs.append(d)
+    return dirs
+
+
 def npu_ids(node: Node, explicit: list[int] | None) -> list[int]:
     if explicit is not None:
         return list(explicit)
@@ -110,13 +126,13 @@ def commands(
     amd: bool,
     ascend: bool,
     rocm_smi: str,
-    tool_dirs: list[str],
+    tool_path: list[str],
     npus: list[int] | None,
     ascend_root: str,
     timeout: float,
 ) -> list[tuple[str, tuple[str, ...], str, float]]:
     """(kind, argv, parser, timeout) of the vendor commands for one node."""
-    d = ":".join(tool_dirs)
+    d = ":".join(search_dirs(node, tool_path))
 
     def run(*argv: str) -> tuple[str, ...]:
         return ("sh", "-c", RUN, "sh", d, *argv)

@@ -15,7 +15,8 @@ machine for ``executor: local``, over ssh on that node for ``executor: ssh``).
 ``HCCL_SOCKET_FAMILY``, ``HCCL_IF_IP`` from options, plus ``env`` for ``ASCEND_*``,
 ``LD_LIBRARY_PATH`` and the rest) is passed explicitly and recorded with the argv.
 
-The binary is found in the option ``bin_dir``, else the node fact ``hccl_test_dir``, else
+The binary is found in the option ``bin_dir``, else the node's ``tool_dirs: {hccl-tests:
+DIR}``, else
 ``/usr/local/Ascend/ascend-toolkit/latest/tools/hccl_test/bin`` (where CANN installs it:
 ``${ASCEND_HOME_PATH}/tools/hccl_test/bin``). hccl_test prints no version; the CANN
 version (which ships HCCL) is a preflight fact (``ascend.cann_version``).
@@ -150,7 +151,9 @@ class HcclTestsOptions(Strict):
 
 
 def binary(o: HcclTestsOptions, node: Node) -> str:
-    directory = o.bin_dir or node.facts.get("hccl_test_dir") or DEFAULT_BIN_DIR
+    per_tool = node.facts.get("tool_dirs")
+    node_dir = per_tool.get(TOOL) if isinstance(per_tool, dict) else None
+    directory = o.bin_dir or node_dir or DEFAULT_BIN_DIR
     return f"{str(directory).rstrip('/')}/{o.collective}_test"
 
 

@@ -103,7 +103,7 @@ class PreflightOptions(Strict):
     ascend_root: str = Field(
         "/usr/local/Ascend", description="where the Ascend driver, firmware and CANN are installed"
     )
-    tool_dirs: list[str] = Field(
+    tool_path: list[str] = Field(
         default_factory=list,
         description="directories searched first for the AMD and Ascend tools (absolute)",
     )
@@ -115,12 +115,12 @@ class PreflightOptions(Strict):
             raise ValueError(f"ascend_root {v!r} must be an absolute path")
         return v
 
-    @field_validator("tool_dirs")
+    @field_validator("tool_path")
     @classmethod
-    def _tool_dirs(cls, v: list[str]) -> list[str]:
+    def _tool_path(cls, v: list[str]) -> list[str]:
         for d in v:
             if not _DIR.match(d) or ":" in d:
-                raise ValueError(f"tool_dirs entry {d!r} must be an absolute path without ':'")
+                raise ValueError(f"tool_path entry {d!r} must be an absolute path without ':'")
         return v
 
 
@@ -194,7 +194,7 @@ class PreflightRunner:
             amd=o.amd,
             ascend=o.ascend,
             rocm_smi=o.rocm_smi,
-            tool_dirs=o.tool_dirs,
+            tool_path=o.tool_path,
             npus=o.npu_ids,
             ascend_root=o.ascend_root,
             timeout=t,

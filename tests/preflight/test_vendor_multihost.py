@@ -2,7 +2,7 @@
 
 The hosts have no AMD GPU and no Ascend NPU, so ``amd-smi``, ``npu-smi`` and
 ``hccn_tool`` are the TEST DOUBLES of tests/preflight/fakebin-vendors, which print real
-public captures (see that file); the preflight finds them through its ``tool_dirs``
+public captures (see that file); the preflight finds them through its ``tool_path``
 option, exactly as it finds the tools in ``/opt/rocm/bin`` or
 ``/usr/local/Ascend/driver/tools`` on real nodes. The Ascend install root holds the real
 driver ``version.info`` and CANN ``ascend_toolkit_install.info`` files of the fixtures.
@@ -61,7 +61,7 @@ def preflight(
     tmp_path: Path, bed: TestBed, root: Path, spec: str, **options: object
 ) -> tuple[int, str, Run]:
     base = {"gpu": False, "infiniband": False, "dcgm_level": 0, "disks": False, "tools": False}
-    base |= {"kernel_log": False, "tool_dirs": [str(root / "bin")], "npu_ids": [0, 1]}
+    base |= {"kernel_log": False, "tool_path": [str(root / "bin")], "npu_ids": [0, 1]}
     suite = {
         "schema_version": 1,
         "name": f"vendor-preflight-{spec}",

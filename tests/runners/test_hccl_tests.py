@@ -145,3 +145,11 @@ def test_a_missing_binary_is_named(tmp_path: Path) -> None:
     assert res.status is StepStatus.FAILED
     assert "all_reduce_test" in res.reason
     assert res.measurements == ()
+
+
+def test_the_inventorys_tool_dirs_names_the_binary_directory() -> None:
+    n = node("npu01", "10.0.0.1", gpus=8, tool_dirs={"hccl-tests": "/opt/cann/hccl_test/bin"})
+    (inv,) = plan("hccl-tests", {}, [n])
+    assert "/opt/cann/hccl_test/bin/all_reduce_test" in inv.client.argv
+    (inv,) = plan("hccl-tests", {"bin_dir": "/srv/bin"}, [n])  # the step's option wins
+    assert "/srv/bin/all_reduce_test" in inv.client.argv
