@@ -62,6 +62,20 @@ dcgmi          version, driver_version, gpu_device_ids, overall (pass | warn | f
                failed_tests (count); per test (dims test, section): result (pass | fail |
                warn | skip), result_text; warning, info (dims test, section, n)
 kernel-log     lines, xid_count (count), xid_codes ("none" or "79,48")
+amd-smi        rocm_version, tool_version, library_version; gpu_count; per GPU (dims gpu):
+               product_name, driver_version, vbios_version, vram_total (MiB), power_cap (W),
+               ecc_uncorrectable_total, throttle_status, temp_hotspot (C), firmware_version
+               (dims fw), xgmi_bit_rate / xgmi_max_bandwidth (Gbit/s), xgmi_link_type ...
+               (:mod:`aibench.parsers.amd_smi`)
+rocm-smi       driver_version, gpu_count; per GPU product_name, vbios_version, power_cap,
+               firmware_version (dims fw) ... (:mod:`aibench.parsers.rocm_smi`; the fallback)
+npu-smi        driver_version, npu_count, chip_count; per chip (dims npu, chip): product_name,
+               health, power, temp, hbm_used / hbm_total (MiB), aicore_usage; per NPU:
+               firmware_version, software_version, health_status, hbm_*_error_count
+               (:mod:`aibench.parsers.npu_smi`)
+hccn_tool      per NPU (dims device): link_status, net_health, ip_address, netmask, speed
+               (Gbit/s), optical_present, optical_* (:mod:`aibench.parsers.hccn_tool`)
+ascend         driver_version, firmware_version, cann_version (HCCL ships with CANN)
 =============  ===============================================================================
 
 Example spec selections: ``nvidia-smi`` / ``driver_version`` version_ge 550; ``sysctl`` /
@@ -117,6 +131,25 @@ BOM_KEYS: tuple[tuple[str, str], ...] = (
     ("mount", "target"),
     ("mount", "fstype"),
 )
+# AMD Instinct and Huawei Ascend (aibench.preflight.vendor): versions and identity
+BOM_KEYS += (
+    ("amd-smi", "rocm_version"),
+    ("amd-smi", "driver_version"),
+    ("amd-smi", "gpu_count"),
+    ("amd-smi", "product_name"),
+    ("amd-smi", "vbios_version"),
+    ("amd-smi", "firmware_version"),
+    ("rocm-smi", "driver_version"),
+    ("rocm-smi", "gpu_count"),
+    ("rocm-smi", "product_name"),
+    ("npu-smi", "driver_version"),
+    ("npu-smi", "npu_count"),
+    ("npu-smi", "product_name"),
+    ("npu-smi", "firmware_version"),
+    ("ascend", "cann_version"),
+    ("ascend", "driver_version"),
+    ("ascend", "firmware_version"),
+)
 
 # Health facts shown beside the bill of materials in the `aibench preflight` table (they
 # change from run to run, so they are not part of Run.environment).
@@ -135,6 +168,24 @@ HEALTH_KEYS: tuple[tuple[str, str], ...] = (
     ("ibv_devinfo", "state"),
     ("dcgmi", "overall"),
     ("kernel-log", "xid_codes"),
+)
+# AMD Instinct and Huawei Ascend (aibench.preflight.vendor): health and links
+HEALTH_KEYS += (
+    ("amd-smi", "ecc_uncorrectable_total"),
+    ("amd-smi", "throttle_status"),
+    ("amd-smi", "temp_hotspot"),
+    ("amd-smi", "power_cap"),
+    ("amd-smi", "xgmi_bit_rate"),
+    ("amd-smi", "xgmi_link_type"),
+    ("rocm-smi", "power_cap"),
+    ("npu-smi", "health"),
+    ("npu-smi", "health_status"),
+    ("npu-smi", "hbm_total"),
+    ("npu-smi", "temp"),
+    ("npu-smi", "hbm_double_bit_error_count"),
+    ("hccn_tool", "link_status"),
+    ("hccn_tool", "speed"),
+    ("hccn_tool", "optical_present"),
 )
 
 

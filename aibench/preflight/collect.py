@@ -16,7 +16,7 @@ from typing import Any
 
 from aibench.inventory import Inventory
 from aibench.model import Fact, FactValue, StepResult
-from aibench.preflight import BOM_KEYS, HEALTH_KEYS, environment_from_facts, fact_key
+from aibench.preflight import BOM_KEYS, HEALTH_KEYS, environment_from_facts, fact_key, vendor
 from aibench.suite import Suite
 
 TABLE_KEYS = BOM_KEYS + tuple(k for k in HEALTH_KEYS if k not in BOM_KEYS)
@@ -73,14 +73,25 @@ def _mark(values: list[str]) -> list[str]:
     return [v + MARK if v != "-" and (tie or v != top) else v for v in values]
 
 
+def _not_on_any_node(env: dict[str, dict[str, FactValue]], nodes: Sequence[str]) -> set[str]:
+    """AMD / Ascend rows absent on every node: an NVIDIA cluster's table leaves them out."""
+    return {
+        f"{source}.{name}"
+        for source, name in TABLE_KEYS
+        if source in vendor.SOURCES
+        and all(env.get(n, {}).get(f"{source}.{name}") is None for n in nodes)
+    }
+
+
 def table(facts: Sequence[Fact], nodes: Sequence[str]) -> str:
     """The per-node table: bill of materials and health facts, odd values marked ``*``."""
     env = environment_from_facts(facts, TABLE_KEYS)
     units = {fact_key(f): f.unit for f in facts if f.unit}
+    hidden = _not_on_any_node(env, nodes)
     reasons: dict[str, dict[str, list[str]]] = {}
     for f in facts:
         key = fact_key(f)
-        if f.value is None and (f.source, f.name) in TABLE_KEYS:
+        if f.value is None and (f.source, f.name) in TABLE_KEYS and key not in hidden:
             for n in f.nodes:
                 if env.get(n, {}).get(key, "") is None:
                     who = reasons.setdefault(key, {}).setdefault(f.reason or "no reason given", [])
@@ -89,7 +100,7 @@ def table(facts: Sequence[Fact], nodes: Sequence[str]) -> str:
     rows: list[list[str]] = []
     for source, name in TABLE_KEYS:
         key = f"{source}.{name}"
-        if not any(key in env.get(n, {}) for n in nodes):
+        if key in hidden or not any(key in env.get(n, {}) for n in nodes):
             continue
         values = [
             _show(env[n][key], units.get(key)) if key in env.get(n, {}) else "-" for n in nodes

@@ -18,6 +18,8 @@ hca            ``ibstat``                                                   ibst
 hca-verbs      ``ibv_devinfo``                                              ibv-devinfo
 dcgm           ``dcgmi diag -r LEVEL`` (``dcgm_level`` > 0)                 dcgmi-diag
 kernel-log     ``dmesg``                                                    dmesg-xid
+amd-*, npu-*   AMD Instinct (amd-smi, rocm-smi) and Huawei Ascend (npu-smi, hccn_tool,
+hccn, ...      CANN files) commands: :mod:`aibench.preflight.vendor`
 =============  ==========================================================  ================
 
 ``collect`` turns each output into Facts. A command that is not on the node (the local
@@ -34,9 +36,9 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from aibench import parsers
 from aibench.config import Strict
@@ -45,6 +47,7 @@ from aibench.inventory import Node
 from aibench.model import Fact, FrozenDims
 from aibench.parsers import Record
 from aibench.parsers.sysinfo import NODE_FILES, TOOLS_SCRIPT
+from aibench.preflight import vendor
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot
 from aibench.textio import tail
 from aibench.tools import Consistent, Traits
@@ -74,6 +77,7 @@ _KEY_FACTS: dict[str, tuple[tuple[str, str], ...]] = {
     "dcgm": (("dcgmi", "overall"),),
     "kernel-log": (("kernel-log", "xid_count"),),
 }
+_KEY_FACTS.update(vendor.KEY_FACTS)  # AMD Instinct and Huawei Ascend tools
 # Commands whose non-zero exit still leaves a complete, meaningful output.
 _NONZERO_OK = {"files", "dcgm"}
 
@@ -94,6 +98,37 @@ class PreflightOptions(Strict):
     )
     tools: bool = Field(True, description="benchmark tool versions, container runtimes, NCCL")
     timeout: Annotated[float, Field(gt=0)] = Field(60.0, description="seconds per fact command")
+    # AMD Instinct and Huawei Ascend (aibench.preflight.vendor)
+    amd: bool = Field(True, description="collect AMD GPU facts with amd-smi (rocm-smi)")
+    rocm_smi: Literal["fallback", "always", "never"] = Field(
+        "fallback", description="run rocm-smi -a: only where amd-smi is missing, always, never"
+    )
+    ascend: bool = Field(True, description="collect Ascend NPU facts: npu-smi, hccn_tool, CANN")
+    npu_ids: list[Annotated[int, Field(ge=0, le=63)]] | None = Field(
+        None, description="NPU ids to query per NPU; default 0 .. gpus.count-1, else 0-7"
+    )
+    ascend_root: str = Field(
+        "/usr/local/Ascend", description="where the Ascend driver, firmware and CANN are installed"
+    )
+    tool_path: list[str] = Field(
+        default_factory=list,
+        description="directories searched first for the AMD and Ascend tools (absolute)",
+    )
+
+    @field_validator("ascend_root")
+    @classmethod
+    def _ascend_root(cls, v: str) -> str:
+        if not _DIR.match(v):
+            raise ValueError(f"ascend_root {v!r} must be an absolute path")
+        return v
+
+    @field_validator("tool_path")
+    @classmethod
+    def _tool_path(cls, v: list[str]) -> list[str]:
+        for d in v:
+            if not _DIR.match(d) or ":" in d:
+                raise ValueError(f"tool_path entry {d!r} must be an absolute path without ':'")
+        return v
 
 
 _DCGM_TIMEOUT = {1: 300.0, 2: 900.0, 3: 3600.0, 4: 7200.0}
@@ -129,6 +164,17 @@ PREFLIGHT_TRAITS = Traits(
         "dcgmi.version",
         "disk.firmware",
         "tool-version.",
+        # AMD Instinct and Huawei Ascend (HCCL is versioned by CANN)
+        "amd-smi.rocm_version",
+        "amd-smi.driver_version",
+        "amd-smi.vbios_version",
+        "amd-smi.firmware_version",
+        "rocm-smi.driver_version",
+        "npu-smi.driver_version",
+        "npu-smi.firmware_version",
+        "ascend.cann_version",
+        "ascend.driver_version",
+        "ascend.firmware_version",
     ),
     consistency=(
         Consistent("driver_version", "nvidia-smi", "driver_version"),
@@ -144,6 +190,19 @@ PREFLIGHT_TRAITS = Traits(
         Consistent("bios_version", "dmi", "bios_version", "warn"),
         Consistent("cpu_model", "cpu", "model", "warn"),
         Consistent("dcgm_version", "dcgmi", "version", "warn"),
+        # AMD Instinct and Huawei Ascend (aibench.preflight.vendor)
+        Consistent("rocm_version", "amd-smi", "rocm_version"),
+        Consistent("amdgpu_driver_version", "amd-smi", "driver_version"),
+        Consistent("amd_gpu_count", "amd-smi", "gpu_count"),
+        Consistent("amd_gpu_model", "amd-smi", "product_name"),
+        Consistent("amd_vbios_version", "amd-smi", "vbios_version", "warn"),
+        Consistent("amdgpu_firmware", "amd-smi", "firmware_version", "warn"),
+        Consistent("rocm_smi_driver_version", "rocm-smi", "driver_version"),
+        Consistent("npu_driver_version", "npu-smi", "driver_version"),
+        Consistent("npu_count", "npu-smi", "npu_count"),
+        Consistent("npu_model", "npu-smi", "product_name"),
+        Consistent("npu_firmware", "npu-smi", "firmware_version", "warn"),
+        Consistent("cann_version", "ascend", "cann_version"),
     ),
 )
 
@@ -202,6 +261,16 @@ class PreflightRunner:
             cmds.append(("hca-verbs", ("ibv_devinfo",), "ibv-devinfo", t))
         if o.kernel_log:
             cmds.append(("kernel-log", ("dmesg",), "dmesg-xid", t))
+        cmds += vendor.commands(
+            node,
+            amd=o.amd,
+            ascend=o.ascend,
+            rocm_smi=o.rocm_smi,
+            tool_path=o.tool_path,
+            npus=o.npu_ids,
+            ascend_root=o.ascend_root,
+            timeout=t,
+        )
         return cmds
 
     def invocations(
@@ -228,12 +297,15 @@ class PreflightRunner:
         kind = kind_of(inv)
         prefix = kind.split("-")[0] if kind.startswith("mount-") else kind
         argv = inv.client.argv
-        program = argv[0]
+        program = vendor.program(argv)
         missing = out.exit_code == 127 or (out.exit_code is None and "not found" in out.reason)
         if missing:
             return absent(prefix, f"{program}: not installed", argv)
         if out.exit_code is None:
             return absent(prefix, out.reason or f"{program}: did not finish", argv)
+        if out.exit_code == 0 and out.stdout.startswith("@@ skipped: "):  # rocm-smi fallback
+            why = out.stdout.split("\n", 1)[0].removeprefix("@@ skipped: ")
+            return absent(prefix, f"{program}: not run, {why}", argv)
         if kind == "kernel-log" and out.exit_code != 0:
             why = _tail(out.stderr) or f"exit code {out.exit_code}"
             return absent(prefix, f"dmesg: {why.removeprefix('dmesg: ')}", argv)

@@ -85,6 +85,17 @@ def test_invocations_are_argv_lists_without_shell_strings_from_the_inventory() -
         "hca",
         "hca-verbs",
         "kernel-log",
+        # AMD Instinct and Huawei Ascend: absent facts on nodes without their tools
+        "amd-version",
+        "amd-static",
+        "amd-metric",
+        "amd-firmware",
+        "amd-xgmi",
+        "rocm-smi",
+        "npu-info",
+        "npu-detail",
+        "hccn",
+        "ascend-versions",
     ]
     for inv in invs:
         argv = inv.client.argv
@@ -290,3 +301,18 @@ def test_dmesg_denied_is_absent_with_the_reason(
     assert xid.value is None
     assert xid.reason == "dmesg: read kernel buffer failed: Operation not permitted"
     assert step(results, "kernel-log").status is StepStatus.OK
+
+
+def test_vendor_tools_are_searched_in_tool_path_then_the_inventorys_tool_dirs() -> None:
+    from aibench.preflight.vendor import RUN
+    from aibench.runners.base import Slot
+
+    node = Node(name="mi01", facts={"tool_dirs": {"amd-smi": "/opt/rocm-6.2/bin", "fio": "/x"}})
+    opts = load_suite("preflight").steps[0].options.model_copy(update={"tool_path": ["/srv/fake"]})
+    invs = RUNNERS.get("preflight").invocations("preflight", opts, [node], Slot())
+    (static,) = [i for i in invs if i.label.endswith(".amd-static")]
+    assert static.client.argv == (
+        "sh", "-c", RUN, "sh", "/srv/fake:/opt/rocm-6.2/bin", "amd-smi", "static", "--json",
+    )  # fmt: skip
+    (hccn,) = [i for i in invs if i.label.endswith(".hccn")]
+    assert hccn.client.argv[-9:] == ("hccn_tool", "0", "1", "2", "3", "4", "5", "6", "7")

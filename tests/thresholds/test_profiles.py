@@ -15,7 +15,15 @@ PROFILES = builtin_names("profiles")
 
 
 def test_the_expected_profiles_exist() -> None:
-    assert {"default", "seed-reference", "h100-ndr", "h200-ndr", "b200", "mi300x"} <= set(PROFILES)
+    assert {
+        "default",
+        "seed-reference",
+        "h100-ndr",
+        "h200-ndr",
+        "b200",
+        "mi300x",
+        "ascend-910b",
+    } <= set(PROFILES)
 
 
 @pytest.mark.parametrize("name", PROFILES)

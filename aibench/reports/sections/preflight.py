@@ -67,6 +67,30 @@ COLUMNS: tuple[Column, ...] = (
     Column(N_("THP"), "thp", "enabled"),
     Column("NCCL", "nccl", "version"),
 )
+# AMD Instinct and Huawei Ascend, in their vendors' terms (xGMI is AMD's Infinity Fabric
+# link between GPUs; the NPUs' scale-out RoCE ports are read with hccn_tool)
+COLUMNS += (
+    Column("ROCm", "amd-smi", "rocm_version"),
+    Column("amdgpu driver", "amd-smi", "driver_version"),
+    Column("AMD GPUs", "amd-smi", "gpu_count"),
+    Column("AMD GPU model", "amd-smi", "product_name"),
+    Column("AMD VBIOS", "amd-smi", "vbios_version"),
+    Column("AMD ECC uncorrectable", "amd-smi", "ecc_uncorrectable_total", "sum"),
+    Column("AMD throttle status", "amd-smi", "throttle_status", "tally"),
+    Column("AMD power cap (W)", "amd-smi", "power_cap", "tally"),
+    Column("xGMI link type", "amd-smi", "xgmi_link_type", "tally"),
+    Column("xGMI max bandwidth (Gbit/s)", "amd-smi", "xgmi_max_bandwidth", "tally"),
+    Column("amdgpu driver (rocm-smi)", "rocm-smi", "driver_version"),
+    Column("NPU driver", "npu-smi", "driver_version"),
+    Column("NPUs", "npu-smi", "npu_count"),
+    Column("NPU model", "npu-smi", "product_name"),
+    Column("NPU health", "npu-smi", "health", "tally"),
+    Column("NPU firmware", "npu-smi", "firmware_version"),
+    Column("NPU HBM double-bit ECC", "npu-smi", "hbm_double_bit_error_count", "sum"),
+    Column("CANN (HCCL)", "ascend", "cann_version"),
+    Column("NPU RoCE link (hccn_tool)", "hccn_tool", "link_status", "tally"),
+)
+VENDOR_SOURCES = frozenset({"amd-smi", "rocm-smi", "npu-smi", "hccn_tool", "ascend"})
 TOOL_SOURCE = "tool-version"
 
 
@@ -96,7 +120,13 @@ def cell(facts: Sequence[Fact], how: str) -> str:
 
 def _columns(facts: Sequence[Fact]) -> list[Column]:
     names = {(f.source, f.name) for f in facts}
-    cols = [c for c in COLUMNS if (c.source, c.name) in names]
+    found = {(f.source, f.name) for f in facts if f.value is not None}
+    cols = [
+        c
+        for c in COLUMNS
+        if (c.source, c.name) in names
+        and ((c.source, c.name) in found or c.source not in VENDOR_SOURCES)  # no such GPUs
+    ]
     tools = sorted({f.name for f in facts if f.source == TOOL_SOURCE})
     cols += [Column(_("{tool} version").format(tool=t), TOOL_SOURCE, t) for t in tools]
     return cols
@@ -214,7 +244,8 @@ def render(si: SectionInput) -> SectionOutput:
             if n not in nodes:
                 nodes.append(n)
     nodes.sort()
-    absent = [f for f in facts if f.absent]
+    here = {f.source for f in facts if f.value is not None}  # AMD/Ascend tools found
+    absent = [f for f in facts if f.absent and (f.source not in VENDOR_SOURCES or f.source in here)]
     tables = []
     table = preflight_table(facts, nodes)
     if table is not None:

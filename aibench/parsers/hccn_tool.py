@@ -1,0 +1,144 @@
+"""hccn_tool: per-NPU RoCE port facts of Huawei Ascend servers (``hccn_tool -i N -<query> -g``).
+
+Reads the outputs of several ``hccn_tool`` queries, each preceded by its own command line
+(``/usr/local/Ascend/driver/tools/hccn_tool -i 0 -link -g``), the layout in which Huawei's
+fault-collection guide stores them and in which the preflight collects them for every
+NPU. Source ``"hccn_tool"``, ``emits="facts"``, dims ``device`` (the NPU's device id).
+
+=================  ==============================================================
+query              facts
+=================  ==============================================================
+``-link -g``       ``link_status`` (``UP`` | ``DOWN`` as printed)
+``-net_health``    ``net_health`` (``Success``, ``Init``, ``Socket fail`` ...)
+``-ip -g``         ``ip_address``, ``netmask``
+``-speed -g``      ``speed`` (Gbit/s; hccn_tool prints ``Speed: 100000 Mb/s``)
+``-optical -g``    ``optical_present`` (``present`` | ``not present``); every other
+                   ``Key : value`` line as ``optical_<key>`` (``Tx Power : 4.4035 mW``
+                   -> ``optical_tx_power`` 4.4035 mW; flags stay text)
+``-fec -g``        ``fec_mode``
+``-link_stat -g``  ``link_up_count`` (count)
+=================  ==============================================================
+
+Other queries (``-stat``, ``-tls`` ...) are skipped. A ``-link``, ``-ip``, ``-speed`` or
+``-optical`` section without its expected line (hccn_tool's error text instead, or
+nothing) gives that key fact absent, with hccn_tool's words as the reason. ``...`` lines
+(elisions in a published capture) are skipped. Tested on the examples of Huawei's
+MindCluster fault diagnosis guide (Atlas A2 training servers). The speed line format is
+the one hccn_tool prints according to Huawei's npu-exporter (``Speed: 100000 Mb/s``); no
+captured ``-speed`` output was available, so it is not in the golden fixtures.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aibench.errors import ParseError
+from aibench.model import Fact, FactValue, FrozenDims
+from aibench.parsers import Parser
+
+SOURCE = "hccn_tool"
+_CMD = re.compile(r"hccn_tool\s+-i\s+(\d+)\s+-(\w+)\s+-g")
+_KV = re.compile(r"^(?:\[device \d+\])?\s*([A-Za-z][A-Za-z0-9 _()-]*?)\s*:\s*(.*)$")
+_MEASURE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z%]+)?$")
+_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*Mb/s$", re.IGNORECASE)
+_KEY_FACT = {
+    "link": ("link_status", None),
+    "ip": ("ip_address", None),
+    "speed": ("speed", "Gbit/s"),
+    "optical": ("optical_present", None),
+}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def parse(text: str) -> list[Fact]:
+    out: list[Fact] = []
+    query = ""
+    dims = FrozenDims({})
+    lines: list[str] = []
+    found: set[str] = set()
+
+    def close() -> None:
+        if query in _KEY_FACT:
+            name, unit = _KEY_FACT[query]
+            if name not in found:
+                why = " | ".join(lines[:2]) or "no output"
+                out.append(
+                    Fact(SOURCE, name, None, unit, dims, reason=f"hccn_tool -{query}: {why}")
+                )
+
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line == "...":
+            continue
+        m = _CMD.search(line)
+        if m:
+            close()
+            dims = FrozenDims({"device": int(m.group(1))})
+            query, lines, found = m.group(2), [], set()
+            continue
+        if not query:
+            raise ParseError(
+                SOURCE, "output before any 'hccn_tool -i N -QUERY -g' line", line=lineno
+            )
+        kv = _KV.match(line)
+        if kv is None:
+            lines.append(line)
+            continue
+        fact = _fact(query, kv.group(1).strip(), kv.group(2).strip(), dims, lineno)
+        if fact is None:
+            lines.append(line)
+            continue
+        found.add(fact.name)
+        out.append(fact)
+    close()
+    if not query:
+        raise ParseError(SOURCE, "no 'hccn_tool -i N -QUERY -g' section found")
+    return out
+
+
+def _fact(query: str, key: str, value: str, dims: FrozenDims, lineno: int) -> Fact | None:
+    low = key.lower()
+    v: FactValue = value
+    unit: str | None = None
+    if query == "link" and low == "link status":
+        name = "link_status"
+    elif query == "net_health" and low == "net health status":
+        name = "net_health"
+    elif query == "ip" and low in ("ipaddr", "netmask"):
+        name = "ip_address" if low == "ipaddr" else "netmask"
+    elif query == "fec" and low == "fec mode":
+        name = "fec_mode"
+    elif query == "link_stat" and low == "link up count":
+        name, unit = "link_up_count", "count"
+        v = int(value)
+    elif query == "speed" and low == "speed":
+        m = _SPEED.match(value)
+        if not m:
+            raise ParseError(SOURCE, f"speed: expected 'N Mb/s', got {value!r}", line=lineno)
+        name, unit, v = "speed", "Gbit/s", float(m.group(1)) / 1000
+    elif query == "optical":
+        if low == "optical info":
+            return None
+        name = "optical_present" if low == "present" else f"optical_{_slug(key)}"
+        m = None if value.lower().startswith("0x") else _MEASURE.match(value)
+        if m and low != "present":
+            num = float(m.group(1))
+            v = int(num) if num.is_integer() and "." not in m.group(1) else num
+            unit = m.group(2)
+    else:
+        return None
+    if isinstance(v, str) and v in ("", "NA", "N/A"):
+        return Fact(SOURCE, name, None, unit, dims, reason=f"{key}: {v or 'empty'}")
+    return Fact(SOURCE, name, v, unit, dims)
+
+
+PARSER = Parser(
+    "hccn-tool",
+    parse,
+    "Ascend NPU RoCE port facts from hccn_tool -i N -link|-ip|-speed|-optical -g",
+    lambda t: bool(_CMD.search(t[:300])),
+    emits="facts",
+)

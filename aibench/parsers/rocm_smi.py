@@ -1,0 +1,185 @@
+"""rocm-smi: AMD GPU facts from ``rocm-smi -a`` (text) and ``rocm-smi ... --json``.
+
+rocm-smi is the older ROCm System Management Interface that amd-smi replaces; hosts with
+ROCm before 6.x have only this one. Two parsers, both ``emits="facts"``, source
+``"rocm-smi"``, the same fact names as :mod:`aibench.parsers.amd_smi` where the meaning is
+the same (so a spec can select either source):
+
+``rocm-smi`` (``rocm-smi -a`` / ``--showallinfo``, the text report of
+``GPU[N]\\t\\t: <key>: <value>`` lines under ``==== <section> ====`` banners). Tested on
+a 4 x MI300X OAM (SR-IOV VF, driver 6.7.0) report. ``rocm-smi-json`` (``rocm-smi
+--showallinfo --json``: ``{"card0": {<key>: <value>}, "system": {...}}``). Tested on a
+Radeon RX 6600 report (driver 7.0.0-3-pve). Lines that say a value is "Not supported"
+give no fact.
+
+Facts: ``driver_version`` (the amdgpu driver, from the system section), ``gpu_count``;
+per GPU (dims ``gpu``): ``product_name`` (Card series), ``card_model``, ``card_sku``,
+``device_id``, ``target_graphics_version`` (GFX Version), ``vbios_version``, ``bus_id``,
+``temp_edge``, ``temp_hotspot`` (the junction sensor), ``temp_mem`` (C), ``power_cap``
+(Max Graphics Package Power), ``power_socket`` (W), ``perf_level``, ``gfx_activity`` (%,
+GPU use), ``vram_used_percent`` (%), ``vram_vendor``, ``pcie_replay_count`` (count),
+``compute_partition``, ``memory_partition``, ``firmware_version`` (dims ``fw``: SMC,
+SOS, TA XGMI, MEC ... as rocm-smi names the block). A report with no ``GPU[N]`` line
+and no card is a :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aibench.errors import ParseError
+from aibench.model import Fact, FactValue, FrozenDims
+from aibench.parsers import Parser
+
+SOURCE = "rocm-smi"
+_LINE = re.compile(r"^GPU\[(\d+)\]\s*:\s*(.*)$")
+_FW = re.compile(r"^(.+?) firmware version$", re.IGNORECASE)
+
+# key as rocm-smi prints it (lower case) -> (fact name, kind, unit)
+_KEYS: dict[str, tuple[str, str, str | None]] = {
+    "card series": ("product_name", "str", None),
+    "card model": ("card_model", "str", None),
+    "card sku": ("card_sku", "str", None),
+    "device id": ("device_id", "str", None),
+    "gfx version": ("target_graphics_version", "str", None),
+    "vbios version": ("vbios_version", "str", None),
+    "pci bus": ("bus_id", "str", None),
+    "temperature (sensor edge) (c)": ("temp_edge", "float", "C"),
+    "temperature (sensor junction) (c)": ("temp_hotspot", "float", "C"),
+    "temperature (sensor memory) (c)": ("temp_mem", "float", "C"),
+    "max graphics package power (w)": ("power_cap", "float", "W"),
+    "current socket graphics package power (w)": ("power_socket", "float", "W"),
+    "average graphics package power (w)": ("power_socket", "float", "W"),
+    "performance level": ("perf_level", "str", None),
+    "gpu use (%)": ("gfx_activity", "float", "%"),
+    "gpu memory use (%)": ("vram_used_percent", "float", "%"),
+    "gpu memory allocated (vram%)": ("vram_used_percent", "float", "%"),
+    "gpu memory vendor": ("vram_vendor", "str", None),
+    "pcie replay count": ("pcie_replay_count", "int", "count"),
+    "compute partition": ("compute_partition", "str", None),
+    "memory partition": ("memory_partition", "str", None),
+}
+
+
+def _value(gpu: int, key: str, raw: str, where: str) -> Fact | None:
+    raw = raw.strip()
+    low = key.strip().lower()
+    dims: dict[str, str | int] = {"gpu": gpu}
+    fw = _FW.match(key.strip())
+    if fw and low not in _KEYS:
+        name, kind, unit = "firmware_version", "str", None
+        dims["fw"] = fw.group(1).strip()
+    elif low in _KEYS:
+        name, kind, unit = _KEYS[low]
+    else:
+        return None
+    if raw in ("N/A", "", "unknown") or "not supported" in raw.lower():
+        return Fact(
+            SOURCE, name, None, unit, FrozenDims(dims), reason=f"{key.strip()}: {raw or 'empty'}"
+        )
+    value: FactValue = raw
+    if kind != "str":
+        try:
+            num = float(raw)
+        except ValueError:
+            raise ParseError(
+                SOURCE, f"GPU[{gpu}] {key.strip()}: not a number: {raw!r}", line=None
+            ) from None
+        value = int(num) if kind == "int" else num
+    return Fact(SOURCE, name, value, unit, FrozenDims(dims))
+
+
+def parse_text(text: str) -> list[Fact]:
+    out: list[Fact] = []
+    gpus: set[int] = set()
+    driver: Fact | None = None
+    seen: set[tuple[str, tuple[tuple[str, Any], ...]]] = set()
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.lower().startswith("driver version:"):
+            driver = Fact(SOURCE, "driver_version", line.split(":", 1)[1].strip())
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        gpu = int(m.group(1))
+        gpus.add(gpu)
+        body = m.group(2)
+        if ":" not in body:
+            continue
+        key, value = body.split(":", 1)
+        try:
+            fact = _value(gpu, key, value, f"line {lineno}")
+        except ParseError as exc:
+            raise ParseError(SOURCE, exc.reason, line=lineno) from None
+        if fact is None:
+            continue
+        ident = (fact.name, tuple(sorted(fact.dims.to_dict().items())))
+        if ident in seen:  # the same key in two sections (power): the first one counts
+            continue
+        seen.add(ident)
+        out.append(fact)
+    if not gpus:
+        raise ParseError(SOURCE, "no GPU[N] lines: not a rocm-smi report")
+    head = [Fact(SOURCE, "gpu_count", len(gpus), "count")]
+    if driver is not None:
+        head.insert(0, driver)
+    return head + out
+
+
+def parse_json(text: str) -> list[Fact]:
+    start = text.find("{")
+    if start < 0:
+        raise ParseError(SOURCE, "no JSON object in the output")
+    try:
+        doc, _ = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            SOURCE, f"invalid or truncated JSON: {exc.msg}", line=text.count("\n", 0, exc.pos) + 1
+        ) from None
+    if not isinstance(doc, Mapping):
+        raise ParseError(SOURCE, "expected an object of cards")
+    cards = sorted(
+        (
+            (int(k[4:]), v)
+            for k, v in doc.items()
+            if re.fullmatch(r"card\d+", k) and isinstance(v, Mapping)
+        ),
+    )
+    if not cards:
+        raise ParseError(SOURCE, "no card<N> objects: not rocm-smi --json output")
+    out: list[Fact] = []
+    system = doc.get("system")
+    if isinstance(system, Mapping) and "Driver version" in system:
+        out.append(Fact(SOURCE, "driver_version", str(system["Driver version"]).strip()))
+    out.append(Fact(SOURCE, "gpu_count", len(cards), "count"))
+    for gpu, card in cards:
+        names = set()
+        for key, value in card.items():
+            fact = _value(gpu, str(key), str(value), key)
+            if fact is None or (fact.name, fact.dims) in names:
+                continue
+            names.add((fact.name, fact.dims))
+            out.append(fact)
+    return out
+
+
+PARSER = [
+    Parser(
+        "rocm-smi",
+        parse_text,
+        "AMD GPU facts from rocm-smi -a",
+        lambda t: "ROCm System Management Interface" in t[:2000] and "GPU[" in t,
+        emits="facts",
+    ),
+    Parser(
+        "rocm-smi-json",
+        parse_json,
+        "AMD GPU facts from rocm-smi --showallinfo --json",
+        lambda t: '"card0"' in t[:200],
+        emits="facts",
+    ),
+]
