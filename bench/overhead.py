@@ -1,0 +1,137 @@
+"""What does aibench itself cost on top of the tool it runs? Targets: a fixed cost under
+0.6 s per run and under 20 ms per extra step, on a 2-core machine.
+
+Runs, side by side and interleaved in one loop:
+
+* the fio commands aibench plans for a small size-bound read job, run directly (the same
+  argv, built by aibench's own planner): ``direct_1`` for one job, ``direct_k`` for K;
+* ``aibench run`` of a suite with that one step (``aibench_1``) and of the same step
+  repeated K times (``aibench_k``), each a fresh process that plans, runs, judges, stores
+  and renders every report.
+
+and prints the medians, the fixed cost ``aibench_1 - direct_1``, the cost per extra step
+``((aibench_k - aibench_1) - (direct_k - direct_1)) / (K - 1)``, and PASS/MISS for each
+target. Also the CPU time (user + sys) of the aibench process alone, which a busy machine
+moves less than wall time. With ``--profile`` it prints where a one-step run's time goes
+(cProfile, cumulative, the top entries).
+
+    python bench/overhead.py [--runs 5] [--k 10] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SUITE = """\
+schema_version: 1
+name: overhead
+steps:
+  - name: fio-read
+    tool: fio
+    repeats: {repeats}
+    options: {{rw: read, bs: 1M, size: 16M, runtime: null, ioengine: psync, iodepth: 1,
+               direct: false, directory: {work}}}
+"""
+SPEC = """\
+schema_version: 1
+name: overhead
+checks:
+  - id: read-bw
+    select: {tool: fio, metric: bw, step: fio-read}
+    unit: MB/s
+    min: 0.001
+"""
+
+
+def planned_argv(suite: Path) -> list[list[str]]:
+    """The argv of every process aibench plans for the suite (setup first)."""
+    from aibench.inventory import local_inventory
+    from aibench.plan import build_plan
+    from aibench.suite import load_suite
+
+    plan = build_plan(load_suite(str(suite)), local_inventory())
+    return [list(p.argv) for inv in plan.invocations for p in (*inv.setup, inv.client)]
+
+
+def timed(argvs: list[list[str]]) -> tuple[float, float]:
+    """Wall seconds of running the argvs one after another, and their children's CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    for argv in argvs:
+        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def aibench(suite: Path, spec: Path, out: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "aibench", "run", "--suite", str(suite), "--spec", str(spec),
+        "--output-dir", str(out), "--quiet",
+    ]  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--k", type=int, default=10, help="steps of the longer suite")
+    ap.add_argument("--fixed-target", type=float, default=0.6)
+    ap.add_argument("--step-target", type=float, default=0.020)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="aibench-overhead-") as tmp:
+        d = Path(tmp)
+        work = d / "work"
+        work.mkdir()
+        one, many, spec = d / "one.yaml", d / "many.yaml", d / "spec.yaml"
+        one.write_text(SUITE.format(repeats=1, work=work))
+        many.write_text(SUITE.format(repeats=args.k, work=work))
+        spec.write_text(SPEC)
+        direct_1, direct_k = planned_argv(one), planned_argv(many)
+        if args.profile:
+            prof = [sys.executable, "-m", "cProfile", "-s", "cumtime", *aibench(one, spec, d)[1:]]
+            done = subprocess.run(prof, capture_output=True, text=True, check=False)
+            print("\n".join(done.stdout.splitlines()[:45]))
+            return done.returncode
+        timed(direct_1)  # warm the page cache and bytecode
+        timed([aibench(one, spec, d / "warm")])
+        rows: dict[str, list[tuple[float, float]]] = {
+            "direct_1": [], "aibench_1": [], "direct_k": [], "aibench_k": []
+        }  # fmt: skip
+        for i in range(args.runs):
+            rows["direct_1"].append(timed(direct_1))
+            rows["aibench_1"].append(timed([aibench(one, spec, d / f"o{i}")]))
+            rows["direct_k"].append(timed(direct_k))
+            rows["aibench_k"].append(timed([aibench(many, spec, d / f"m{i}")]))
+    wall = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs each")
+    print(f"{'':12} {'wall s':>8} {'cpu s':>8}")
+    for k in rows:
+        print(f"{k:12} {wall[k]:8.3f} {cpu[k]:8.3f}")
+    fixed = wall["aibench_1"] - wall["direct_1"]
+    fixed_cpu = cpu["aibench_1"] - cpu["direct_1"]
+    extra = (wall["aibench_k"] - wall["aibench_1"]) - (wall["direct_k"] - wall["direct_1"])
+    per_step = extra / (args.k - 1)
+    print(
+        f"fixed cost per run: {fixed:.3f} s wall ({fixed_cpu:.3f} s CPU), target "
+        f"{args.fixed_target} s: {'PASS' if fixed <= args.fixed_target else 'MISS'}"
+    )
+    print(
+        f"cost per extra step: {per_step * 1000:.1f} ms, target {args.step_target * 1000:.0f} "
+        f"ms: {'PASS' if per_step <= args.step_target else 'MISS'}"
+    )
+    return 0 if fixed <= args.fixed_target and per_step <= args.step_target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
