@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -146,16 +147,10 @@ class DimsLayout:
         return out
 
 
-def _dims(value: Mapping[str, Scalar] | FrozenDims | None) -> FrozenDims:
-    if isinstance(value, FrozenDims):
-        return value
-    return FrozenDims(value or {})
-
-
 _NO_DIMS = FrozenDims()
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Measurement:
     """One number a tool produced, with its unit and the dimensions that vary.
 
@@ -168,39 +163,19 @@ class Measurement:
     metric: str
     value: float
     unit: str
-    dims: FrozenDims = field(default_factory=FrozenDims)
+    dims: FrozenDims = _NO_DIMS
     nodes: tuple[str, ...] = ()
     step: str = ""
     repeat: int = 0
 
-    # Written by hand rather than generated: a parser builds tens of thousands of records
-    # per megabyte, and the generated frozen __init__ plus __post_init__ cost three times
-    # this. The checks are the same; the exact builtin types take the short branches.
-    def __init__(
-        self,
-        tool: str,
-        metric: str,
-        value: float,
-        unit: str,
-        dims: Mapping[str, Scalar] | FrozenDims | None = _NO_DIMS,
-        nodes: Iterable[str] = (),
-        step: str = "",
-        repeat: int = 0,
-    ) -> None:
-        _m_tool(self, tool)
-        _m_metric(self, metric)
-        _m_unit(self, unit)
-        _m_dims(self, dims if type(dims) is FrozenDims else _dims(dims))
-        _m_nodes(self, nodes if type(nodes) is tuple else tuple(nodes))
-        _m_step(self, step)
-        _m_repeat(self, repeat)
-        if type(value) is not float:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(f"{tool}.{metric}: value must be a number, got {value!r}")
-            value = float(value)
-        _m_value(self, value)
-        if value - value != 0.0:  # inf - inf and nan - nan are nan
-            raise ValueError(f"{tool}.{metric}: value must be finite, got {value}")
+    def __post_init__(self) -> None:
+        _freeze(self)
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"{self.tool}.{self.metric}: value must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"{self.tool}.{self.metric}: value must be finite, got {value}")
+        object.__setattr__(self, "value", float(value))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -231,7 +206,7 @@ class Measurement:
 FactValue: TypeAlias = str | int | float | bool | None
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Fact:
     """One observed property of a node (driver version, swappiness, HCA state ...).
 
@@ -244,28 +219,12 @@ class Fact:
     name: str
     value: FactValue
     unit: str | None = None
-    dims: FrozenDims = field(default_factory=FrozenDims)
+    dims: FrozenDims = _NO_DIMS
     nodes: tuple[str, ...] = ()
     reason: str = ""
 
-    # By hand for the same reason as Measurement.__init__ (node-fact parsers emit many).
-    def __init__(
-        self,
-        source: str,
-        name: str,
-        value: FactValue,
-        unit: str | None = None,
-        dims: Mapping[str, Scalar] | FrozenDims | None = _NO_DIMS,
-        nodes: Iterable[str] = (),
-        reason: str = "",
-    ) -> None:
-        _f_source(self, source)
-        _f_name(self, name)
-        _f_value(self, value)
-        _f_unit(self, unit)
-        _f_dims(self, dims if type(dims) is FrozenDims else _dims(dims))
-        _f_nodes(self, nodes if type(nodes) is tuple else tuple(nodes))
-        _f_reason(self, reason)
+    def __post_init__(self) -> None:
+        _freeze(self)
 
     @property
     def absent(self) -> bool:
@@ -295,23 +254,13 @@ class Fact:
         )
 
 
-# The slot descriptors of the two record classes: a frozen dataclass refuses ``setattr``,
-# and calling the descriptor directly is the cheapest way for __init__ to fill a slot.
-_m_tool = Measurement.__dict__["tool"].__set__
-_m_metric = Measurement.__dict__["metric"].__set__
-_m_value = Measurement.__dict__["value"].__set__
-_m_unit = Measurement.__dict__["unit"].__set__
-_m_dims = Measurement.__dict__["dims"].__set__
-_m_nodes = Measurement.__dict__["nodes"].__set__
-_m_step = Measurement.__dict__["step"].__set__
-_m_repeat = Measurement.__dict__["repeat"].__set__
-_f_source = Fact.__dict__["source"].__set__
-_f_name = Fact.__dict__["name"].__set__
-_f_value = Fact.__dict__["value"].__set__
-_f_unit = Fact.__dict__["unit"].__set__
-_f_dims = Fact.__dict__["dims"].__set__
-_f_nodes = Fact.__dict__["nodes"].__set__
-_f_reason = Fact.__dict__["reason"].__set__
+def _freeze(record: Measurement | Fact) -> None:
+    """Give a record its immutable forms: any mapping of dims becomes a FrozenDims, any
+    iterable of node names a tuple."""
+    if not isinstance(record.dims, FrozenDims):
+        object.__setattr__(record, "dims", FrozenDims(record.dims or {}))
+    if not isinstance(record.nodes, tuple):
+        object.__setattr__(record, "nodes", tuple(record.nodes))
 
 
 class StepStatus(enum.StrEnum):

@@ -34,7 +34,7 @@ import re
 from collections import Counter
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement
+from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Parser
 
 TOOL = "hccl-tests"
@@ -97,8 +97,9 @@ def _records(
         dims: dict[str, int] = {"size_bytes": size}
         if repeated and size in repeated:
             dims["row"] = nth
-        out.append(Measurement(TOOL, "time", time_us, "us", dims))
-        out.append(Measurement(TOOL, "algbw", algbw, "GB/s", dims))
+        frozen = FrozenDims(dims)
+        out.append(Measurement(TOOL, "time", time_us, "us", frozen))
+        out.append(Measurement(TOOL, "algbw", algbw, "GB/s", frozen))
     return out
 
 

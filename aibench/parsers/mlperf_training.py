@@ -167,7 +167,8 @@ def _quality_facts(benchmark: str, seen: dict[str, mlperf_rules.Quality]) -> lis
         key, part = where.split(":", 1)
         dims = FrozenDims({"key": key, **({"metric": part} if part else {})})
         why = f"the MLPerf rules name no quality metric for {benchmark!r}"
-        out.append(Fact(TOOL, "quality_metric", q.name or None, None, dims, "" if q.name else why))
+        reason = "" if q.name else why
+        out.append(Fact(TOOL, "quality_metric", q.name or None, dims=dims, reason=reason))
         if q.direction:
             out.append(Fact(TOOL, "quality_direction", q.direction, None, dims))
         else:
@@ -176,9 +177,9 @@ def _quality_facts(benchmark: str, seen: dict[str, mlperf_rules.Quality]) -> lis
                     TOOL,
                     "quality_direction",
                     None,
-                    None,
-                    dims,
-                    f"mlperf-logging's compliance rules give no single direction for {benchmark!r}",
+                    dims=dims,
+                    reason="mlperf-logging's compliance rules give no single direction for "
+                    f"{benchmark!r}",
                 )
             )
     return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from aibench.errors import ParseError
-from aibench.model import Fact, Measurement
+from aibench.model import Fact, FrozenDims, Measurement
 from aibench.parsers import Parser, Record
 
 TOOL = "rocm-bandwidth-test"
@@ -61,6 +61,8 @@ def parse(text: str) -> list[Record]:
             continue
         cells = line.split()
         if cells[0] == "D/D":
+            if not all(c.isdigit() for c in cells[1:]):
+                raise ParseError(TOOL, f"not a device header: {line.strip()!r}", line=lineno)
             columns = [int(c) for c in cells[1:]]
             continue
         if not columns or not cells[0].isdigit():
@@ -80,7 +82,7 @@ def parse(text: str) -> list[Record]:
                 raise ParseError(TOOL, f"not a bandwidth: {cell!r}", line=lineno) from None
             dims: dict[str, str | int] = {"direction": direction, "src": src, "dst": dst}
             dims["link"] = _link(gpu, src, dst)
-            out.append(Measurement(TOOL, "copy_bw", value, "GB/s", dims))
+            out.append(Measurement(TOOL, "copy_bw", value, "GB/s", FrozenDims(dims)))
     if tables == 0:
         raise ParseError(
             TOOL, "no 'copy peak bandwidth GB/s' matrix: not rocm-bandwidth-test output"
