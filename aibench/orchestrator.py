@@ -31,7 +31,15 @@ from aibench import hostlist
 from aibench.errors import ConfigError, OutputError, ParseError, ToolFailure, UserError
 from aibench.executors.base import Command, Executor, ProcResult, ServerNotReady, redact_env
 from aibench.inventory import Inventory, Node
-from aibench.model import Fact, Measurement, ProcessRecord, StepResult, StepStatus
+from aibench.model import (
+    Fact,
+    Measurement,
+    Note,
+    ProcessRecord,
+    StepResult,
+    StepStatus,
+    with_notes,
+)
 from aibench.parsers import Record
 from aibench.plan import schedule
 from aibench.runners import RUNNERS, Invocation, ProcessSpec, Slot
@@ -558,9 +566,10 @@ def interpret(
             records = parsers.parse(inv.parser, stdout)
     except ToolFailure as exc:
         problem = exc
-        records = [r for r in exc.partial if isinstance(r, Measurement | Fact)]
+        records = [r for r in exc.partial if isinstance(r, Measurement | Fact | Note)]
     except ParseError as exc:
         problem = exc
+    result = with_notes(result, [r for r in records if isinstance(r, Note)])  # tool warnings
     measurements, facts = _split(inv, records)
     if proc.timed_out:
         return result(
@@ -594,7 +603,7 @@ def _split(inv: Invocation, records: Sequence[Record]) -> tuple[list[Measurement
     for r in records:
         if isinstance(r, Measurement):
             ms.append(replace(r, nodes=inv.nodes, step=inv.step, repeat=inv.repeat))
-        else:
+        elif isinstance(r, Fact):
             fs.append(replace(r, nodes=r.nodes or inv.nodes))
     return ms, fs
 
