@@ -172,7 +172,7 @@ def _run_starts(lines: list[str]) -> list[int]:
         if ": (groupid=" in line and _JOB.match(line):
             reported = True
         elif reported and (
-            line.startswith(("fio-2", "fio-3")) or ": (g=" in line and _OPTS.match(line)
+            line.startswith(("fio-2", "fio-3")) or (": (g=" in line and _OPTS.match(line))
         ):
             starts.append(i)
             reported = False
