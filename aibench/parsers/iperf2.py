@@ -50,7 +50,8 @@ are returned as Notes.
 One output is one run. A log holding several (a second ``Client connecting to`` or
 ``Server listening on`` banner, a stream id that connects twice (on one side), or a
 stream whose lines from 0 go back in time, e.g. ``0.0-10.0`` then ``0.0-1.0``; in CSV
-also a stream id seen between other ports) is a ParseError that says so, rather than the last run's numbers.
+also a stream id seen between other ports) is a ParseError that says so, rather than the
+last run's numbers.
 """
 
 from __future__ import annotations
