@@ -295,7 +295,8 @@ def _parse_text(text: str) -> list[Record]:
     try:
         own_rows, own_ends = _section(text, 0, split)
         sides = _sides(text, own_ends, connected, side)
-        if len(set(sides.values())) > 1:
+        if set(sides.values()) - {side} or any(k.startswith("*") for k in own_ends):
+            # both ways, a reversed test (-R) or iperf 2.1's *N streams: by the sides found
             out = [*_two_way(text, own_rows, own_ends, connected, sides, udp, sent)]
         else:
             _one_test(text, own_rows, connected)
@@ -320,28 +321,45 @@ def _parse_text(text: str) -> list[Record]:
 
 def _sides(text: str, ends: Ends, connected: dict[str, int], default: str | None) -> dict[str, str]:
     """Per stream id, the side of this host: ``sender`` for a stream it sends, ``receiver``
-    for one it receives. A stream whose ``connected with`` line has a local port this
-    output listens on was accepted here (receiver); one whose remote port is the port this
-    output connects to was opened from here (sender). iperf 2.1 marks the second stream of
-    a connection that carries both directions (``--full-duplex``) with ``*`` and prints
-    no line of its own for it: it is the other side of the stream of the same number.
-    Otherwise the side of the output's first banner."""
+    for one it receives.
+
+    A stream whose ``connected with`` line has a local port this output listens on was
+    accepted here (receiver); one whose remote port is the port this output connects to
+    was opened from here (sender); a connection marked ``(reverse)`` (``-R``) carries the
+    other way, unless its data lines are the ``*N`` of iperf 2.1, which already stand for
+    the reversed direction. ``*N`` without a line of its own (``-R`` on the client,
+    ``--full-duplex``) is the other side of connection ``N``. Otherwise the side of the
+    output's first banner. A stream whose side cannot be told is left out (the caller
+    decides)."""
     listen = {int(p) for p in _LISTEN_PORT_M.findall(text)}
     connect = {int(p) for p in _CONNECT_PORT_M.findall(text)}
+    other = {"sender": "receiver", "receiver": "sender"}
+    by_ports: dict[str, str] = {}
+    reverse: set[str] = set()
+    for sid, pos in connected.items():
+        c = _CONNECTED_M.match(text, pos)
+        if c is None:
+            continue
+        if int(c["lport"]) in listen:
+            by_ports[sid] = "receiver"
+        elif int(c["rport"]) in connect:
+            by_ports[sid] = "sender"
+        if "(reverse)" in text[c.end() : text.find("\n", c.end())]:
+            reverse.add(sid)
     out: dict[str, str] = {}
     for sid in ends:
-        pos = connected.get(sid)
-        c = _CONNECTED_M.match(text, pos) if pos is not None else None
-        if c and int(c["lport"]) in listen:
-            out[sid] = "receiver"
-        elif c and int(c["rport"]) in connect:
-            out[sid] = "sender"
-    other = {"sender": "receiver", "receiver": "sender"}
-    for sid in ends:
-        if sid == "SUM" or sid in out:
+        if sid == "SUM":
             continue
-        twin = out.get(sid[1:], default) if sid.startswith("*") else None
-        side = other[twin] if twin is not None else default
+        side: str | None
+        if sid in connected:
+            side = by_ports.get(sid, default)
+            if side is not None and sid in reverse and not sid.startswith("*"):
+                side = other[side]
+        elif sid.startswith("*"):
+            twin = by_ports.get(sid[1:], default)
+            side = other[twin] if twin is not None else None
+        else:
+            side = default
         if side is not None:
             out[sid] = side
     return out
@@ -357,11 +375,26 @@ def _two_way(
     sent: dict[str, int],
 ) -> list[Measurement]:
     """Records per direction of a test that ran both ways (``-d``/``--dualtest``,
-    ``-r``/``--tradeoff``, ``--full-duplex``): each side its own throughput, streams and
-    retransmits. The ``[SUM]`` line of such a test adds the two directions: not read."""
+    ``-r``/``--tradeoff``, ``--full-duplex``), or of iperf 2.1's ``-R`` whose streams are
+    ``*N`` or whose connection is marked ``(reverse)``: each side its own throughput,
+    streams and retransmits. The ``[SUM]`` line of a test both ways adds the two
+    directions: not read (it is, for a test that ran one way)."""
+    unknown = sorted(k for k in ends if k != "SUM" and k not in sides)
+    if unknown:
+        raise ParseError(
+            TOOL,
+            f"stream {unknown[0]}: cannot tell whether this host sent or received it "
+            "(no banner, no connection line)",
+            line=ends[unknown[0]][1],
+        )
     out: list[Measurement] = []
+    one_way = len(set(sides.values())) == 1
     for side in ("sender", "receiver"):
         names = {k: k.lstrip("*") for k, v in sides.items() if v == side}
+        if not names:
+            continue
+        if one_way and "SUM" in ends:
+            names["SUM"] = "SUM"  # one direction only (-R -P N): its SUM is its total
         if len(set(names.values())) != len(names):
             raise ParseError(
                 TOOL, f"streams {sorted(names)} of the {side} side share a number", line=None

@@ -270,3 +270,19 @@ def test_mss_unknown_is_kept_as_a_note() -> None:
     notes = [r for r in recs if isinstance(r, Note)]
     assert [n.text for n in notes] == ["MSS and MTU size unknown (TCP_MAXSEG not supported by OS?)"]
     assert notes[0].line == 10
+
+
+@pytest.mark.parametrize(
+    ("name", "side", "value"),
+    [
+        ("v2.1.8_lo_client_tcp_reverse_R.txt", "receiver", 17.7e9),
+        ("v2.1.8_lo_server_tcp_reverse_R.txt", "sender", 17.4e9),
+        ("v2.1.8_lo_client_tcp_reverse_R_P2.txt", "receiver", 32.1e9),  # the SUM
+        ("v2.1.8_lo_server_tcp_reverse_R_P2.txt", "sender", 32.2e9),
+    ],
+)
+def test_a_reversed_test_is_labelled_by_the_side_that_sent(
+    name: str, side: str, value: float
+) -> None:
+    recs = parse(name)
+    assert [(r.dims["side"], r.value) for r in pick(recs, "throughput")] == [(side, value)]
