@@ -47,6 +47,11 @@ like them but cannot be read is a ParseError, never a silently missing ``retrans
 iperf's remarks about the run (``MSS and MTU size unknown ...``, ``WARNING ...`` lines)
 are returned as Notes.
 
+iperf 2 prints nothing when it is interrupted: a client stopped by SIGINT or a timeout
+prints its final line for the part that ran (``0.0000-2.5081 sec`` of a 10 s test), which
+reads as a complete result (tested on iperf 2.1.8); only the step's status (timeout, exit
+code) can tell.
+
 One output is one run. A log holding several (a second ``Client connecting to`` or
 ``Server listening on`` banner, a stream id that connects twice (on one side), or a
 stream whose lines from 0 go back in time, e.g. ``0.0-10.0`` then ``0.0-1.0``; in CSV
