@@ -17,6 +17,7 @@ def parse(text: str) -> list[Measurement]:
     """The measurements of an output (its Notes left out)."""
     return [r for r in parse_records(text) if isinstance(r, Measurement)]
 
+
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "perftest"
 
 
