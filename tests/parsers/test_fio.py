@@ -273,3 +273,10 @@ def test_several_runs_in_one_text_log_are_numbered() -> None:
 def test_one_run_has_no_run_dim() -> None:
     recs = fio.parse(load("v3.33_randrw_libaio_nj2_text.txt"))  # numjobs=2: one run
     assert all("run" not in r.dims for r in recs)
+
+
+def test_several_json_documents_in_one_log_are_all_read_and_numbered() -> None:
+    recs = fio.parse(load("v3.33_json_two_runs_appended.json"))
+    bw = pick(recs, "bw")
+    assert [r.dims["run"] for r in bw] == [1, 2]
+    assert bw[0].value != bw[1].value
