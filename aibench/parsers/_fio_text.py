@@ -50,8 +50,8 @@ _JOB = re.compile(
 _NUM = r"\d+(?:\.\d+)?"
 _DIR3 = re.compile(
     rf"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>{_NUM})(?P<iopsx>[kM]?), "
-    rf"BW=(?P<bw>{_NUM})(?P<bwu>[KMGT]?i?B/s) \([^)]*\)"
-    rf"\((?P<io>{_NUM})(?P<iou>[KMGT]?i?B)/(?P<run>\d+)msec\)"
+    rf"BW=(?P<bw>{_NUM})(?P<bwu>(?:[KMGT]i?)?B/s) \([^)]*\)"
+    rf"\((?P<io>{_NUM})(?P<iou>(?:[KMGT]i?)?B)/(?P<run>\d+)msec\)"
 )
 _DIR2 = re.compile(
     rf"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>{_NUM})(?P<iou>[KMGT]?B), "
@@ -67,8 +67,8 @@ _PCT_HEAD = re.compile(r"^\s+(?P<key>clat|lat|sync) percentiles \((?P<unit>nsec|
 _PCT_ITEM = re.compile(rf"(?P<p>{_NUM})th=\[\s*(?P<v>\d+)\]")
 _GROUP = re.compile(r"^Run status group \d+")
 _GROUP_DIR3 = re.compile(
-    rf"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>{_NUM})(?P<bwu>[KMGT]?i?B/s) .*?"
-    rf"io=(?P<io>{_NUM})(?P<iou>[KMGT]?i?B)\b"
+    rf"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>{_NUM})(?P<bwu>(?:[KMGT]i?)?B/s) .*?"
+    rf"io=(?P<io>{_NUM})(?P<iou>(?:[KMGT]i?)?B)\b"
 )
 _GROUP_DIR2 = re.compile(
     rf"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>{_NUM})(?P<iou>[KMGT]?B), "
