@@ -14,7 +14,15 @@ from typing import Any
 
 from aibench.errors import OutputError, ParseError, ToolFailure
 from aibench.executors.base import ProcResult
-from aibench.model import Fact, Measurement, ProcessRecord, StepResult, StepStatus
+from aibench.model import (
+    Fact,
+    Measurement,
+    Note,
+    ProcessRecord,
+    StepResult,
+    StepStatus,
+    with_notes,
+)
 from aibench.parsers import Record
 from aibench.runners import RUNNERS, Invocation
 from aibench.runners.base import Output
@@ -62,9 +70,10 @@ def interpret(
             records = parsers.parse(inv.parser, stdout)
     except ToolFailure as exc:
         problem = exc
-        records = [r for r in exc.partial if isinstance(r, Measurement | Fact)]
+        records = [r for r in exc.partial if isinstance(r, Measurement | Fact | Note)]
     except ParseError as exc:
         problem = exc
+    result = with_notes(result, [r for r in records if isinstance(r, Note)])  # tool warnings
     measurements, facts = split(inv, records)
     if proc.timed_out:
         return result(
@@ -100,6 +109,6 @@ def split(inv: Invocation, records: Sequence[Record]) -> tuple[list[Measurement]
             # stamped with the invocation's tool: a runner that reuses another tool's
             # parser (rccl-tests reads NCCL-tests tables) owns its records
             ms.append(replace(r, tool=inv.tool, nodes=inv.nodes, step=inv.step, repeat=inv.repeat))
-        else:
+        elif isinstance(r, Fact):
             fs.append(replace(r, nodes=r.nodes or inv.nodes))
     return ms, fs

@@ -263,6 +263,35 @@ def _freeze(record: Measurement | Fact) -> None:
         object.__setattr__(record, "nodes", tuple(record.nodes))
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A tool's own warning or remark about its run, kept beside the numbers it qualifies.
+
+    ``text`` is the tool's words (one line, as printed); ``kind`` is ``warning`` (the tool
+    says a number may be off: CPU frequency scaling, a reduced size range, an unknown
+    MSS) or ``info``; ``line`` is the 1-based line of the output it was read from. A note
+    never changes a verdict: it travels on the StepResult and is shown in the report.
+    """
+
+    tool: str
+    text: str
+    kind: str = "warning"
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "text": self.text, "kind": self.kind, "line": self.line}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Note:
+        line = d.get("line")
+        return cls(
+            tool=d["tool"],
+            text=d["text"],
+            kind=d.get("kind", "warning"),
+            line=int(line) if line is not None else None,
+        )
+
+
 class StepStatus(enum.StrEnum):
     OK = "ok"
     FAILED = "failed"
@@ -322,9 +351,11 @@ class StepResult:
     reason: str = ""  # one line when status is not ok
     tool_version: str = ""
     round: int = 0
+    notes: tuple[Note, ...] = ()  # the tool's own warnings about this invocation
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", StepStatus(self.status))
+        object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "nodes", tuple(self.nodes))
         object.__setattr__(self, "measurements", tuple(self.measurements))
         object.__setattr__(self, "facts", tuple(self.facts))
@@ -335,6 +366,12 @@ class StepResult:
         return self.status is StepStatus.OK
 
     def to_dict(self) -> dict[str, Any]:
+        d = self._to_dict()
+        if self.notes:  # written only when there are some: older run.json files read the same
+            d["notes"] = [n.to_dict() for n in self.notes]
+        return d
+
+    def _to_dict(self) -> dict[str, Any]:
         return {
             "step_id": self.step_id,
             "step": self.step,
@@ -375,6 +412,7 @@ class StepResult:
             tool_version=d.get("tool_version", ""),
             measurements=tuple(Measurement.from_dict(m) for m in d.get("measurements", ())),
             facts=tuple(Fact.from_dict(f) for f in d.get("facts", ())),
+            notes=tuple(Note.from_dict(n) for n in d.get("notes", ())),
         )
 
 
@@ -603,3 +641,17 @@ def attach(
 ) -> tuple[Measurement, ...]:
     """Give parser output its provenance (the parser itself knows no hosts)."""
     return tuple(dataclasses.replace(m, nodes=nodes, step=step, repeat=repeat) for m in items)
+
+
+def with_notes(
+    result: Callable[..., StepResult], notes: Sequence[Note]
+) -> Callable[..., StepResult]:
+    """``result`` (a StepResult factory) whose every StepResult carries ``notes``."""
+    if not notes:
+        return result
+    kept = tuple(notes)
+
+    def build(*args: Any, **kwargs: Any) -> StepResult:
+        return dataclasses.replace(result(*args, **kwargs), notes=kept)
+
+    return build

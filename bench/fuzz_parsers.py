@@ -2,7 +2,8 @@
 
 Property: ``parser.parse(text)`` either returns records or raises an
 ``aibench.errors.OutputError`` (ParseError / ToolFailure); nothing else escapes, and
-every returned Measurement has a finite value and a unit known to ``aibench.units``.
+every returned Measurement has a finite value and a unit known to ``aibench.units`` (and
+every Note has text).
 
 Inputs are the golden fixtures under ``tests/fixtures/<parser>/``, each mutated 1-3
 times by: truncation, line deletion, byte flip, whitespace insertion / column shift
@@ -34,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from aibench import parsers  # noqa: E402
 from aibench.errors import OutputError  # noqa: E402
-from aibench.model import Fact, Measurement  # noqa: E402
+from aibench.model import Fact, Measurement, Note  # noqa: E402
 from aibench.units import is_known  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -132,8 +133,11 @@ def problem(parser_name: str, text: str) -> str | None:
                 return f"Measurement {r.metric} is not finite: {r.value}"
             if not is_known(r.unit):
                 return f"Measurement {r.metric} has unknown unit {r.unit!r}"
+        elif isinstance(r, Note):
+            if not isinstance(r.text, str) or not r.text:
+                return f"Note with no text: {r!r}"
         elif not isinstance(r, Fact):
-            return f"parse returned a {type(r).__name__}, not a Measurement or Fact"
+            return f"parse returned a {type(r).__name__}, not a Measurement, Fact or Note"
     return None
 
 

@@ -18,7 +18,7 @@ from aibench.errors import ToolFailure
 from aibench.executors.base import ReadyCheck
 from aibench.executors.local import LocalExecutor
 from aibench.inventory import Inventory, Node
-from aibench.model import Measurement, StepStatus
+from aibench.model import Measurement, Note, StepStatus
 from aibench.orchestrator import JOURNAL, Execution, execute
 from aibench.plan import build_plan
 from aibench.runners import RUNNERS
@@ -76,11 +76,14 @@ class ScriptRunner:
     def parse_version(self, text: str) -> str:
         return text.split()[-1]
 
-    def collect(self, inv: Invocation, out: Output) -> list[Measurement]:
-        recs = []
+    def collect(self, inv: Invocation, out: Output) -> list[Measurement | Note]:
+        recs: list[Measurement | Note] = []
         for n, line in enumerate(out.stdout.splitlines(), 1):
             if line.startswith("FAIL"):
-                raise ToolFailure(self.tool, line, line=n, partial=recs)
+                raise ToolFailure(self.tool, line, line=n, partial=list(recs))
+            if line.startswith("WARN"):
+                recs.append(Note(self.tool, line, line=n))
+                continue
             k, v = line.split()
             recs.append(Measurement(self.tool, k, float(v), "count"))
         return recs
@@ -370,3 +373,34 @@ def test_concurrency_limits_hold(
         assert peak >= min(expected, 2)  # ... and still concurrent where the cap allows
     else:  # without a cap all six overlap (a busy machine may start one late)
         assert peak >= 4
+
+
+def test_the_tools_warnings_are_notes_on_the_step(
+    tmp_path: Path, script_runner: ScriptRunner
+) -> None:
+    suite = suite_of(
+        ("warns", {"script": "print('x 1'); print('WARN: CPU frequency is not max')"}),
+        ("warns-then-fails", {"script": "print('WARN: reduced size'); print('FAIL: cut')"}),
+    )
+    ex = run_plan(tmp_path, suite, local_nodes(1))
+    by_step = {r.step: r for r in ex.results()}
+    ok = by_step["warns"]
+    assert ok.status is StepStatus.OK
+    assert [m.value for m in ok.measurements] == [1.0]  # the note is no measurement
+    assert [(n.text, n.line) for n in ok.notes] == [("WARN: CPU frequency is not max", 2)]
+    failed = by_step["warns-then-fails"]
+    assert failed.status is StepStatus.FAILED
+    assert [n.text for n in failed.notes] == ["WARN: reduced size"]  # kept with the failure
+    # and in the journal, as run.json will hold them
+    stored = {
+        json.loads(ln)["step"]: json.loads(ln)
+        for ln in (tmp_path / JOURNAL).read_text().splitlines()
+    }
+    assert stored["warns"]["notes"] == [
+        {
+            "tool": "test-script",
+            "text": "WARN: CPU frequency is not max",
+            "kind": "warning",
+            "line": 2,
+        }
+    ]

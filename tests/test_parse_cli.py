@@ -123,3 +123,58 @@ def test_missing_file_and_undetectable(tmp_path: Path, capsys: pytest.CaptureFix
     junk.write_text("hello\n")
     assert main(["parse", "auto", str(junk)]) == 2
     assert "no parser recognizes" in capsys.readouterr().err
+
+
+# ---- outputs that are only the tool's error; the tool's warnings ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("fixture", "tool", "words"),
+    [
+        (
+            "perftest/ib_write_bw_error_only_failed_to_modify_QP_to_RTR_GRH_required.txt",
+            "perftest",
+            "Failed to modify QP 122273 to RTR | Unable to Connect the HCA's through the link",
+        ),
+        (
+            "perftest/ib_write_bw_client_error_couldnt_connect_pre-PR228_joined_lines.txt",
+            "perftest",
+            "Couldn't connect to 192.168.125.211:18515",
+        ),
+        (
+            "iperf3/v3.21+_lo_json_stream_refused.json",
+            "iperf3",
+            "unable to connect to server - server may have stopped running",
+        ),
+        ("iperf3/v3.12_lo_refused_text.txt", "iperf3", "unable to connect to server"),
+        ("iperf2/v2.1.8_lo_client_refused.txt", "iperf2", "Connection refused"),
+    ],
+)
+def test_auto_on_an_output_that_is_only_an_error_names_the_tool_and_its_words(
+    fixture: str, tool: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["parse", "--tool", "auto", str(FIX / fixture)]) == 1
+    err = capsys.readouterr().err
+    assert f"detected tool {tool}" in err
+    assert "ToolFailure" in err
+    assert words in err
+
+
+def test_notes_follow_the_table_and_are_records_in_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = str(FIX / "iperf2" / "v2.0.x_enhanced_tcp_client_fb_negative_cwnd_mss_unknown.txt")
+    assert main(["parse", "iperf2", path]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().splitlines()[-1] == (
+        "warning (iperf2 line 10): MSS and MTU size unknown (TCP_MAXSEG not supported by OS?)"
+    )
+    assert main(["parse", "iperf2", path, "--format", "json"]) == 0
+    (f,) = json.loads(capsys.readouterr().out)["files"]
+    notes = [r for r in f["records"] if r["kind"] == "Note"]
+    assert [n["text"] for n in notes] == [
+        "MSS and MTU size unknown (TCP_MAXSEG not supported by OS?)"
+    ]
+    assert main(["parse", "iperf2", path, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["value"] for r in rows if r["kind"] == "Note"] == [notes[0]["text"]]

@@ -7,7 +7,9 @@ with ``--tool auto``) asks each parser's ``detect`` and says on stderr which one
 Output (stdout): an aligned plain-text table (default), ``--format json`` (one object
 with a ``files`` list: per file its parser, its records, and its error if any; records
 measured before a ToolFailure are included with ``"partial": true``) or ``--format csv``
-(one row per record, one column per dimension).
+(one row per record, one column per dimension). The tool's own warnings (Notes) follow
+the table as ``note: ...`` lines, are records of kind ``Note`` in JSON and rows with the
+metric ``note`` (the tool's words as the value) in CSV.
 
 Exit codes: 0 when every file parsed; 1 when a file's output could not be read
 (ParseError) or reports a failure of the tool (ToolFailure), each printed on stderr as
@@ -128,12 +130,37 @@ def _value_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _is_note(rec: Any) -> bool:
+    from aibench.model import Note
+
+    return isinstance(rec, Note)
+
+
+def _note_lines(results: list[FileResult]) -> str:
+    many = len(results) > 1
+    out = []
+    for r in results:
+        for rec in r.records:
+            if _is_note(rec):
+                where = f" line {rec.line}" if rec.line is not None else ""
+                out.append(
+                    f"{r.file + ': ' if many else ''}{rec.kind} ({rec.tool}{where}): {rec.text}"
+                )
+    return "".join(line + "\n" for line in out)
+
+
 def _table(results: list[FileResult]) -> str:
+    return _measurements_table(results) + _note_lines(results)
+
+
+def _measurements_table(results: list[FileResult]) -> str:
     many = len(results) > 1
     head = (["file"] if many else []) + ["tool", "metric", "value", "unit", "dims"]
     rows: list[list[str]] = []
     for r in results:
         for rec in r.records:
+            if _is_note(rec):
+                continue
             row = [r.file] if many else []
             row += [
                 r.parser + (" (partial)" if r.partial else ""),
@@ -177,12 +204,18 @@ def _csv(results: list[FileResult]) -> str:
     import csv
     import io
 
-    dim_keys = sorted({k for r in results for rec in r.records for k in rec.dims})
+    dim_keys = sorted(
+        {k for r in results for rec in r.records if not _is_note(rec) for k in rec.dims}
+    )
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["file", "parser", "kind", "metric", "value", "unit", "partial", *dim_keys])
     for r in results:
         for rec in r.records:
+            if _is_note(rec):
+                row = [r.file, r.parser, "Note", "note", rec.text, "", "true" if r.partial else ""]
+                w.writerow(row + [""] * len(dim_keys))
+                continue
             value = rec.value
             w.writerow(
                 [

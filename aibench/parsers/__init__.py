@@ -4,7 +4,8 @@ Contract (STYLE.md principles 1-4). A module ``aibench/parsers/<tool>.py`` defin
 ``PARSER`` (a :class:`Parser`, or a list of them). ``parse(text)``:
 
 * takes the tool's whole output as text and returns a list of records: Measurements for
-  benchmarks, Facts for node-inspection tools (nvidia-smi, ibstat ...);
+  benchmarks, Facts for node-inspection tools (nvidia-smi, ibstat ...), and Notes for the
+  tool's own warnings about the run (kept on the step and shown beside the numbers);
 * does no I/O, reads no environment, starts no process, knows no hosts or ranks;
 * raises :class:`aibench.errors.ParseError` (with the line number and a reason) when the
   output cannot be read, and :class:`aibench.errors.ToolFailure` (with the tool's own
@@ -24,10 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aibench.model import Fact, Measurement
+from aibench.model import Fact, Measurement, Note
 from aibench.registry import Registry
 
-Record = Measurement | Fact
+Record = Measurement | Fact | Note
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ Read per job report (``NAME: (groupid=G, jobs=N): err= E: pid=...``):
 Latencies are converted to one unit per output: ``ns`` for fio 3.x, ``us`` for 2.x (the
 JSON schema of the same generation). The text prints rounded numbers (three significant
 digits for BW and the io size), so values are less precise than the JSON's.
+
+Several runs appended to one log are told apart by :func:`_run_starts`; their records
+carry the dim ``run`` (1, 2 ...).
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ _JOB = re.compile(
 _NUM = r"\d+(?:\.\d+)?"
 _DIR3 = re.compile(
     rf"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>{_NUM})(?P<iopsx>[kM]?), "
-    rf"BW=(?P<bw>{_NUM})(?P<bwu>[KMGT]?i?B/s) \([^)]*\)"
-    rf"\((?P<io>{_NUM})(?P<iou>[KMGT]?i?B)/(?P<run>\d+)msec\)"
+    rf"BW=(?P<bw>{_NUM})(?P<bwu>(?:[KMGT]i?)?B/s) \([^)]*\)"
+    rf"\((?P<io>{_NUM})(?P<iou>(?:[KMGT]i?)?B)/(?P<run>\d+)msec\)"
 )
 _DIR2 = re.compile(
     rf"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>{_NUM})(?P<iou>[KMGT]?B), "
@@ -64,8 +67,8 @@ _PCT_HEAD = re.compile(r"^\s+(?P<key>clat|lat|sync) percentiles \((?P<unit>nsec|
 _PCT_ITEM = re.compile(rf"(?P<p>{_NUM})th=\[\s*(?P<v>\d+)\]")
 _GROUP = re.compile(r"^Run status group \d+")
 _GROUP_DIR3 = re.compile(
-    rf"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>{_NUM})(?P<bwu>[KMGT]?i?B/s) .*?"
-    rf"io=(?P<io>{_NUM})(?P<iou>[KMGT]?i?B)\b"
+    rf"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>{_NUM})(?P<bwu>(?:[KMGT]i?)?B/s) .*?"
+    rf"io=(?P<io>{_NUM})(?P<iou>(?:[KMGT]i?)?B)\b"
 )
 _GROUP_DIR2 = re.compile(
     rf"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>{_NUM})(?P<iou>[KMGT]?B), "
@@ -156,10 +159,34 @@ def group_totals(text: str) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _run_starts(lines: list[str]) -> list[int]:
+    """0-based indexes of the lines where a run of fio starts, for a log of several runs
+    appended one after the other: after a job report, an options header (``NAME: (g=0):
+    rw=...``) or a version line (``fio-3.33``) starts the next run. One run: ``[0]``.
+    (Job reports of one name within a run are ``numjobs`` clones, not a second run.)"""
+    starts = [0]
+    reported = False
+    for i, line in enumerate(lines):
+        if not line or line[0] == " ":
+            continue
+        if ": (groupid=" in line and _JOB.match(line):
+            reported = True
+        elif reported and (
+            line.startswith(("fio-2", "fio-3")) or (": (g=" in line and _OPTS.match(line))
+        ):
+            starts.append(i)
+            reported = False
+    return starts
+
+
 def parse_text(text: str) -> list[Measurement]:
     lines = text.splitlines()
     fio3 = any(ln.startswith("fio-3") or " IOPS=" in ln for ln in lines)
     lat_unit = "ns" if fio3 else "us"
+    starts = _run_starts(lines)
+    next_run = iter(starts[1:])
+    run_at = next(next_run, -1)  # 0-based index of the line that starts the next run
+    run: dict[str, Scalar] = {"run": 1} if len(starts) > 1 else {}
     options: dict[str, dict[str, Scalar]] = {}
     bs_by_job: dict[str, dict[str, str]] = {}
     jobs: list[_Job] = []
@@ -170,6 +197,10 @@ def parse_text(text: str) -> list[Measurement]:
     fdims = frozen(dims)  # dims as a FrozenDims, built once per direction
     pct: tuple[str, str] | None = None
     for no, line in enumerate(lines, 1):
+        if no - 1 == run_at:  # the next run of a log of several
+            run = {"run": int(run["run"]) + 1}
+            run_at = next(next_run, -1)
+            options, bs_by_job, job, direction, pct = {}, {}, None, "", None
         if not line:
             pct = None
             continue
@@ -211,7 +242,7 @@ def parse_text(text: str) -> list[Measurement]:
             if not m:
                 continue
             direction = m["dir"]
-            dims = {"job": job.name, "direction": direction, **options.get(job.name, {})}
+            dims = {"job": job.name, "direction": direction, **options.get(job.name, {}), **run}
             bs = bs_by_job.get(job.name, {}).get(direction)
             if bs:
                 dims["bs"] = bs
@@ -225,7 +256,7 @@ def parse_text(text: str) -> list[Measurement]:
             ]
         elif s.startswith("fsync/fdatasync/sync_file_range:"):
             direction = "sync"
-            dims = {"job": job.name, "direction": "sync", **options.get(job.name, {})}
+            dims = {"job": job.name, "direction": "sync", **options.get(job.name, {}), **run}
             bs = bs_by_job.get(job.name, {}).get("write")
             if bs:
                 dims["bs"] = bs

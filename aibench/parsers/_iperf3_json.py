@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from aibench.errors import ParseError, ToolFailure
+from aibench.errors import OutputError, ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Scalar
 
 TOOL = "iperf3"
@@ -214,11 +214,15 @@ def parse_stream(text: str) -> list[Measurement]:
 
     ``start`` carries the document's ``start`` object, ``end`` its ``end`` object and
     ``error`` the message; ``interval`` events are read for validity only. An output
-    without an ``end`` event was cut: a ParseError naming its last line.
+    without an ``end`` event was cut: a ParseError naming its last line. An ``error``
+    event is a ToolFailure in iperf3's words; iperf3 3.21 still writes an ``end`` event
+    after it (empty when it could not connect; the totals of the part that ran when it
+    was interrupted): what that event holds is the ``partial``.
     """
     doc: dict[str, Any] = {}
     last = 0
     records: list[Measurement] = []
+    error: tuple[int, str] | None = None
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
@@ -237,13 +241,30 @@ def parse_stream(text: str) -> list[Measurement]:
             doc["start"] = data
         elif kind == "end":
             doc["end"] = data
+            if error is not None:
+                records = _partial_end(doc, no)
+                continue
             records = end_records(doc, no)
             if not records:
                 raise ParseError(TOOL, 'the "end" event holds no results', line=no)
         elif kind == "error":
-            raise ToolFailure(TOOL, str(data), line=no, partial=list(records))
+            if error is None:
+                error = (no, str(data))
         elif kind == "interval" and not isinstance(data, Mapping):
             raise ParseError(TOOL, "interval event without data", line=no)
+    if error is not None:
+        raise ToolFailure(TOOL, error[1], line=error[0], partial=list(records))
     if "end" not in doc:
         raise ParseError(TOOL, 'output ends before the "end" event (cut?)', line=last or None)
     return records
+
+
+def _partial_end(doc: dict[str, Any], no: int) -> list[Measurement]:
+    """The results of an ``end`` event that follows an ``error`` one: none when it is
+    empty (the test never ran), and none when it cannot be read (the error is the news)."""
+    if not doc.get("end"):
+        return []
+    try:
+        return end_records(doc, no)
+    except OutputError:
+        return []

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from aibench.errors import ParseError, ToolFailure
+from aibench.errors import ParseError
 from aibench.model import DimsLayout, FrozenDims, Measurement, Scalar
 
 TOOL = "nccl-tests"
@@ -172,10 +172,14 @@ class Section:
     op: str | None
     start: int
     ranks: int = 0
+    run: int = 0  # the number of its results table in the log (1 ...)
     columns: list[str] | None = None
     header_line: int = 0
     records: list[Measurement] = field(default_factory=list)
     busbw: list[tuple[float, float]] = field(default_factory=list)
+    # (line, reason) of each failed data check of this run: its rows are still read (the
+    # run goes on and prints its footer); the caller reports them as the run's failure
+    failures: list[tuple[int, str]] = field(default_factory=list)
     _place: list[int] = field(default_factory=list)  # per column: -1 row key, 0/1 placement
     _plans: dict[int, _Plan] = field(default_factory=dict)  # by the number of fields
     _timestamp: int = -1  # index of the two-field timestamp column, -1 when none
@@ -249,12 +253,12 @@ class Section:
                 )
             if metric == "wrong":
                 if value > 0:
-                    raise ToolFailure(
-                        TOOL,
-                        f"{PLACEMENTS[p]} #wrong {tok} at size {key.get('size_bytes')} B "
-                        f"(data check failed): {line.strip()}",
-                        no,
-                        partial=list(records),
+                    self.failures.append(
+                        (
+                            no,
+                            f"{PLACEMENTS[p]} #wrong {tok} at size {key.get('size_bytes')} B "
+                            f"(data check failed): {line.strip()}",
+                        )
                     )
             elif metric == "busbw":
                 add_busbw((value, half_ulp(tok)))
@@ -270,13 +274,12 @@ class Section:
             raise ParseError(TOOL, f"column 'error' ({placement}): {tok!r} is not a number", no)
         limit = _DELTA_MAX.get(str(key.get("dtype")), 0.0) * max(self.ranks - 1, 1)
         if value > limit:
-            raise ToolFailure(
-                TOOL,
-                f"{placement} error {tok} above the tolerance {limit:g} "
-                f"at size {key.get('size_bytes')} B: "
-                f"{line.strip()}",
-                no,
-                partial=list(self.records),
+            self.failures.append(
+                (
+                    no,
+                    f"{placement} error {tok} above the tolerance {limit:g} "
+                    f"at size {key.get('size_bytes')} B: {line.strip()}",
+                )
             )
 
     def add_json_row(self, row: dict[str, Any], index: int, line: int) -> None:
@@ -315,12 +318,12 @@ class Section:
                         TOOL, f"results[{index}].{placement}.{src}: {raw!r} is not a number", line
                     )
                 if metric == "wrong" and value > 0:
-                    raise ToolFailure(
-                        TOOL,
-                        f"{placement} nwrong {raw} at size {key['size_bytes']} B "
-                        "(data check failed)",
-                        line,
-                        partial=list(self.records),
+                    self.failures.append(
+                        (
+                            line,
+                            f"{placement} nwrong {raw} at size {key['size_bytes']} B "
+                            "(data check failed)",
+                        )
                     )
                 if metric == "busbw":
                     self.busbw.append((value, 5e-7 if isinstance(raw, str) else 0.0))

@@ -25,14 +25,29 @@ job options when the output carries them: ``rw``, ``bs``, ``iodepth`` (int),
 
 A job with a non-zero ``error`` is a ToolFailure whose message holds fio's error lines
 and the job's error code; the records of the output are in ``partial``.
+
+A run cut short is a ToolFailure too, with fio's own words as the reason and what it
+reported in ``partial``: ``fio: terminating on signal N`` (Ctrl-C, or the SIGTERM of a
+timeout: fio then still prints a complete-looking report for the part that ran, in every
+output format), ``fio: pid=N, got signal=N`` (a job process killed) and fio's ``... it
+appears to be stuck. Doing forceful exit of this job.``. Tested on fio 3.33 stopped by
+``timeout -s INT`` and ``timeout`` (SIGTERM), JSON and text.
+
+Several runs appended to one log (the same job file run twice, say; text, or JSON
+documents one after the other) are numbered: every record then has the dim ``run`` (1, 2
+...), in the order of the log; a log of one run has no ``run`` dim.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from dataclasses import replace
 
-from aibench.model import Measurement
+from aibench.errors import ParseError, ToolFailure
+from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Parser
+from aibench.parsers._fio_common import TOOL
 from aibench.parsers._fio_json import parse_json
 from aibench.parsers._fio_terse import is_terse, parse_terse
 from aibench.parsers._fio_text import parse_text
@@ -43,12 +58,64 @@ def _is_json(text: str) -> bool:
     return text.lstrip().startswith("{") or "\n{" in text
 
 
+# fio's own words when a run was stopped before its end (backend.c, fio.c)
+_CUT = re.compile(
+    r"^fio: (?:terminating on signal \d+|pid=\d+, got signal=\d+)"
+    r"|^fio: job .* appears to be stuck\. Doing forceful exit of this job\.",
+    re.MULTILINE,
+)
+
+
 def parse(text: str) -> list[Measurement]:
+    cut = _CUT.search(text) if "fio: " in text else None
+    if cut is None:
+        return _parse(text)
+    no = text.count("\n", 0, cut.start()) + 1
+    words = cut[0].strip()
+    reason = f"{words}: the run was cut short, its numbers cover only the part that ran"
+    try:
+        records = _parse(text)
+    except ToolFailure as exc:
+        raise ToolFailure(TOOL, f"{words}; {exc.reason}", no, partial=exc.partial) from None
+    except ParseError:
+        records = []  # stopped before it reported anything readable: the signal says why
+    raise ToolFailure(TOOL, reason, no, partial=list(records))
+
+
+# fio's JSON document opens with "{" alone on a line; nested objects never start a line
+_DOC_START = re.compile(r"^\{[ \t]*$", re.MULTILINE)
+
+
+def _parse(text: str) -> list[Measurement]:
     if _is_json(text):
-        return parse_json(text)
+        return _json_runs(text)
     if is_terse(text):
         return parse_terse(text)
     return parse_text(text)
+
+
+def _json_runs(text: str) -> list[Measurement]:
+    """One JSON document, or several appended (each run's records with the dim ``run``)."""
+    starts = [m.start() for m in _DOC_START.finditer(text)]
+    if len(starts) < 2:
+        return parse_json(text)
+    bounds = [0, *starts[1:], len(text)]
+    out: list[Measurement] = []
+    failed: list[tuple[int, str]] = []
+    for run, (a, b) in enumerate(itertools.pairwise(bounds), 1):
+        offset = text.count("\n", 0, a)
+        try:
+            records = parse_json(text[a:b])
+        except ToolFailure as exc:
+            records = [r for r in exc.partial if isinstance(r, Measurement)]
+            failed.append(((exc.line or 1) + offset, f"run {run}: {exc.reason}"))
+        except ParseError as exc:
+            line = (exc.line or 1) + offset
+            raise ParseError(TOOL, f"run {run}: {exc.reason}", line) from None
+        out += [replace(r, dims=FrozenDims({**r.dims, "run": run})) for r in records]
+    if failed:
+        raise ToolFailure(TOOL, "; ".join(w for _, w in failed), failed[0][0], partial=[*out])
+    return out
 
 
 _DETECT = re.compile(

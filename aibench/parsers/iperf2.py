@@ -32,22 +32,43 @@ N/0 (inf%)``): nothing arrived, and there is no loss figure (never 0 %); what th
 reported is kept as the partial records. ``N datagrams received out-of-order`` lines are
 not report lines.
 
+A test that runs both ways (``-d``/``--dualtest``, ``-r``/``--tradeoff``, and iperf 2.1's
+``--full-duplex``, whose second direction is the stream ``[ *N]``) gives one record set per
+direction, each with its ``side`` as seen from the host whose output it is: a stream this
+host accepted on the port it listens on (``Server listening on ... port L`` and a
+``local ... port L connected with`` line) is ``receiver``, one it opened to the port it
+connects to is ``sender``, and ``*N`` without a line of its own is the other side of
+``N``. The ``[SUM]`` line of such a test adds both directions and is not read. Tested on
+iperf 2.1.8 client and server outputs of all three, captured on loopback.
+
+The enhanced TCP client columns ``Write/Err Rtry Cwnd/RTT`` are read whatever the
+congestion window (``-1K/98 us`` when the kernel gave none); a row whose columns start
+like them but cannot be read is a ParseError, never a silently missing ``retransmits``.
+iperf's remarks about the run (``MSS and MTU size unknown ...``, ``WARNING ...`` lines)
+are returned as Notes.
+
+iperf 2 prints nothing when it is interrupted: a client stopped by SIGINT or a timeout
+prints its final line for the part that ran (``0.0000-2.5081 sec`` of a 10 s test), which
+reads as a complete result (tested on iperf 2.1.8); only the step's status (timeout, exit
+code) can tell.
+
 One output is one run. A log holding several (a second ``Client connecting to`` or
-``Server listening on`` banner, a stream id that connects twice, or a stream whose lines
-from 0 go back in time, e.g. ``0.0-10.0`` then ``0.0-1.0``; in CSV also a stream id seen
-between other ports) is a ParseError that says so, rather than the last run's numbers.
+``Server listening on`` banner, a stream id that connects twice (on one side), or a
+stream whose lines from 0 go back in time, e.g. ``0.0-10.0`` then ``0.0-1.0``; in CSV
+also a stream id seen between other ports) is a ParseError that says so, rather than the
+last run's numbers.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from aibench.errors import OutputError, ParseError, ToolFailure
-from aibench.model import FrozenDims, Measurement, Scalar
-from aibench.parsers import Parser
+from aibench.model import FrozenDims, Measurement, Note, Scalar
+from aibench.parsers import Parser, Record
 from aibench.tools import Traits
 from aibench.units import factor
 
@@ -55,16 +76,18 @@ TOOL = "iperf2"
 
 _NUM = r"\d+(?:\.\d+)?"
 _LINE = re.compile(
-    rf"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+"
+    rf"^\[\s*(?P<id>\*?\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+"
     rf"(?P<xfer>{_NUM})\s+(?P<xunit>[KMGT]?Bytes)\s+"
     rf"(?P<rate>{_NUM}|-?nan|-?inf)\s+(?P<runit>[KMGT]?bits/sec)(?P<rest>.*)$"
 )
 # A report line: interval and transfer (not "N datagrams received out-of-order").
 _HEAD = re.compile(
-    rf"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+{_NUM}\s+[KMGT]?Bytes\s"
+    rf"^\[\s*(?P<id>\*?\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+{_NUM}\s+[KMGT]?Bytes\s"
 )
 _UDP_REST = re.compile(rf"^\s+(?P<jitter>{_NUM})\s+ms\s+(?P<lost>-?\d+)/\s*(?P<total>\d+)\s+\(")
-_TCP_E_REST = re.compile(r"^\s+\d+/\d+\s+(?P<rtry>\d+)\s+\d+K/\d+")
+_TCP_E_REST = re.compile(r"^\s+\d+/\d+\s+(?P<rtry>\d+)\s+(?P<cwnd>-?\d+)K/\d+")
+# the start of an enhanced TCP client's columns (Write/Err Rtry): then Cwnd/RTT must follow
+_TCP_E_START = re.compile(r"^\s+\d+/\d+\s+\d+\s+(?!pps\b)")  # not a UDP client's Write/Err PPS
 _SENT = re.compile(r"^\[\s*(?P<id>\d+)\]\s+Sent\s+(?P<n>\d+)\s+datagrams")
 _ERROR = re.compile(
     r"(?:^|\s)(?:connect|write|read|bind|listen|recv|send)\S* failed:|^iperf: error"
@@ -186,7 +209,16 @@ _LINE_M = re.compile(_LINE.pattern, re.MULTILINE)
 _SENT_M = re.compile(_SENT.pattern, re.MULTILINE)
 _REPORT_M = re.compile(r"^\[\s*\d+\]\s+Server Report:", re.MULTILINE)
 _START_M = re.compile(r"^(?:Client connecting to|Server listening on)[^\n]*", re.MULTILINE)
-_CONNECTED_M = re.compile(r"\[\s*(?P<id>\d+)\] local \S+ port \d+ connected with")
+_CONNECTED_M = re.compile(
+    r"\[\s*(?P<id>\*?\d+)\] local \S+ port (?P<lport>\d+) connected with \S+ port (?P<rport>\d+)"
+)
+_LISTEN_PORT_M = re.compile(r"^Server listening on (?:TCP|UDP) port (\d+)", re.MULTILINE)
+_CONNECT_PORT_M = re.compile(r"^Client connecting to \S+, (?:TCP|UDP) port (\d+)", re.MULTILINE)
+# iperf's remarks about a run that qualify its numbers (kept as Notes, never dropped)
+_NOTE_M = re.compile(
+    r"^(?:\[\s*\*?\d+\]\s+)?(?P<text>MSS and MTU size unknown[^\n]*|WARNING[: ][^\n]*)$",
+    re.MULTILINE,
+)
 _UDP_HEAD_M = re.compile(r"^\[ ID\][^\n]*Jitter[^\n]*Lost/Total", re.MULTILINE)
 
 
@@ -218,6 +250,10 @@ def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
             jitter, lost, total = float(u["jitter"]), int(u["lost"]), int(u["total"])
         elif t := _TCP_E_REST.match(rest):
             rtry = int(t["rtry"])
+        elif _TCP_E_START.match(rest):
+            raise ParseError(
+                TOOL, f"enhanced columns not read (Write/Err Rtry Cwnd/RTT): {rest.strip()!r}", pos
+            )
         if m["rate"].lstrip("-") in ("nan", "inf"):
             if total == 0:  # iperf 2.1 prints "0.000 Bytes -nan bits/sec ... N/0 (inf%)"
                 raise ToolFailure(TOOL, NO_DATAGRAMS, line=pos)
@@ -227,7 +263,7 @@ def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
     return rows, ends
 
 
-def _parse_text(text: str) -> list[Measurement]:
+def _parse_text(text: str) -> list[Record]:
     if "failed" in text or "iperf: " in text:
         for no, line in enumerate(text.splitlines(keepends=True), 1):
             if _ERROR.search(line):
@@ -261,11 +297,16 @@ def _parse_text(text: str) -> list[Measurement]:
     report = _REPORT_M.search(text)
     split = report.start() if report else len(text)
     sent = {m["id"]: int(m["n"]) for m in _SENT_M.finditer(text, 0, split)}
-    out: list[Measurement] = []
+    out: list[Record] = []
     try:
         own_rows, own_ends = _section(text, 0, split)
-        _one_test(text, own_rows, connected)
-        out = _records(own_rows, own_ends, side, udp, sent)
+        sides = _sides(text, own_ends, connected, side)
+        if set(sides.values()) - {side} or any(k.startswith("*") for k in own_ends):
+            # both ways, a reversed test (-R) or iperf 2.1's *N streams: by the sides found
+            out = [*_two_way(text, own_rows, own_ends, connected, sides, udp, sent)]
+        else:
+            _one_test(text, own_rows, connected)
+            out = [*_records(own_rows, own_ends, side, udp, sent)]
         rep_ends: Ends = {}
         if report:
             rep_rows, rep_ends = _section(text, split, len(text))
@@ -277,6 +318,99 @@ def _parse_text(text: str) -> list[Measurement]:
         raise ParseError(TOOL, exc.reason, line=no) from None
     if not own_ends and not rep_ends:
         raise ParseError(TOOL, "no report lines ([ID] interval sec transfer bandwidth)")
+    if "MSS and MTU" in text or "WARNING" in text:
+        for m in _NOTE_M.finditer(text):
+            no = text.count("\n", 0, m.start()) + 1
+            out.append(Note(TOOL, m["text"].strip(), line=no))
+    return out
+
+
+def _sides(text: str, ends: Ends, connected: dict[str, int], default: str | None) -> dict[str, str]:
+    """Per stream id, the side of this host: ``sender`` for a stream it sends, ``receiver``
+    for one it receives.
+
+    A stream whose ``connected with`` line has a local port this output listens on was
+    accepted here (receiver); one whose remote port is the port this output connects to
+    was opened from here (sender); a connection marked ``(reverse)`` (``-R``) carries the
+    other way, unless its data lines are the ``*N`` of iperf 2.1, which already stand for
+    the reversed direction. ``*N`` without a line of its own (``-R`` on the client,
+    ``--full-duplex``) is the other side of connection ``N``. Otherwise the side of the
+    output's first banner. A stream whose side cannot be told is left out (the caller
+    decides)."""
+    listen = {int(p) for p in _LISTEN_PORT_M.findall(text)}
+    connect = {int(p) for p in _CONNECT_PORT_M.findall(text)}
+    other = {"sender": "receiver", "receiver": "sender"}
+    by_ports: dict[str, str] = {}
+    reverse: set[str] = set()
+    for sid, pos in connected.items():
+        c = _CONNECTED_M.match(text, pos)
+        if c is None:
+            continue
+        if int(c["lport"]) in listen:
+            by_ports[sid] = "receiver"
+        elif int(c["rport"]) in connect:
+            by_ports[sid] = "sender"
+        if "(reverse)" in text[c.end() : text.find("\n", c.end())]:
+            reverse.add(sid)
+    out: dict[str, str] = {}
+    for sid in ends:
+        if sid == "SUM":
+            continue
+        side: str | None
+        if sid in connected:
+            side = by_ports.get(sid, default)
+            if side is not None and sid in reverse and not sid.startswith("*"):
+                side = other[side]
+        elif sid.startswith("*"):
+            twin = by_ports.get(sid[1:], default)
+            side = other[twin] if twin is not None else None
+        else:
+            side = default
+        if side is not None:
+            out[sid] = side
+    return out
+
+
+def _two_way(
+    text: str,
+    rows: list[_Row],
+    ends: Ends,
+    connected: dict[str, int],
+    sides: dict[str, str],
+    udp: bool,
+    sent: dict[str, int],
+) -> list[Measurement]:
+    """Records per direction of a test that ran both ways (``-d``/``--dualtest``,
+    ``-r``/``--tradeoff``, ``--full-duplex``), or of iperf 2.1's ``-R`` whose streams are
+    ``*N`` or whose connection is marked ``(reverse)``: each side its own throughput,
+    streams and retransmits. The ``[SUM]`` line of a test both ways adds the two
+    directions: not read (it is, for a test that ran one way)."""
+    unknown = sorted(k for k in ends if k != "SUM" and k not in sides)
+    if unknown:
+        raise ParseError(
+            TOOL,
+            f"stream {unknown[0]}: cannot tell whether this host sent or received it "
+            "(no banner, no connection line)",
+            line=ends[unknown[0]][1],
+        )
+    out: list[Measurement] = []
+    one_way = len(set(sides.values())) == 1
+    for side in ("sender", "receiver"):
+        names = {k: k.lstrip("*") for k, v in sides.items() if v == side}
+        if not names:
+            continue
+        if one_way and "SUM" in ends:
+            names["SUM"] = "SUM"  # one direction only (-R -P N): its SUM is its total
+        if len(set(names.values())) != len(names):
+            raise ParseError(
+                TOOL, f"streams {sorted(names)} of the {side} side share a number", line=None
+            )
+        s_rows = [replace(r, stream=names[r.stream]) for r in rows if r.stream in names]
+        s_ends = {names[k]: v for k, v in ends.items() if k in names}
+        s_conn = {names[k]: v for k, v in connected.items() if k in names}
+        _one_test(text, s_rows, s_conn)
+        s_sent = {k.lstrip("*"): v for k, v in sent.items() if k in names}
+        out += _records(s_rows, s_ends, side, udp, s_sent if side == "sender" else {})
     return out
 
 
@@ -354,14 +488,14 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
     return _records(rows, ends, side, udp, {})
 
 
-def parse(text: str) -> list[Measurement]:
+def parse(text: str) -> list[Record]:
     lines = text.splitlines()
     if any(_CSV.match(ln) for ln in lines[:50]):
         if "failed" in text or "iperf: " in text:
             for no, ln in enumerate(lines, 1):
                 if _ERROR.search(ln):
                     raise ToolFailure(TOOL, ln.strip(), line=no)
-        return _parse_csv([(no, ln) for no, ln in enumerate(lines, 1) if _CSV.match(ln)])
+        return [*_parse_csv([(no, ln) for no, ln in enumerate(lines, 1) if _CSV.match(ln)])]
     return _parse_text(text)
 
 

@@ -3,9 +3,12 @@
 Reads ``iperf3 -c HOST -J`` (one JSON document; the client's or the server's),
 ``--json-stream`` (one JSON event per line: ``start``, ``interval``, ``end``, ``error``)
 and the normal text output. Tested on iperf 3.0.7, 3.0.11, 3.9 and 3.12 output.
-``--json-stream`` (iperf3 3.17+) is read from its documented event format; iperf 3.12,
-the version tested against, has no such option, so that path is tested with real ``-J``
-captures re-expressed as events.
+``--json-stream`` (iperf3 3.17+) is read from its documented event format, tested on
+real ``-J`` captures of iperf 3.12 re-expressed as events and on iperf 3.21+ (built from
+esnet/iperf) captures: a refused connection (only an ``error`` event and an empty
+``end``) and a client interrupted by SIGINT (``error`` "interrupt - the client has
+terminated by signal Interrupt(2)", then the ``end`` of the part that ran, kept as
+``partial``). An output that is only an ``error`` event is recognized by ``detect``.
 
 Emitted (from the end of the test; intervals are not emitted):
 
@@ -60,7 +63,7 @@ def parse(text: str) -> list[Measurement]:
 
 
 _DETECT = re.compile(
-    r'"test_start"|"intervals":\s*\[|^\{"event":\s*"start"'
+    r'"test_start"|"intervals":\s*\[|^\{"event":\s*"(?:start|error)"'
     r"|^iperf3: (?:error|interrupt)|^Connecting to host "
     r"|^Server listening on \d+|^iperf Done\.",
     re.MULTILINE,

@@ -59,25 +59,40 @@ gather, scatter (n-1)/n; broadcast, reduce, sendrecv 1; hypercube 1, with algbw 
 (n-1) x the message. So with one rank busbw is 0 for the (n-1)/n collectives, which is a
 real measured 0 and kept.
 
-Failures (ToolFailure, with the tool's line as the reason and the rows read before it in
-``partial``): ``Test NCCL failure`` / ``Test CUDA failure`` / ``Test failure`` lines, a
-``#wrong`` above 0 (JSON ``nwrong``), a pre-2.13 ``error`` above the tool's tolerance
-(1e-2 half/bfloat16, 1e-5 float, 1e-12 double, 0 for integers, times n-1),
-``Out of bounds values : N FAILED`` and ``Avg bus bandwidth : X FAILED`` (the
-``NCCL_TESTS_MIN_BW`` check), and ``Invalid number of GPUs: ...`` (more GPUs asked
-than found). The ``# error: ...`` line of 2.19 (``ncclGetLastError`` after the run) is
-not read as a failure on its own: the exit status says whether the run failed.
+A log with several results tables (runs of several binaries, or of one binary several
+times, appended) gives every record the dim ``run``: the number of its table (1, 2 ...),
+so that runs whose collective the log does not name, their ``avg_busbw`` included, stay
+told apart. A log of one table has no ``run`` dim.
+
+Failed data checks (ToolFailure): a ``#wrong`` above 0 (JSON ``nwrong``), a pre-2.13
+``error`` above the tool's tolerance (1e-2 half/bfloat16, 1e-5 float, 1e-12 double, 0 for
+integers, times n-1), ``Out of bounds values : N FAILED`` and ``Avg bus bandwidth : X
+FAILED`` (the ``NCCL_TESTS_MIN_BW`` check). nccl-tests goes on after them, and so does the
+parser: every run of the log is read to its footer, the failing rows included, and all of
+it is the ``partial`` of one ToolFailure raised at the end, whose reason names each failed
+run by its collective (or ``table N``) with the tool's words: the first failed row (and how
+many more) and its footer. Lines that end the run at once are a ToolFailure right away
+with what was read before them: ``Test NCCL failure`` / ``Test CUDA failure`` / ``Test
+failure``, ``Invalid number of GPUs: ...`` (more GPUs asked than found), and the
+launcher's words for a run it stopped (mpirun's ``... exited on signal N``, ``srun: Job
+step aborted``, slurmstepd's ``*** STEP|JOB ... CANCELLED ...`` of a time limit or
+scancel, ``srun: error: NODE: task N: Killed``).
+
+``# Reducing maxBytes to N due to memory limitation`` (the largest size asked for was not
+run) is returned as a Note. The ``# error: ...`` line of 2.19 (``ncclGetLastError`` after
+the run) is not read as a failure on its own: the exit status says whether the run failed.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import FrozenDims, Measurement
-from aibench.parsers import Parser
+from aibench.model import FrozenDims, Measurement, Note
+from aibench.parsers import Parser, Record
 from aibench.parsers._nccl_table import (
     COLLECTIVES,
     RCCL_ONLY,
@@ -98,6 +113,11 @@ _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _RANK = re.compile(r"^#\s+Rank\s+\d+\s")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\S*)")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
+# the launcher's words for a run it stopped: mpirun, srun, slurmstepd (a time limit)
+_CUT = re.compile(
+    r"exited on signal \d+|srun: Job step aborted|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED"
+    r"|srun: error: \S+: tasks? [\d,-]+: (?:Killed|Terminated)"
+)
 
 
 def _op_name(program: str) -> str | None:
@@ -118,17 +138,19 @@ def _strip_prefix(raw: str) -> str:
     return raw[m.end() :].rstrip()
 
 
-def parse(text: str) -> list[Measurement]:
+def parse(text: str) -> list[Record]:
     if text.lstrip().startswith("{"):
-        return _parse_json(text)
+        return [*_parse_json(text)]
     return _parse_text(text)
 
 
-def _parse_text(text: str) -> list[Measurement]:
-    out: list[Measurement] = []
+def _parse_text(text: str) -> list[Record]:
+    out: list[tuple[int, list[Measurement]]] = []  # per run read to its footer: number, records
+    notes: list[Note] = []
+    failed: list[tuple[str | None, int, list[tuple[int, str]]]] = []  # op, run, failures
     section: Section | None = None
     pending_op: str | None = None
-    seen_table = False
+    tables = 0  # results tables seen: their number is the dim "run" when more than one
     for no, raw in enumerate(text.splitlines(), start=1):
         # every launcher prefix starts with "[" or holds ": " (srun --label's "0: ")
         line = _strip_prefix(raw) if raw[:1] == "[" or ": " in raw else raw.rstrip()
@@ -136,9 +158,9 @@ def _parse_text(text: str) -> list[Measurement]:
             continue
         # the substring tests are cheap and _FAILURE cannot match without one of them
         if ("failure" in line or "GPUs:" in line) and _FAILURE.search(line):
-            raise ToolFailure(
-                TOOL, line.strip(), line=no, partial=[*out, *(section.records if section else [])]
-            )
+            raise _failed(line.strip(), no, out, section, tables, notes)
+        if ("signal" in line or "CANCELLED" in line or "aborted" in line) and _CUT.search(line):
+            raise _failed(line.strip(), no, out, section, tables, notes, cut=True)
         if line[0] == "#":
             # each pattern below needs its words in the line: test them first, it is cheaper
             m = _STARTING.match(line) if "Collective test starting:" in line else None
@@ -152,6 +174,9 @@ def _parse_text(text: str) -> list[Measurement]:
                     )
                 section = Section(op=pending_op, start=no)
                 pending_op = None
+                continue
+            if "Reducing maxBytes" in line:
+                notes.append(Note(TOOL, line.lstrip("# ").strip(), line=no))
                 continue
             names = line.lstrip("#").split() if "busbw" in line else []
             is_header = "size" in names and "busbw" in names
@@ -167,23 +192,22 @@ def _parse_text(text: str) -> list[Measurement]:
                 continue
             if is_header:
                 section.set_header(names, no)
-                seen_table = True
+                tables += 1
+                section.run = tables
                 continue
             m = _OOB.match(line) if "Out of bounds values" in line else None
             if m:
                 if int(m.group(1)) > 0 or m.group(2) == "FAILED":
-                    raise ToolFailure(
-                        TOOL, line.lstrip("# ").strip(), line=no, partial=[*out, *section.records]
-                    )
+                    section.failures.append((no, line.lstrip("# ").strip()))
                 continue
             m = _AVG.match(line) if "Avg bus bandwidth" in line else None
             if m:
-                out.extend(section.records)
                 avg = _footer(section, m.group(1), no)
-                if avg is not None:
-                    out.append(avg)
+                out.append((section.run, [*section.records, *([avg] if avg else [])]))
                 if m.group(2) == "FAILED":
-                    raise ToolFailure(TOOL, line.lstrip("# ").strip(), line=no, partial=[*out])
+                    section.failures.append((no, line.lstrip("# ").strip()))
+                if section.failures:
+                    failed.append((section.op, section.run, section.failures))
                 section = None
             continue
         if section is None or section.columns is None:
@@ -191,22 +215,78 @@ def _parse_text(text: str) -> list[Measurement]:
         tokens = line.split()
         if not tokens[0].isdigit():
             continue  # NCCL INFO/WARN lines, launcher chatter
-        try:
-            section.add_row(line, no, tokens)
-        except ToolFailure as exc:
-            exc.partial[:0] = out
-            raise
+        section.add_row(line, no, tokens)
     if section is not None and section.columns is not None:
         raise ParseError(
             TOOL,
             "the log ends inside a results table (no 'Avg bus bandwidth' footer): the run was cut",
             section.start,
         )
-    if not seen_table:
+    if not tables:
         raise ParseError(
             TOOL, "no nccl-tests results table (no header line with 'size' and 'busbw')"
         )
+    records: list[Record] = [*_numbered(out, tables), *notes]
+    failures = [f for op, run, fs in failed for f in _label(op, run if tables > 1 else 0, fs)]
+    if failures:
+        raise ToolFailure(TOOL, _reasons(failures), line=failures[0][0], partial=[*records])
+    return records
+
+
+def _label(op: str | None, run: int, failures: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A run's failed checks as one or two reasons: its first failed row (and how many
+    more) and its footer's verdict, each named by the run's collective when known, and
+    by its table's number (``run``, 0 for the only table) in a log of several."""
+    if not failures:
+        return []
+    name = f"{op} (table {run})" if op and run else op or (f"table {run}" if run else "")
+    rows = [f for f in failures if "Out of bounds" not in f[1] and "Avg bus" not in f[1]]
+    footers = [f for f in failures if f not in rows]
+    out = []
+    if rows:
+        more = f" (and {len(rows) - 1} more failed checks)" if len(rows) > 1 else ""
+        out.append((rows[0][0], rows[0][1] + more))
+    out += footers
+    return [(no, f"{name}: {why}" if name else why) for no, why in out]
+
+
+def _reasons(failures: list[tuple[int, str]]) -> str:
+    shown = [why for _, why in failures[:6]]
+    rest = len(failures) - len(shown)
+    return "; ".join(shown) + (f"; and {rest} more" if rest else "")
+
+
+def _numbered(runs: list[tuple[int, list[Measurement]]], tables: int) -> list[Measurement]:
+    """The records of ``runs``; with several results tables in one log, each record gets
+    its table's number (dim ``run``): runs whose collective the log does not name (before
+    2.17) stay told apart, their ``avg_busbw`` included."""
+    if tables < 2:
+        return [r for _, records in runs for r in records]
+    out: list[Measurement] = []
+    for run, records in runs:
+        shared: dict[FrozenDims, FrozenDims] = {}  # a row's records share their dims
+        for r in records:
+            dims = shared.get(r.dims)
+            if dims is None:
+                dims = shared[r.dims] = FrozenDims({**r.dims, "run": run})
+            out.append(replace(r, dims=dims))
     return out
+
+
+def _failed(
+    words: str,
+    no: int,
+    out: list[tuple[int, list[Measurement]]],
+    section: Section | None,
+    tables: int,
+    notes: list[Note],
+    cut: bool = False,
+) -> ToolFailure:
+    """The tool (or its launcher) says the run failed or was stopped: what was read so
+    far is the partial result."""
+    read = [*out, *([(section.run, section.records)] if section else [])]
+    reason = f"{words} (the run was stopped before its end)" if cut else words
+    return ToolFailure(TOOL, reason, line=no, partial=[*_numbered(read, tables), *notes])
 
 
 def _footer(section: Section, value: str, no: int) -> Measurement | None:
@@ -231,11 +311,10 @@ def _parse_json(text: str) -> list[Measurement]:
             raise ParseError(TOOL, f"results[{i}] is not an object", first)
         section.add_json_row(row, i, first)
     out.extend(section.records)
+    failures = _label(op, 0, section.failures)
     oob = doc.get("out_of_bounds")
     if isinstance(oob, dict) and (_int(oob.get("count")) or oob.get("okay") == "false"):
-        raise ToolFailure(
-            TOOL, f"Out of bounds values : {oob.get('count')} FAILED", first, partial=[*out]
-        )
+        failures.append((first, f"Out of bounds values : {oob.get('count')} FAILED"))
     avg_doc = doc.get("average_bus_bandwidth")
     if isinstance(avg_doc, dict) and "bandwidth" in avg_doc:
         bw = avg_doc["bandwidth"]
@@ -249,7 +328,9 @@ def _parse_json(text: str) -> list[Measurement]:
                 )
             )
         if avg_doc.get("okay") == "false":
-            raise ToolFailure(TOOL, f"Avg bus bandwidth : {bw} FAILED", first, partial=[*out])
+            failures.append((first, f"Avg bus bandwidth : {bw} FAILED"))
+    if failures:
+        raise ToolFailure(TOOL, _reasons(failures), line=first, partial=[*out])
     return out
 
 

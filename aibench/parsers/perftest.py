@@ -49,7 +49,16 @@ Errors: perftest reports failures as lines such as ``Couldn't connect to HOST:PO
 all), ``ethernet_read_keys: Couldn't read remote address``, ``Completion with error``.
 Any such line is a ToolFailure whose reason is the tool's lines (joined with `` | ``)
 and whose ``partial`` holds the rows read. Output
-with neither a result table nor such a line is a ParseError.
+with neither a result table nor such a line is a ParseError. An output that holds only
+such lines (a client that could not reach its server: ``Couldn't connect to HOST:PORT``,
+``Unable to init the socket connection``; a QP that could not be connected: ``Failed to
+modify QP N to RTR`` / `` Unable to Connect the HCA's through the link``) is still
+recognized as perftest's by ``detect``, so ``aibench parse auto`` reports it in its words.
+
+Warnings (Notes, in the tool's words): ``Conflicting CPU frequency values detected: A !=
+B. CPU Frequency is not max.`` (perftest measured the CPU clock below its maximum: the
+latency and cycle figures may be off) and ``WARNING: ...`` lines (``BW peak won't be
+measured in this run.``).
 """
 
 from __future__ import annotations
@@ -58,8 +67,8 @@ import math
 import re
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import DimsLayout, Measurement, Scalar
-from aibench.parsers import Parser
+from aibench.model import DimsLayout, Measurement, Note, Scalar
+from aibench.parsers import Parser, Record
 
 TOOL = "perftest"
 
@@ -81,6 +90,13 @@ _ERROR = re.compile(
     r"^(?:[\w.]+: )?(?:Couldn't|Could not|Unable to|Failed|Can't|Cannot|Completion with error"
     r"|Problems? |Error|ERROR|No IB devices|IB device \S+ not found|Invalid"
     r"|Did not detect devices)"
+)
+# perftest's warnings about a run (kept as Notes): the CPU frequency check of get_cpu_mhz
+# (the cycle counter's rate is not the CPU's maximum, so cycle-based numbers may be off),
+# and lines it prints as "WARNING: ..." (e.g. "BW peak won't be measured in this run.")
+_NOTE = re.compile(
+    r"^(?:Conflicting CPU frequency values detected.*|.*CPU Frequency is not max.*"
+    r"|WARNING: .*)$"
 )
 _BW_UNITS = {"MB/sec": "MiB/s", "MiB/sec": "MiB/s", "Gb/sec": "Gbit/s"}
 _BYTES_PER_UNIT = {"MiB/s": 2**20, "Gbit/s": 125_000_000}
@@ -178,8 +194,9 @@ class _Run:
             )
 
 
-def parse(text: str) -> list[Measurement]:
+def parse(text: str) -> list[Record]:
     out: list[Measurement] = []
+    notes: list[Note] = []
     errors: list[tuple[int, str]] = []
     run: _Run | None = None
     pending_server = pending_no_peak = False
@@ -193,6 +210,8 @@ def parse(text: str) -> list[Measurement]:
         if (not line[0].isdigit() or ": " in line) and _ERROR.match(line):
             errors.append((no, line))
             continue
+        if ("requency" in line or "WARNING" in line) and _NOTE.match(line):
+            notes.append(Note(TOOL, line, line=no))
         if "BW peak won't be measured" in line:
             pending_no_peak = True
             if run is not None and not run.columns:
@@ -238,10 +257,10 @@ def parse(text: str) -> list[Measurement]:
                 out.extend(_row(run, line, tokens, no))
     if errors:
         reason = " | ".join(msg for _, msg in errors)
-        raise ToolFailure(TOOL, reason, line=errors[0][0], partial=[*out])
+        raise ToolFailure(TOOL, reason, line=errors[0][0], partial=[*out, *notes])
     if not saw_table:
         raise ParseError(TOOL, "no perftest result table (no '#bytes' header) and no error message")
-    return out
+    return [*out, *notes]
 
 
 def _row(run: _Run, line: str, tokens: list[str], no: int) -> list[Measurement]:
@@ -307,8 +326,11 @@ def _half_ulp(tok: str) -> float:
 # Messages only perftest prints: a run that failed before its banner is still perftest's.
 _OWN_ERRORS = re.compile(
     r"ethernet_(?:read|write)_(?:keys|data)|Unable to init the socket connection"
+    r"|Unable to Connect the HCA's through the link|Failed to modify QP \d+ to RT[RS]"
+    r"|^ ?Couldn't connect to [\w.:%\[\]-]+:\d+$"
     r"|Failed to exchange data between server and clients|Did not detect devices"
-    r"|Unable to find the Infiniband/RoCE device|Unable to read to socket/rdma_cm"
+    r"|Unable to find the Infiniband/RoCE device|Unable to read to socket/rdma_cm",
+    re.MULTILINE,
 )
 
 

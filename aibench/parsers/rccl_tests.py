@@ -14,22 +14,28 @@ log, and auto detection names one parser per output; give ``rccl-tests`` by name
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement
-from aibench.parsers import Parser
+from aibench.model import Measurement, Note
+from aibench.parsers import Parser, Record
 from aibench.parsers.nccl_tests import parse as parse_nccl
 
 TOOL = "rccl-tests"
 
 
-def _own(records: list[object]) -> list[object]:
-    return [dataclasses.replace(r, tool=TOOL) if isinstance(r, Measurement) else r for r in records]
+def _own(records: Sequence[object]) -> list[Any]:
+    """The records with this tool's name (measurements and notes; facts name a source)."""
+    return [
+        dataclasses.replace(r, tool=TOOL) if isinstance(r, Measurement | Note) else r
+        for r in records
+    ]
 
 
-def parse(text: str) -> list[Measurement]:
+def parse(text: str) -> list[Record]:
     try:
-        return [dataclasses.replace(m, tool=TOOL) for m in parse_nccl(text)]
+        return _own(parse_nccl(text))
     except ToolFailure as exc:
         raise ToolFailure(TOOL, exc.reason, exc.line, partial=_own(exc.partial)) from None
     except ParseError as exc:

@@ -12,6 +12,7 @@ history (when given), environment / bill of materials, raw log index.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import statistics
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ def _href(rel: str) -> str:
 
 
 def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
-    from aibench.reports.sections import SectionInput, section_for
+    from aibench.reports.sections import SectionInput, notes_table, section_for
 
     tools: list[str] = []
     for s in run.steps:
@@ -58,6 +59,9 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
             history=tuple(history),
         )
         result = section.render(si)
+        warned = notes_table(si.steps)
+        if warned is not None:  # next to the numbers they qualify
+            result = dataclasses.replace(result, tables=(warned, *result.tables))
         c = context.counts(si.verdicts)
         out.append(
             {

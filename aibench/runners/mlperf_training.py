@@ -456,7 +456,9 @@ def _options_of(inv: Invocation) -> dict[str, str]:
 def _with_dims(r: Record, dims: dict[str, Any], benchmark: str) -> Record:
     if isinstance(r, Measurement):
         return replace(r, dims=FrozenDims({**r.dims, **dims, "benchmark": benchmark}))
-    return replace(r, dims=FrozenDims({**r.dims, **dims}))
+    if isinstance(r, Fact):
+        return replace(r, dims=FrozenDims({**r.dims, **dims}))
+    return r  # a Note: the tool's words, no dims
 
 
 def _tail(out: Output) -> str:

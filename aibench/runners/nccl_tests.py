@@ -64,7 +64,7 @@ from aibench.config import Strict
 from aibench.errors import ParseError, ToolFailure, UserError
 from aibench.inventory import Node
 from aibench.launchers import HostSlots, Job, get
-from aibench.model import Fact, FrozenDims, Measurement
+from aibench.model import Fact, FrozenDims, Measurement, Note
 from aibench.parsers import Record
 from aibench.parsers._nccl_table import COLLECTIVES, RCCL_ONLY
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
@@ -431,7 +431,7 @@ class NcclTestsRunner:
 
 
 def _is_record(r: object) -> bool:
-    return isinstance(r, Measurement | Fact)
+    return isinstance(r, Measurement | Fact | Note)
 
 
 def _collective_of(inv: Invocation) -> str:
@@ -447,7 +447,7 @@ def _with_op(records: Sequence[object], op: str) -> list[Record]:
     for r in records:
         if isinstance(r, Measurement) and op and "op" not in r.dims:
             r = replace(r, dims=FrozenDims({**r.dims, "op": op}))
-        if isinstance(r, Measurement | Fact):
+        if isinstance(r, Measurement | Fact | Note):
             out.append(r)
     return out
 

@@ -230,3 +230,53 @@ def test_live_fio_terse_json_and_text_of_one_run_agree(tmp_path: Path) -> None:
     assert one(xrecs, "io_bytes").value == one(jrecs, "io_bytes").value
     assert one(xrecs, "bw").value == pytest.approx(one(jrecs, "bw").value, rel=0.006)
     assert one(xrecs, "clat_mean").value == pytest.approx(one(jrecs, "clat_mean").value, rel=0.006)
+
+
+# ---- runs cut short, several runs in one log (captured with fio 3.33 here) ----------------
+
+
+@pytest.mark.parametrize(
+    ("name", "signal"),
+    [
+        ("v3.33_json_interrupted_sigint.json", 2),
+        ("v3.33_json_terminated_sigterm.json", 15),
+        ("v3.33_text_interrupted_sigint.txt", 2),
+        ("v3.33_terse_interrupted_sigint.txt", 2),
+    ],
+)
+def test_a_run_cut_short_by_a_signal_is_a_tool_failure_in_fios_words(
+    name: str, signal: int
+) -> None:
+    with pytest.raises(ToolFailure) as exc:
+        fio.parse(load(name))
+    assert f"fio: terminating on signal {signal}" in exc.value.reason
+    # what fio reported for the part that ran is kept as evidence, never as a result
+    assert pick(exc.value.partial, "bw")  # type: ignore[arg-type]
+
+
+def test_a_killed_job_process_is_a_tool_failure() -> None:
+    # fio's line for a job process killed by a signal, as printed in front of its report
+    text = load("v3.33_text_two_runs_appended.txt")
+    cut = text.replace("fio-3.33\n", "fio-3.33\nfio: pid=14489, got signal=9\n", 1)
+    with pytest.raises(ToolFailure, match="got signal=9"):
+        fio.parse(cut)
+
+
+def test_several_runs_in_one_text_log_are_numbered() -> None:
+    recs = fio.parse(load("v3.33_text_two_runs_appended.txt"))
+    bw = pick(recs, "bw")
+    assert [r.dims["run"] for r in bw] == [1, 2]
+    assert bw[0].value != bw[1].value
+    assert {r.dims.get("run") for r in recs} == {1, 2}  # every record, not only bw
+
+
+def test_one_run_has_no_run_dim() -> None:
+    recs = fio.parse(load("v3.33_randrw_libaio_nj2_text.txt"))  # numjobs=2: one run
+    assert all("run" not in r.dims for r in recs)
+
+
+def test_several_json_documents_in_one_log_are_all_read_and_numbered() -> None:
+    recs = fio.parse(load("v3.33_json_two_runs_appended.json"))
+    bw = pick(recs, "bw")
+    assert [r.dims["run"] for r in bw] == [1, 2]
+    assert bw[0].value != bw[1].value

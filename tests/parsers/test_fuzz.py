@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from aibench import parsers
 from aibench.errors import OutputError
-from aibench.model import Fact, Measurement
+from aibench.model import Fact, Measurement, Note
 from aibench.units import is_known
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -108,7 +108,10 @@ def test_only_output_errors_escape(name: str, data: st.DataObject) -> None:
     except OutputError:
         return
     for r in records:
-        assert isinstance(r, Measurement | Fact)
+        assert isinstance(r, Measurement | Fact | Note)
+        if isinstance(r, Note):
+            assert isinstance(r.text, str)
+            assert r.text  # the tool's words, never empty
         if isinstance(r, Measurement):
             assert math.isfinite(r.value)
             assert is_known(r.unit), r.unit

@@ -222,3 +222,67 @@ def test_live_loopback_csv_and_text(tmp_path: Path) -> None:
     assert pick(recs, "retransmits")
     srv = iperf2.parse(srv_out)
     assert pick(srv, "throughput")[0].value > 0
+
+
+# ---- both directions (-d, -r, --full-duplex), odd values, notes ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "sent", "received"),
+    [
+        ("v2.1.8_lo_client_tcp_dualtest_d.txt", 2.57e9, 1.58e9),
+        ("v2.1.8_lo_server_tcp_dualtest_d.txt", 1.53e9, 2.64e9),
+        ("v2.1.8_lo_client_tcp_tradeoff_r.txt", 1.74e9, 1.81e9),
+        ("v2.1.8_lo_server_tcp_tradeoff_r.txt", 1.80e9, 1.77e9),
+        ("v2.1.8_lo_client_tcp_full_duplex.txt", 1.18e9, 1.42e9),
+        ("v2.1.8_lo_server_tcp_full_duplex.txt", 1.44e9, 1.19e9),
+    ],
+)
+def test_a_test_both_ways_gives_one_throughput_per_side(
+    name: str, sent: float, received: float
+) -> None:
+    recs = parse(name)
+    assert [r.value for r in pick(recs, "throughput", side="sender")] == [sent]
+    assert [r.value for r in pick(recs, "throughput", side="receiver")] == [received]
+    # the [SUM] of both directions is no one's throughput
+    assert all(r.value in (sent, received) for r in pick(recs, "throughput"))
+
+
+def test_negative_cwnd_still_gives_the_retransmits() -> None:
+    recs = iperf2.parse(
+        (FIX / "v2.0.x_enhanced_tcp_client_fb_negative_cwnd_mss_unknown.txt").read_text()
+    )
+    assert [r.value for r in recs if getattr(r, "metric", "") == "retransmits"] == [0.0]
+
+
+def test_enhanced_columns_that_cannot_be_read_fail_loudly() -> None:
+    text = (FIX / "v2.1.8_lo_client_tcp_e.txt").read_text()
+    with pytest.raises(ParseError, match="enhanced columns not read"):
+        iperf2.parse(text.replace("959K/2770(4745) us", "n/a"))
+
+
+def test_mss_unknown_is_kept_as_a_note() -> None:
+    from aibench.model import Note
+
+    recs = iperf2.parse(
+        (FIX / "v2.0.x_enhanced_tcp_client_fb_negative_cwnd_mss_unknown.txt").read_text()
+    )
+    notes = [r for r in recs if isinstance(r, Note)]
+    assert [n.text for n in notes] == ["MSS and MTU size unknown (TCP_MAXSEG not supported by OS?)"]
+    assert notes[0].line == 10
+
+
+@pytest.mark.parametrize(
+    ("name", "side", "value"),
+    [
+        ("v2.1.8_lo_client_tcp_reverse_R.txt", "receiver", 17.7e9),
+        ("v2.1.8_lo_server_tcp_reverse_R.txt", "sender", 17.4e9),
+        ("v2.1.8_lo_client_tcp_reverse_R_P2.txt", "receiver", 32.1e9),  # the SUM
+        ("v2.1.8_lo_server_tcp_reverse_R_P2.txt", "sender", 32.2e9),
+    ],
+)
+def test_a_reversed_test_is_labelled_by_the_side_that_sent(
+    name: str, side: str, value: float
+) -> None:
+    recs = parse(name)
+    assert [(r.dims["side"], r.value) for r in pick(recs, "throughput")] == [(side, value)]

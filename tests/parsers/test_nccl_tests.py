@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement
-from aibench.parsers.nccl_tests import PARSER, _strip_prefix, parse
+from aibench.model import FrozenDims, Measurement
+from aibench.parsers.nccl_tests import PARSER, _strip_prefix
+from aibench.parsers.nccl_tests import parse as parse_records
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"
 REAL_LOGS = sorted(
@@ -23,6 +25,11 @@ REAL_LOGS = sorted(
 )
 SMOKE = FIX / "v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
 K80 = FIX / "pre-v2.13fmt_1node_4gpu_K80_allreduce_error_col_ncclinfo_interleaved.txt"
+
+
+def parse(text: str) -> list[Measurement]:
+    """The measurements of a log (its Notes left out)."""
+    return [r for r in parse_records(text) if isinstance(r, Measurement)]
 
 
 def _read(p: Path) -> str:
@@ -79,6 +86,7 @@ def test_ops_come_from_the_collective_starting_lines() -> None:
     first = recs[0]
     assert (first.metric, first.unit, first.value) == ("time", "us", 182.87)
     assert dict(first.dims) == {
+        "run": 1,  # the log holds five results tables
         "op": "all_reduce",
         "size_bytes": 33554432,
         "count": 4194304,
@@ -150,11 +158,12 @@ def test_wrong_above_zero_is_a_tool_failure_with_what_was_read() -> None:
     assert exc.value.line == 14
     assert "#wrong 12" in exc.value.reason
     partial = exc.value.partial
-    assert len(partial) == 23
+    # every row of the run is kept (the run goes on after a failed check), the failing
+    # row's #wrong among them, and the footer
     assert all(isinstance(m, Measurement) for m in partial)
-    assert not [
-        m for m in partial if isinstance(m, Measurement) and m.metric == "wrong" and m.value
-    ]
+    wrong = [m for m in partial if isinstance(m, Measurement) and m.metric == "wrong" and m.value]
+    assert [m.value for m in wrong] == [12.0]
+    assert [m for m in partial if isinstance(m, Measurement) and m.metric == "avg_busbw"]
 
 
 def test_old_error_column_above_tolerance_is_a_tool_failure() -> None:
@@ -162,7 +171,7 @@ def test_old_error_column_above_tolerance_is_a_tool_failure() -> None:
     with pytest.raises(ToolFailure) as exc:
         parse(text)
     assert "in_place error 4e-04 above the tolerance 3e-05" in exc.value.reason
-    assert len(exc.value.partial) == 3 * 6  # the failing cell is the last of its row
+    assert len(exc.value.partial) == len(parse(_read(K80)))  # every row and the footer
 
 
 def test_out_of_bounds_and_min_bw_failed_footers_are_tool_failures() -> None:
@@ -178,7 +187,8 @@ def test_out_of_bounds_and_min_bw_failed_footers_are_tool_failures() -> None:
     assert "43.6076 FAILED" in exc.value.reason
     assert [
         m.value for m in exc.value.partial if isinstance(m, Measurement) and m.metric == "avg_busbw"
-    ] == [43.6076]
+    ] == [43.6076, 42.9182]  # both runs of the log are kept, the failing one by its op
+    assert exc.value.reason.startswith("all_reduce (table 1): ")
 
 
 def test_unreadable_cells_are_parse_errors_with_the_line() -> None:
@@ -279,7 +289,13 @@ def test_json_gives_the_same_rows_as_the_text_log() -> None:
         if m.dims.get("op") == "all_reduce" and m.metric != "avg_busbw"
     ]
     json_recs = [m for m in parse(_read(JSON_AR)) if m.metric != "avg_busbw"]
-    assert json_recs == text_recs
+    # the text log holds two runs: its records carry their table's number (run) as well
+    assert {m.dims["run"] for m in text_recs} == {1}
+    no_run = [
+        replace(m, dims=FrozenDims({k: v for k, v in m.dims.items() if k != "run"}))
+        for m in text_recs
+    ]
+    assert json_recs == no_run
 
 
 def test_json_nan_is_skipped_and_nwrong_fails() -> None:
@@ -292,7 +308,7 @@ def test_json_nan_is_skipped_and_nwrong_fails() -> None:
     rows[2]["out_of_place"]["nwrong"] = 5.0
     with pytest.raises(ToolFailure, match=r"out_of_place nwrong 5\.0 at size 134217728 B") as exc:
         parse(json.dumps(doc))
-    assert len(exc.value.partial) == 7 + 8 + 3  # row 0 lost one algbw to "nan"
+    assert len(exc.value.partial) == len(recs)  # every row (the failing one too), the avg
 
 
 def test_json_cut_or_inconsistent_is_a_parse_error() -> None:
@@ -463,3 +479,57 @@ def test_real_scatter_rows_read_with_a_footer_computed_from_them() -> None:
         assert m.value == pytest.approx(
             alg[m.dims["size_bytes"], m.dims["placement"]] * 15 / 16, abs=0.01
         )
+
+
+# ---- several runs with a failing one, runs stopped by the launcher, warnings --------------
+
+TWO_RUNS = (
+    FIX / "2024-06_v2.13-2.16fmt_2node_2gpu_RTX3090_allreduce_two_runs_first_wrong_OOB_failure.txt"
+)
+
+
+def test_a_failing_run_does_not_hide_the_other_runs_of_the_log() -> None:
+    with pytest.raises(ToolFailure) as exc:
+        parse(_read(TWO_RUNS))
+    partial = [m for m in exc.value.partial if isinstance(m, Measurement)]
+    # both tables are read to their footer: 27 rows x 2 placements x 4 metrics each
+    for run in (1, 2):
+        rows = [m for m in partial if m.dims.get("run") == run and m.metric != "avg_busbw"]
+        assert len(rows) == 27 * 2 * 4
+    # each average named by its table: the log does not name the collective
+    avg = {m.dims["run"]: m.value for m in partial if m.metric == "avg_busbw"}
+    assert avg == {1: 3.02663, 2: 3.96373}
+    # the failure is the first table's, in the tool's words
+    assert exc.value.reason.startswith("table 1: out_of_place #wrong 4 at size 8 B")
+    assert "table 1: Out of bounds values : 108 FAILED" in exc.value.reason
+    assert "table 2" not in exc.value.reason
+    assert exc.value.line == 11
+
+
+@pytest.mark.parametrize(
+    "launcher_line",
+    [
+        "slurmstepd: error: *** STEP 1234.0 ON node-a CANCELLED AT 2026-01-01T00:00:00 "
+        "DUE TO TIME LIMIT ***",
+        "mpirun noticed that process rank 1 with PID 0 on node node-b exited on signal 9 (Killed).",
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+    ],
+)
+def test_a_run_stopped_by_its_launcher_is_a_tool_failure(launcher_line: str) -> None:
+    text = _read(SMOKE)
+    cut = text[: text.index("# Out of bounds values")] + launcher_line + "\n"
+    with pytest.raises(ToolFailure) as exc:
+        parse(cut)
+    assert launcher_line.split(":")[0] in exc.value.reason
+    assert "stopped before its end" in exc.value.reason
+    assert [m for m in exc.value.partial if isinstance(m, Measurement) and m.metric == "busbw"]
+
+
+def test_reducing_max_bytes_is_kept_as_a_note() -> None:
+    from aibench.model import Note
+
+    recs = parse_records(_read(FIX / "v2.17.8_1node_8gpu_H100_5collectives.txt"))
+    notes = [r for r in recs if isinstance(r, Note)]
+    assert len(notes) == 5  # one per collective run
+    assert notes[0].text == "Reducing maxBytes to 26549638485 due to memory limitation"
+    assert notes[0].line == 15

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aibench.model import Outcome, Run, StepResult, Verdict, attach
+from aibench.model import Measurement, Note, Outcome, Run, StepResult, Verdict, attach
 from aibench.parsers import PARSERS
 from aibench.reports import write_all
 
@@ -35,8 +35,15 @@ def _run(tmp_path: Path) -> Run:
         out = f"raw/{tool}.stdout"
         (tmp_path / "raw").mkdir(exist_ok=True)
         (tmp_path / out).write_text(text, encoding="utf-8")
-        ms = attach(PARSERS.get(tool).parse(text), nodes=nodes, step=sid, repeat=0)
-        steps.append(StepResult(sid, tool, tool, nodes, 0, "ok", stdout_path=out, measurements=ms))
+        recs = PARSERS.get(tool).parse(text)
+        notes = tuple(r for r in recs if isinstance(r, Note))  # the tool's warnings
+        found = [r for r in recs if isinstance(r, Measurement)]
+        ms = attach(found, nodes=nodes, step=sid, repeat=0)
+        steps.append(
+            StepResult(
+                sid, tool, tool, nodes, 0, "ok", stdout_path=out, measurements=ms, notes=notes
+            )
+        )
         pick = {"nccl-tests": "busbw", "fio": "bw", "iperf3": "throughput"}[tool]
         m = max((m for m in ms if m.metric == pick), key=lambda m: m.value)
         verdicts.append(
@@ -79,3 +86,5 @@ def test_real_outputs_render_with_plots(tmp_path):
     assert "<svg" not in sec["iperf3"]
     assert "iperf3-throughput" in sec["iperf3"]
     assert len(re.findall(r'<tr data-outcome="PASS"', html)) == 3
+    # the tool's own warning (nccl-tests cut the size range) is shown in its section
+    assert "Reducing maxBytes to 26549638485 due to memory limitation" in sec["nccl-tests"]

@@ -91,6 +91,29 @@ def section_for(tool: str) -> Section:
 # ---- helpers shared by the sections -------------------------------------------------
 
 
+def notes_table(steps: Sequence[StepResult]) -> Table | None:
+    """The tools' own warnings (``StepResult.notes``), one row per distinct text: the
+    words, how many steps printed them and on which nodes. None when there are none."""
+    seen: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for s in steps:
+        for n in s.notes:
+            step_ids, nodes = seen.setdefault((n.kind, n.text), ([], []))
+            step_ids.append(s.step_id)
+            nodes.extend(x for x in s.nodes if x not in nodes)
+    if not seen:
+        return None
+    rows = []
+    for (kind, text), (step_ids, nodes) in seen.items():
+        shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
+        rows.append((kind, text, str(len(step_ids)), shown or "-"))
+    return Table(
+        caption="The tool's own warnings about these runs (they qualify the numbers below)",
+        columns=("kind", "the tool's words", "steps", "nodes"),
+        rows=tuple(rows[:MAX_ROWS]),
+        note=f"showing {MAX_ROWS} of {len(rows)}" if len(rows) > MAX_ROWS else "",
+    )
+
+
 def convert(value: float, src: str, dst: str) -> float | None:
     if src == dst:
         return value
