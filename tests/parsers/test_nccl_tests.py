@@ -15,9 +15,11 @@ from aibench.parsers.nccl_tests import PARSER, _strip_prefix
 from aibench.parsers.nccl_tests import parse as parse_records
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"
+# RCCL-tests logs are read by the same table reader: their footers are checked here too
+RCCL = FIX.parent / "rccl-tests"
 REAL_LOGS = sorted(
     p
-    for p in FIX.glob("*.txt")
+    for p in (*FIX.glob("*.txt"), *RCCL.glob("*.txt"))
     if not p.name.startswith("constructed_")
     and "failure" not in p.name
     and "rows_cut" not in p.name
