@@ -47,6 +47,7 @@ from aibench.inventory import Node
 from aibench.launchers import HostSlots, Job, get
 from aibench.model import Fact, FrozenDims, Measurement
 from aibench.parsers import Record
+from aibench.runners import _checks as checks
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.nccl_tests import ssh_config
 
@@ -127,27 +128,17 @@ class HcclTestsOptions(Strict):
     @field_validator("env", "mca")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        for key, value in v.items():
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-                raise ValueError(f"invalid name {key!r}")
-            if "\n" in value or "\0" in value:
-                raise ValueError(f"the value of {key} holds a line break")
-        return v
+        return checks.env(v)
 
     @field_validator("bin_dir")
     @classmethod
     def _bin_dir(cls, v: str | None) -> str | None:
-        if v is not None and not _PATH.match(v):
-            raise ValueError(f"bin_dir must be an absolute path without spaces: {v!r}")
-        return v
+        return checks.bin_dir(v)
 
     @field_validator("extra", "launcher_args")
     @classmethod
     def _flags(cls, v: list[str]) -> list[str]:
-        for a in v:
-            if not _FLAG.match(a):
-                raise ValueError(f"option {a!r} must look like -x, --name, --name=value or a word")
-        return v
+        return checks.flags(v)
 
 
 def binary(o: HcclTestsOptions, node: Node) -> str:

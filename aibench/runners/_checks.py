@@ -1,0 +1,45 @@
+"""Checks of runner options that reach a command line or an environment, shared by the
+runners of launched programs (nccl-tests, rccl-tests, hccl-tests, rocm-bandwidth-test).
+
+Each returns the value or raises ValueError with the reason (pydantic turns it into a
+ConfigError naming the suite file and the key). Nothing is quoted for a shell: argv lists
+are never joined, so these keep values plain and one line, not "safe for sh".
+"""
+
+from __future__ import annotations
+
+import re
+
+VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
+PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
+FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def value(v: str | None, what: str = "value") -> str | None:
+    if v is not None and not VALUE.match(v):
+        raise ValueError(f"{what} {v!r} may hold letters, digits and . , : = / + ^ @ % - only")
+    return v
+
+
+def env(v: dict[str, str]) -> dict[str, str]:
+    """Variable names as a shell would take them; values of one line."""
+    for key, val in v.items():
+        if not _NAME.match(key):
+            raise ValueError(f"invalid name {key!r}")
+        if "\n" in val or "\0" in val:
+            raise ValueError(f"the value of {key} holds a line break")
+    return v
+
+
+def bin_dir(v: str | None) -> str | None:
+    if v is not None and not PATH.match(v):
+        raise ValueError(f"bin_dir must be an absolute path without spaces: {v!r}")
+    return v
+
+
+def flags(v: list[str], pattern: re.Pattern[str] = FLAG) -> list[str]:
+    for a in v:
+        if not pattern.match(a):
+            raise ValueError(f"option {a!r} must look like -x, --name, --name=value or a word")
+    return v
