@@ -13,8 +13,8 @@ What it serves (HTTP/1.1, keep-alive):
   counts prompt words and output words (one word is one token of the vocabulary that
   ``--write-tokenizer`` writes).
 * ``GET /health`` (200, for HAProxy's health check) and ``GET /v1/models``.
-* ``--api-key-env NAME``: requests must carry ``Authorization: Bearer $NAME`` (401 else).
-  The key is read from the environment, never from argv.
+* ``--api-key-env NAME`` / ``--api-key-file F``: requests must carry ``Authorization:
+  Bearer KEY`` (401 else), the key read from the variable or the file, never from argv.
 * ``--fail-every N``: every N-th completion request answers 500 (failure injection).
 
 Control (for failover tests): ``serve --daemon --pidfile F`` detaches (stdio to
@@ -50,6 +50,8 @@ class Backend:
         self.args = args
         self.model = args.model
         self.key = os.environ.get(args.api_key_env, "") if args.api_key_env else ""
+        if args.api_key_file:
+            self.key = Path(args.api_key_file).read_text().strip()
         self.count = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -254,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--ttft", type=float, default=None, help="seconds to the first token")
     s.add_argument("--fail-every", type=int, default=0)
     s.add_argument("--api-key-env", default="")
+    s.add_argument("--api-key-file", default="")
     s.add_argument("--daemon", action="store_true")
     s.add_argument("--pidfile", default="")
     s.add_argument("--log", default="")

@@ -1,0 +1,154 @@
+"""The serving runner's plan (argv, key handling, failover processes) and its collect on
+the driver's framed output, without AIPerf: the exports fed in are real captures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from aibench.errors import ToolFailure
+from aibench.inventory import EndpointModel, Node
+from aibench.parsers._aiperf_records import Request, failover_records, read_jsonl
+from aibench.runners.aiperf import RUNNER, AiperfOptions, split_bundle
+from aibench.runners.base import Output, Slot
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "aiperf"
+
+
+def _nodes() -> list[Node]:
+    b1 = EndpointModel(name="b1", url="http://10.0.0.2:8000", model="m", role="backend",
+                       api_key_env="SERVING_KEY").model_dump(exclude_none=True)  # fmt: skip
+    lb = EndpointModel(name="lb", url="http://10.0.0.4:8080", model="m", role="balancer",
+                       backends=["b1"], api_key_file="/etc/key").model_dump(exclude_none=True)  # fmt: skip
+    return [
+        Node("drv", "10.0.0.1"),
+        Node("n2", "10.0.0.2", facts={"endpoints": [b1]}),
+        Node("n4", "10.0.0.4", facts={"endpoints": [lb]}),
+    ]
+
+
+def _opts(**kw: object) -> AiperfOptions:
+    base: dict[str, object] = {"endpoint": "lb", "concurrency": [1, 2, 4], "requests": 10}
+    return AiperfOptions.model_validate({**base, **kw})
+
+
+def test_plan_argv_has_no_key_and_names_the_endpoint() -> None:
+    [inv] = RUNNER.invocations("s", _opts(), _nodes(), Slot(workdir="/w"))
+    argv = inv.client.argv
+    assert inv.client.host == "drv"
+    assert argv[:4] == ("sh", "-c", argv[2], "aibench-aiperf")
+    assert argv[4:9] == ("/w/aiperf/s.r0", "/etc/key", "", "lb", "balancer")
+    assert argv[argv.index("--concurrency") + 1] == "1,2,4"
+    assert argv[argv.index("--url") + 1] == "http://10.0.0.4:8080"
+    assert "--api-key" not in argv
+    assert inv.client.env == {}
+
+
+def test_rate_sweep_is_poisson() -> None:
+    [inv] = RUNNER.invocations("s", _opts(concurrency=[], rate=[1.5, 3]), _nodes(), Slot())
+    argv = inv.client.argv
+    assert argv[argv.index("--request-rate") + 1] == "1.5,3"
+    assert argv[argv.index("--request-rate-mode") + 1] == "poisson"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"concurrency": []},
+        {"rate": [1.0]},
+        {"requests": None},
+        {"tokenizer": "a b"},
+        {"failover": {"endpoint": "b1", "stop": ["kill"], "start": ["x"]}},
+    ],
+)
+def test_bad_options(bad: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        _opts(**bad)
+
+
+def test_unknown_endpoint_is_named() -> None:
+    with pytest.raises(ValueError, match="'nope' is not on the step's nodes"):
+        RUNNER.invocations("s", _opts(endpoint="nope"), _nodes(), Slot())
+
+
+def test_failover_runs_on_the_backend_node() -> None:
+    o = _opts(concurrency=[4], failover={"endpoint": "b1", "stop": ["systemctl", "stop", "x"],
+              "start": ["systemctl", "start", "x"], "stop_after_s": 1, "start_after_s": 2})  # fmt: skip
+    [inv] = RUNNER.invocations("s", o, _nodes(), Slot())
+    assert [s.host for s in inv.servers] == ["n2", "n2"]
+    stop, start = inv.servers
+    assert stop.argv[3:7] == ("aibench-failover", "stop", "8000", "1")
+    assert stop.argv[-3:] == ("systemctl", "stop", "x")
+    assert start.argv[5:7] == ("8000", "3")
+
+
+def test_endpoint_model_refuses_two_key_sources() -> None:
+    with pytest.raises(ValidationError):
+        EndpointModel(name="x", url="http://h:1", model="m", api_key_env="A", api_key_file="/f")
+
+
+def _bundle(*files: tuple[str, str]) -> str:
+    return "".join(f"==> {p} <==\n{t}\n" for p, t in files)
+
+
+def test_collect_reads_every_level_and_adds_the_endpoint(tmp_path: Path) -> None:
+    [inv] = RUNNER.invocations("s", _opts(), _nodes(), Slot())
+    text = (FIX / "v0.13.0_chat_stream_c4.json").read_text()
+    text2 = (FIX / "v0.13.0_completions_sweep_c2.json").read_text()
+    out = Output(_bundle(("concurrency_4/profile_export_aiperf.json", text),
+                         ("concurrency_2/profile_export_aiperf.json", text2)),
+                 "", 0, tmp_path)  # fmt: skip
+    recs = RUNNER.collect(inv, out)
+    levels = {m.dims["concurrency"] for m in recs}  # type: ignore[union-attr]
+    assert levels == {2, 4}
+    assert all(m.dims["endpoint"] == "lb" for m in recs)  # type: ignore[union-attr]
+    itl = [m for m in recs if m.metric == "itl" and m.dims["concurrency"] == 4]  # type: ignore[union-attr]
+    assert {m.dims["stat"]: m.value for m in itl}["mean"] == pytest.approx(  # type: ignore[union-attr]
+        json.loads(text)["inter_token_latency"]["avg"]
+    )
+
+
+def test_collect_failed_run_is_a_tool_failure(tmp_path: Path) -> None:
+    [inv] = RUNNER.invocations("s", _opts(), _nodes(), Slot())
+    with pytest.raises(ToolFailure, match="no summary"):
+        RUNNER.collect(inv, Output("", "boom\n", 1, tmp_path))
+
+
+def test_split_bundle_refuses_unframed_text() -> None:
+    from aibench.errors import ParseError
+
+    with pytest.raises(ParseError):
+        split_bundle("{}")
+
+
+def test_failover_timeline() -> None:
+    stop = 1000.0
+    reqs = [
+        Request(998.2, 998.5, 300.0, None),
+        Request(999.9, 1000.1, None, "ClientConnectorError"),
+        Request(1000.2, 1000.3, None, "http_503"),
+        Request(1001.5, 1001.9, 400.0, None),
+    ]
+    ms = {(m.metric, m.dims.get("kind"), m.dims.get("t")): m.value
+          for m in failover_records(reqs, stop, 1003.0)}  # fmt: skip
+    assert ms[("failover_errors", "all", None)] == 2
+    assert ms[("failover_errors", "http_503", None)] == 1
+    assert ms[("recovery_time", None, None)] == pytest.approx(0.3)
+    assert ms[("backend_down_time", None, None)] == pytest.approx(3.0)
+    assert ms[("failover_error_rate", None, None)] == 50.0
+    assert ms[("timeline_errors", None, -1)] == 1
+    assert ms[("timeline_latency", None, 1)] == 400.0
+
+
+def test_read_jsonl_on_a_real_error_record() -> None:
+    line = json.dumps({"metadata": {"request_start_ns": 1796305043200035718,
+                                    "request_end_ns": 1796305043200035718},
+                       "metrics": {"error_isl": {"value": 16, "unit": "tokens"}},
+                       "error": {"code": 500, "type": "Internal Server Error",
+                                 "message": "injected failure"}})  # fmt: skip
+    [r] = read_jsonl(line)
+    assert r.error == "http_500"
+    assert r.latency_ms is None
