@@ -107,6 +107,15 @@ class FailoverOptions(Strict):
     start_after_s: Annotated[float, Field(gt=0, le=3600)] = 5.0
 
 
+class SloOptions(Strict):
+    """The service-level objective a load level must meet (the max-rate-under-SLO search)."""
+
+    ttft_p99_ms: Annotated[float, Field(gt=0)] | None = None
+    itl_p99_ms: Annotated[float, Field(gt=0)] | None = None
+    e2e_p99_ms: Annotated[float, Field(gt=0)] | None = None
+    error_rate_pct: Annotated[float, Field(ge=0, le=100)] = 0.0
+
+
 class AiperfOptions(Strict):
     """Options of a serving step (suite ``options:``)."""
 
@@ -140,6 +149,9 @@ class AiperfOptions(Strict):
     request_timeout: Annotated[float, Field(gt=0, le=86400)] = 60.0
     seed: int = 1
     failover: FailoverOptions | None = None
+    slo: SloOptions | None = Field(
+        None, description="emit slo_met per level and max_rate_under_slo over the sweep"
+    )
 
     @model_validator(mode="after")
     def _load(self) -> AiperfOptions:
@@ -186,6 +198,9 @@ class AiperfRunner:
         "failover_errors": "count",
         "failover_error_rate": "%",
         "recovery_time": "s",
+        "backend_down_time": "s",
+        "slo_met": "count",
+        "max_rate_under_slo": "queries/s",
     }
 
     def aiperf_argv(self, o: AiperfOptions, ep: dict[str, Any]) -> list[str]:
@@ -238,6 +253,9 @@ class AiperfRunner:
         argv += [o.endpoint, ep.get("role", "endpoint")]
         argv += self.aiperf_argv(o, ep)
         timeout = self._timeout(o)
+        env: dict[str, str] = {}
+        if o.slo is not None:
+            env["AIBENCH_SERVING_SLO"] = json.dumps(o.slo.model_dump(exclude_none=True))
         servers: list[ProcessSpec] = []
         if o.failover is not None:
             f = o.failover
@@ -269,7 +287,7 @@ class AiperfRunner:
                 parser=TOOL,
                 network=True,
                 servers=tuple(servers),
-                client=ProcessSpec(driver, tuple(argv), timeout=timeout),
+                client=ProcessSpec(driver, tuple(argv), env=env, timeout=timeout),
             )
         ]
 
@@ -291,6 +309,9 @@ class AiperfRunner:
                 problems.append(f"{path}: {exc.reason}")
                 got = [r for r in exc.partial if isinstance(r, Measurement)]
             records += [_with(m, endpoint=o_ep, role=role) for m in got]
+        slo = _slo_of(inv)
+        if slo is not None:
+            records += slo_records([r for r in records if isinstance(r, Measurement)], slo)
         fault = _fault_times(out, inv)
         if fault is not None:
             rec_files = [v for k, v in files.items() if k.endswith("profile_export.jsonl")]
@@ -311,6 +332,44 @@ class AiperfRunner:
     def parse_version(self, text: str) -> str:
         m = re.search(r"(\d+\.\d+\.\d+\S*)", text)
         return m.group(1) if m else ""
+
+
+_SLO_KEYS = (("ttft", "ttft_p99_ms"), ("itl", "itl_p99_ms"), ("e2e_latency", "e2e_p99_ms"))
+
+
+def _slo_of(inv: Invocation) -> dict[str, float] | None:
+    """The SLO the plan put in the driver's environment (no secret: plain bounds)."""
+    raw = inv.client.env.get("AIBENCH_SERVING_SLO")
+    return {k: float(v) for k, v in json.loads(raw).items()} if raw else None
+
+
+def slo_records(ms: list[Measurement], slo: dict[str, float]) -> list[Measurement]:
+    """Per load level ``slo_met`` (1 or 0), and ``max_rate_under_slo``: the highest request
+    throughput of a level that met every bound (0 when none did)."""
+    levels: dict[tuple[tuple[str, Any], ...], dict[str, float]] = {}
+    for m in ms:
+        key = tuple(sorted((k, v) for k, v in m.dims.items() if k != "stat"))
+        stat = m.dims.get("stat")
+        name = m.metric if stat is None else f"{m.metric}:{stat}"
+        levels.setdefault(key, {})[name] = m.value
+    out: list[Measurement] = []
+    best = 0.0
+    base: dict[str, Any] = {}
+    for key, vals in sorted(levels.items(), key=lambda kv: str(kv[0])):
+        if "request_throughput" not in vals:
+            continue
+        ok = vals.get("error_rate", 100.0) <= slo.get("error_rate_pct", 0.0)
+        for metric, bound in _SLO_KEYS:
+            if bound in slo:
+                v = vals.get(f"{metric}:p99")
+                ok = ok and v is not None and v <= slo[bound]
+        dims = dict(key)
+        out.append(Measurement(TOOL, "slo_met", 1.0 if ok else 0.0, "count", dims))
+        if ok:
+            best = max(best, vals["request_throughput"])
+        base = {k: v for k, v in dims.items() if k not in ("rate", "concurrency")}
+    out.append(Measurement(TOOL, "max_rate_under_slo", best, "queries/s", base))
+    return out
 
 
 def _with(m: Measurement, **dims: str) -> Measurement:

@@ -152,3 +152,20 @@ def test_read_jsonl_on_a_real_error_record() -> None:
     [r] = read_jsonl(line)
     assert r.error == "http_500"
     assert r.latency_ms is None
+
+
+def test_max_rate_under_slo_from_a_rate_sweep(tmp_path: Path) -> None:
+    """Two real exports as two levels: with a TTFT p99 bound between their p99s, only the
+    level under it counts, and the maximum is that level's throughput."""
+    o = _opts(concurrency=[], rate=[1, 2], slo={"ttft_p99_ms": 60, "error_rate_pct": 0})
+    [inv] = RUNNER.invocations("s", o, _nodes(), Slot())
+    a = json.loads((FIX / "v0.13.0_completions_sweep_c2.json").read_text())
+    b = json.loads((FIX / "v0.13.0_chat_stream_c4.json").read_text())
+    assert a["time_to_first_token"]["p99"] < 60 < b["time_to_first_token"]["p99"]
+    out = Output(_bundle(("a/profile_export_aiperf.json", json.dumps(a)),
+                         ("b/profile_export_aiperf.json", json.dumps(b))), "", 0, tmp_path)  # fmt: skip
+    recs = RUNNER.collect(inv, out)
+    met = {m.dims["concurrency"]: m.value for m in recs if m.metric == "slo_met"}  # type: ignore[union-attr]
+    assert met == {2: 1.0, 4: 0.0}
+    [best] = [m for m in recs if m.metric == "max_rate_under_slo"]
+    assert best.value == pytest.approx(a["request_throughput"]["avg"])
