@@ -29,13 +29,16 @@ dims ``endpoint`` and ``role`` added.
 
 Failover (``failover:``): while the load runs, one backend is stopped by the suite's
 ``stop`` argv and started again by its ``start`` argv, both run on the backend's node by
-its executor (as two background processes of the step). Each waits until the backend's
+its executor (one background process of the step, a constant script given both argvs
+split by a ``;`` argument, which no argv value may contain). It waits until the backend's
 port has established TCP connections in three polls 0.1 s apart (``ss``, iproute2: the
-load has reached it), then ``stop_after_s`` / ``start_after_s`` more, runs the command and
-prints its time. ``collect`` adds, from the per-request lines: ``failover_errors`` (count,
-by ``kind``), ``recovery_time`` (s: from the stop to the end of the last failed request
-after it; 0 when none failed), ``failover_error_rate`` (%) and a per-second
-``timeline`` (facts: requests, errors and mean latency per second, relative to the stop).
+load has reached it), then ``stop_after_s``, runs ``stop``, waits ``start_after_s``, runs
+``start``, and prints the time of each. ``collect`` adds, from the per-request lines, the
+records of :mod:`aibench.parsers._aiperf_records`: ``failover_errors`` (count, by
+``kind``), ``recovery_time`` (s: from the stop to the end of the last failed request after
+it; 0 when none failed), ``backend_down_time``, ``failover_error_rate`` (%) and a
+per-second timeline (``timeline_requests``, ``timeline_errors``, ``timeline_latency``,
+dim ``t`` = seconds from the stop).
 The stop time is the backend node's clock, the requests' the driver's: keep them in sync.
 """
 
@@ -80,18 +83,24 @@ find "$out/a" \( -name profile_export_aiperf.json -o -name profile_export.jsonl 
 while read -r f; do printf '==> %s <==\n' "${f#"$out"/a/}"; cat -- "$f"; echo; done
 exit $rc
 """  # noqa: E501
-FAULT = r"""what=$1 port=$2 after=$3; shift 3
-echo "aibench-failover $what armed"
+FAULT = r"""port=$1 stop_after=$2 start_after=$3; shift 3
+first() { n=$#; for x do [ "$x" = ";" ] && break; set -- "$@" "$x"; done; shift "$n"; "$@"; }
+rest() { while [ $# -gt 0 ] && [ "$1" != ";" ]; do shift; done; shift; "$@"; }
+echo "aibench-failover armed"
 seen=0
 while [ "$seen" -lt 3 ]; do
   if [ -n "$(ss -Htn state established "( sport = :$port )" 2>/dev/null)" ]; then
     seen=$((seen + 1)); else seen=0; fi
   sleep 0.1
 done
-sleep "$after"
-echo "aibench-failover $what at $(date +%s.%N)"
-"$@"
-echo "aibench-failover $what exit $? at $(date +%s.%N)"
+sleep "$stop_after"
+echo "aibench-failover stop at $(date +%s.%N)"
+first "$@"
+echo "aibench-failover stop exit $? at $(date +%s.%N)"
+sleep "$start_after"
+echo "aibench-failover start at $(date +%s.%N)"
+rest "$@"
+echo "aibench-failover start exit $? at $(date +%s.%N)"
 exec sleep 86400
 """
 _FRAME = re.compile(r"^==> (.+) <==$", re.M)
@@ -263,19 +272,17 @@ class AiperfRunner:
                 raise ValueError(f"failover endpoint {f.endpoint!r} is not on the step's nodes")
             bnode, bep = eps[f.endpoint]
             port = str(_port(bep["url"]))
-            for what, after, cmd in (
-                ("stop", f.stop_after_s, f.stop),
-                ("start", f.stop_after_s + f.start_after_s, f.start),
-            ):
-                servers.append(
-                    ProcessSpec(
-                        bnode.name,
-                        ("sh", "-c", FAULT, "aibench-failover", what, port, f"{after:g}", *cmd),
-                        role="server",
-                        ready=ReadyCheck(pattern=f"aibench-failover {what} armed", timeout=10.0),
-                        timeout=timeout + 10.0,
-                    )
+            argv_f = ["sh", "-c", FAULT, "aibench-failover", port]
+            argv_f += [f"{f.stop_after_s:g}", f"{f.start_after_s:g}", *f.stop, ";", *f.start]
+            servers.append(
+                ProcessSpec(
+                    bnode.name,
+                    tuple(argv_f),
+                    role="server",
+                    ready=ReadyCheck(pattern="aibench-failover armed", timeout=10.0),
+                    timeout=timeout + 10.0,
                 )
+            )
         return [
             Invocation(
                 step=step,

@@ -264,7 +264,8 @@ def test_serving_sweep_and_failover(serving_bed: dict[str, Any], tmp_path: Path)
     run_dir = next(d for d in runs.iterdir() if d.is_dir())
     run = json.loads((run_dir / "run.json").read_text())
     status = {s["step"]: (s["status"], s["reason"]) for s in run["steps"]}
-    assert all(st == "ok" for st, _ in status.values()), status
+    bad = {k: v for k, v in status.items() if v[0] != "ok"}
+    assert not bad, bad
     outcomes = {v["check"]: v["outcome"] for v in run["verdicts"]}
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:], outcomes)
     assert outcomes

@@ -69,6 +69,11 @@ def test_bad_options(bad: dict[str, object]) -> None:
         _opts(**bad)
 
 
+def test_failover_argv_may_not_hold_the_separator() -> None:
+    with pytest.raises(ValidationError):
+        _opts(concurrency=[4], failover={"endpoint": "b1", "stop": ["a", ";"], "start": ["b"]})
+
+
 def test_unknown_endpoint_is_named() -> None:
     with pytest.raises(ValueError, match="'nope' is not on the step's nodes"):
         RUNNER.invocations("s", _opts(endpoint="nope"), _nodes(), Slot())
@@ -78,11 +83,34 @@ def test_failover_runs_on_the_backend_node() -> None:
     o = _opts(concurrency=[4], failover={"endpoint": "b1", "stop": ["systemctl", "stop", "x"],
               "start": ["systemctl", "start", "x"], "stop_after_s": 1, "start_after_s": 2})  # fmt: skip
     [inv] = RUNNER.invocations("s", o, _nodes(), Slot())
-    assert [s.host for s in inv.servers] == ["n2", "n2"]
-    stop, start = inv.servers
-    assert stop.argv[3:7] == ("aibench-failover", "stop", "8000", "1")
-    assert stop.argv[-3:] == ("systemctl", "stop", "x")
-    assert start.argv[5:7] == ("8000", "3")
+    [fault] = inv.servers
+    assert fault.host == "n2"
+    assert fault.argv[3:7] == ("aibench-failover", "8000", "1", "2")
+    assert fault.argv[7:] == ("systemctl", "stop", "x", ";", "systemctl", "start", "x")
+
+
+def test_fault_script_runs_stop_then_start(tmp_path: Path) -> None:
+    """The constant script splits the two argvs at ';' (run here with sh, ss stubbed)."""
+    import subprocess
+
+    from aibench.runners.aiperf import FAULT
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ss").write_text("#!/bin/sh\necho ESTAB\n")
+    (fake / "ss").chmod(0o755)
+    (fake / "sleep").write_text('#!/bin/sh\n[ "$1" = 86400 ] && exit 0\nexit 0\n')
+    (fake / "sleep").chmod(0o755)
+    env = {"PATH": f"{fake}:/usr/bin:/bin"}
+    argv = ["sh", "-c", FAULT, "aibench-failover", "8000", "0", "0",
+            "echo", "STOP", "a", ";", "echo", "START"]  # fmt: skip
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=10).stdout
+    lines = out.splitlines()
+    assert lines[0] == "aibench-failover armed"
+    assert lines[2] == "STOP a"
+    assert lines[5] == "START"
+    assert lines[1].startswith("aibench-failover stop at ")
+    assert lines[4].startswith("aibench-failover start at ")
 
 
 def test_endpoint_model_refuses_two_key_sources() -> None:
