@@ -31,8 +31,9 @@ Failover (``failover:``): while the load runs, one backend is stopped by the sui
 ``stop`` argv and started again by its ``start`` argv, both run on the backend's node by
 its executor (one background process of the step, a constant script given both argvs
 split by a ``;`` argument, which no argv value may contain). It waits until the backend's
-port has established TCP connections in three polls 0.1 s apart (``ss``, iproute2: the
-load has reached it), then ``stop_after_s``, runs ``stop``, waits ``start_after_s``, runs
+port sends data in three polls 0.2 s apart in a row (the sum of ``bytes_sent`` of its
+established connections, ``ss -ti``, grows: a stream is flowing, not just idle pooled
+connections or a health check), then ``stop_after_s``, runs ``stop``, waits ``start_after_s``, runs
 ``start``, and prints the time of each. ``collect`` adds, from the per-request lines, the
 records of :mod:`aibench.parsers._aiperf_records`: ``failover_errors`` (count, by
 ``kind``), ``recovery_time`` (s: from the stop to the end of the last failed request after
@@ -87,11 +88,14 @@ FAULT = r"""port=$1 stop_after=$2 start_after=$3; shift 3
 first() { n=$#; for x do [ "$x" = ";" ] && break; set -- "$@" "$x"; done; shift "$n"; "$@"; }
 rest() { while [ $# -gt 0 ] && [ "$1" != ";" ]; do shift; done; shift; "$@"; }
 echo "aibench-failover armed"
-seen=0
+sent() { ss -Htni state established "( sport = :$port )" 2>/dev/null |
+  grep -o 'bytes_sent:[0-9]*' | awk -F: '{s += $2} END {print s + 0}'; }
+seen=0 last=$(sent)
 while [ "$seen" -lt 3 ]; do
-  if [ -n "$(ss -Htn state established "( sport = :$port )" 2>/dev/null)" ]; then
-    seen=$((seen + 1)); else seen=0; fi
-  sleep 0.1
+  sleep 0.2
+  now=$(sent)
+  if [ "$now" -gt "$last" ]; then seen=$((seen + 1)); else seen=0; fi
+  last=$now
 done
 sleep "$stop_after"
 echo "aibench-failover stop at $(date +%s.%N)"
@@ -103,6 +107,7 @@ rest "$@"
 echo "aibench-failover start exit $? at $(date +%s.%N)"
 exec sleep 86400
 """
+DURATION_REQUESTS = 10_000_000
 _FRAME = re.compile(r"^==> (.+) <==$", re.M)
 
 
@@ -148,6 +153,9 @@ class AiperfOptions(Strict):
         None, description="seconds per load level (instead of requests)"
     )
     warmup_requests: Annotated[int, Field(ge=0, le=100_000)] = 0
+    prompts: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        100, description="distinct synthetic prompts (AIPerf cycles through them)"
+    )
     input_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = 128
     output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = 64
     tokenizer: Annotated[str, Field(pattern=_ARG)] = Field(
@@ -228,6 +236,9 @@ class AiperfRunner:
             args += ["--request-count", str(o.requests)]
         if o.duration is not None:
             args += ["--benchmark-duration", f"{o.duration:g}"]
+            if o.requests is None:  # the duration is the limit (and the key file's phase is not)
+                args += ["--request-count", str(DURATION_REQUESTS)]
+        args += ["--num-dataset-entries", str(o.prompts)]
         if o.warmup_requests:
             args += ["--warmup-request-count", str(o.warmup_requests)]
         args += ["--synthetic-input-tokens-mean", str(o.input_tokens)]

@@ -44,6 +44,9 @@ STUB = ROOT / "tests" / "programs" / "openai_stub_server.py"
 PY = sys.executable
 AIPERF = str(Path(sys.executable).parent / "aiperf")
 KEY = "sk-aibench-test-7f3c9e1d5b"  # must show up nowhere in the run
+# HAProxy holds a streamed response back (TTFT = the whole response, ITL ~4 ms, measured
+# here) unless ``option http-no-delay``; the config below sets it, as a streaming LLM
+# deployment must.
 DELAY = 0.02  # seconds between tokens at the backends
 PORT, HAPROXY_PORT, NGINX_PORT = 18000, 18080, 18081
 LEVELS = [1, 2, 4]
@@ -67,6 +70,7 @@ def haproxy_cfg(addr: str, b1: str, b2: str) -> str:
     maxconn 512
 defaults
     mode http
+    option http-no-delay
     timeout connect 1s
     timeout client 60s
     timeout server 60s

@@ -97,7 +97,11 @@ def test_fault_script_runs_stop_then_start(tmp_path: Path) -> None:
 
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "ss").write_text("#!/bin/sh\necho ESTAB\n")
+    # a stream flowing: each call reports more bytes sent (a counter in a file)
+    (fake / "ss").write_text(
+        f"#!/bin/sh\nn=$(cat {tmp_path}/n 2>/dev/null || echo 0); n=$((n + 100))\n"
+        f'echo $n > {tmp_path}/n\necho "ESTAB cubic bytes_sent:$n bytes_acked:1"\n'
+    )
     (fake / "ss").chmod(0o755)
     (fake / "sleep").write_text('#!/bin/sh\n[ "$1" = 86400 ] && exit 0\nexit 0\n')
     (fake / "sleep").chmod(0o755)
@@ -197,3 +201,20 @@ def test_max_rate_under_slo_from_a_rate_sweep(tmp_path: Path) -> None:
     assert met == {2: 1.0, 4: 0.0}
     [best] = [m for m in recs if m.metric == "max_rate_under_slo"]
     assert best.value == pytest.approx(a["request_throughput"]["avg"])
+
+
+def test_fault_script_waits_while_connections_are_idle(tmp_path: Path) -> None:
+    """Pooled idle connections (bytes_sent constant) do not arm the stop."""
+    import subprocess
+
+    from aibench.runners.aiperf import FAULT
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ss").write_text('#!/bin/sh\necho "ESTAB cubic bytes_sent:5000 bytes_acked:1"\n')
+    (fake / "ss").chmod(0o755)
+    argv = ["sh", "-c", FAULT, "aibench-failover", "8000", "0", "0", "echo", "STOP", ";", "true"]
+    with pytest.raises(subprocess.TimeoutExpired) as exc:
+        subprocess.run(argv, env={"PATH": f"{fake}:/usr/bin:/bin"}, capture_output=True,
+                       text=True, timeout=1.5)  # fmt: skip
+    assert b"STOP" not in (exc.value.stdout or b"")
