@@ -9,6 +9,12 @@ a sweep of three concurrency levels against each of the four endpoints, then a f
 step through HAProxy where the suite's ``stop`` command kills the h2 backend (run on h2
 through the SSH executor) and its ``start`` command starts it again.
 
+Why the test backend and not llama.cpp's server: ``pip install llama-cpp-python`` (0.3.36)
+has no wheel for this platform on PyPI and compiles llama.cpp from source; that took 1477 s
+on the 2-core development machine (shared, load 8-13), far past the few minutes a CI
+test may cost. The backends here are therefore the labelled test server, which paces
+tokens exactly, so that the measured ITL can be checked against the delay it was given.
+
 What is checked, from the stored run and the files a person reads:
 
 * every sweep level of every endpoint is measured and the spec's checks pass (p99 TTFT
