@@ -347,6 +347,10 @@ class AiperfRunner:
     def version_argv(self) -> tuple[str, ...]:
         return ("aiperf", "--version")
 
+    def version_argv_for(self, inv: Invocation) -> tuple[str, ...]:
+        """The version of the AIPerf the step runs (the ``aiperf`` option may be a path)."""
+        return (inv.client.argv[9], "--version")
+
     def parse_version(self, text: str) -> str:
         m = re.search(r"(\d+\.\d+\.\d+\S*)", text)
         return m.group(1) if m else ""

@@ -218,3 +218,9 @@ def test_fault_script_waits_while_connections_are_idle(tmp_path: Path) -> None:
         subprocess.run(argv, env={"PATH": f"{fake}:/usr/bin:/bin"}, capture_output=True,
                        text=True, timeout=1.5)  # fmt: skip
     assert b"STOP" not in (exc.value.stdout or b"")
+
+
+def test_version_of_the_aiperf_the_step_runs() -> None:
+    [inv] = RUNNER.invocations("s", _opts(aiperf="/opt/venv/bin/aiperf"), _nodes(), Slot())
+    assert RUNNER.version_argv_for(inv) == ("/opt/venv/bin/aiperf", "--version")
+    assert RUNNER.parse_version("0.13.0\n") == "0.13.0"
