@@ -108,8 +108,7 @@ def parse(text: str) -> list[Measurement]:
 
 
 def detect(text: str) -> bool:
-    head = text[:20000]
-    return '"benchmarks"' in head and '"scheduler_state"' in text[:200000]
+    return '"guidellm_version"' in text[:4096]
 
 
 PARSER = Parser(
