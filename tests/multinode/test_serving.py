@@ -317,10 +317,12 @@ def test_serving_sweep_and_failover(serving_bed: dict[str, Any], tmp_path: Path)
     # the start command brought b1 back: it answers again
     assert (serving_bed["tmp"] / "b1.pid").read_text().strip()
 
-    # no key anywhere in the run directory
-    for f in run_dir.rglob("*"):
-        if f.is_file():
-            assert KEY.encode() not in f.read_bytes(), f
+    # no key anywhere: the run directory, AIPerf's own files on the driver, aibench's output
+    for folder in (run_dir, serving_bed["tmp"] / "work"):
+        for f in folder.rglob("*"):
+            if f.is_file():
+                assert KEY.encode() not in f.read_bytes(), f
+    assert KEY not in proc.stdout + proc.stderr
     report = (run_dir / "report.html").read_text()
     assert "Latency vs load" in report
     assert "Failover timeline" in report
