@@ -159,7 +159,8 @@ class AiperfOptions(Strict):
     input_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = 128
     output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = 64
     tokenizer: Annotated[str, Field(pattern=_ARG)] = Field(
-        "builtin", description="tokenizer folder on the driver node, or builtin"
+        description="tokenizer folder on the driver node (works offline), or builtin "
+        "(tiktoken o200k_base: its file is downloaded on first use, so not offline)"
     )
     aiperf: Annotated[str, Field(pattern=_ARG)] = Field("aiperf", description="the command")
     workdir: Annotated[str, Field(pattern=_ARG)] | None = None

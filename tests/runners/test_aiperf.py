@@ -31,7 +31,9 @@ def _nodes() -> list[Node]:
 
 
 def _opts(**kw: object) -> AiperfOptions:
-    base: dict[str, object] = {"endpoint": "lb", "concurrency": [1, 2, 4], "requests": 10}
+    base: dict[str, object] = {
+        "endpoint": "lb", "concurrency": [1, 2, 4], "requests": 10, "tokenizer": "/opt/tok"
+    }  # fmt: skip
     return AiperfOptions.model_validate({**base, **kw})
 
 
