@@ -12,7 +12,8 @@ AIBENCH_ARGS ?=
 APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slurm-wlm \
 	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps \
 	prometheus prometheus-pushgateway \
-	fonts-noto-cjk fonts-dejavu-core fontconfig
+	fonts-noto-cjk fonts-dejavu-core fontconfig \
+	haproxy nginx
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -298,6 +298,39 @@ class SlurmModel(Strict):
         return v
 
 
+class EndpointModel(Strict):
+    """An OpenAI-compatible inference endpoint served from a node (the serving step).
+
+    The API key is named, never given: ``api_key_env`` (a variable in the environment of
+    the node that drives the load) or ``api_key_file`` (a file on that node); the load
+    generator reads it there, so it reaches no log, run.json, report or argv.
+    """
+
+    name: SafeWord = Field(description="the endpoint's name in suites, checks and reports")
+    url: str = Field(
+        pattern=r"^https?://[A-Za-z0-9_.:\-\[\]]+(/[A-Za-z0-9_./\-]*)?$",
+        max_length=2048,
+        description="base URL, e.g. http://10.0.0.5:8000 (the API path is added)",
+    )
+    model: str = Field(pattern=r"^[A-Za-z0-9_./:\-]+$", max_length=256, description="model name")
+    role: Literal["endpoint", "backend", "balancer"] = Field(
+        "endpoint", description="backend: one replica; balancer: in front of ``backends``"
+    )
+    backends: list[SafeWord] = Field(
+        default_factory=list, description="balancer: the names of its backend endpoints"
+    )
+    api_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the API key"
+    )
+    api_key_file: SafePath | None = Field(None, description="file holding the API key")
+
+    @model_validator(mode="after")
+    def _one_key(self) -> EndpointModel:
+        if self.api_key_env and self.api_key_file:
+            raise ValueError("give api_key_env or api_key_file, not both")
+        return self
+
+
 class NodeFields(Strict):
     """What a node entry and ``defaults`` may say about nodes."""
 
@@ -322,6 +355,9 @@ class NodeFields(Strict):
         None, description="the same as tool_dirs: {nccl-tests: DIR} (kept for older files)"
     )
     ssh: SSHModel | None = Field(None, description="per-node SSH overrides")
+    endpoints: list[EndpointModel] | None = Field(
+        None, description="inference endpoints this node serves (the serving step)"
+    )
 
     @field_validator("data_address")
     @classmethod
@@ -446,13 +482,13 @@ def build_inventory(
                 )
         labels = {**(d.labels or {}), **(entry.labels or {})}
         facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs"):
+        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints"):
             value = _pick(entry, d, key)
             if value is None:
                 continue
             if key == "gpus":
                 value = value.model_dump()
-            elif key == "hcas":
+            elif key in ("hcas", "endpoints"):
                 value = [h.model_dump(exclude_none=True) for h in value]
             elif key == "data_dirs":
                 value = list(value)
