@@ -10,7 +10,8 @@ SUITE ?= acceptance
 AIBENCH_ARGS ?=
 
 APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slurm-wlm \
-	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps
+	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps \
+	stress-ng openipmi ipmitool
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
