@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from aibench.bmc.config import BmcModel
 from aibench.config import Strict, read_yaml, validate
 from aibench.errors import ConfigError
 
@@ -296,6 +297,7 @@ class NodeFields(Strict):
         None, description="where the nccl-tests binaries are (all_reduce_perf ...); else PATH"
     )
     ssh: SSHModel | None = Field(None, description="per-node SSH overrides")
+    bmc: BmcModel | None = Field(None, description="the node's BMC (aibench.bmc.BmcModel)")
 
     @field_validator("data_address")
     @classmethod
@@ -420,12 +422,12 @@ def build_inventory(
                 )
         labels = {**(d.labels or {}), **(entry.labels or {})}
         facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address", "nccl_tests_dir"):
+        for key in ("gpus", "hcas", "data_dirs", "data_address", "nccl_tests_dir", "bmc"):
             value = _pick(entry, d, key)
             if value is None:
                 continue
-            if key == "gpus":
-                value = value.model_dump()
+            if key in ("gpus", "bmc"):
+                value = value.model_dump(exclude_none=key == "bmc")
             elif key == "hcas":
                 value = [h.model_dump(exclude_none=True) for h in value]
             elif key == "data_dirs":
