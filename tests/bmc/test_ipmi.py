@@ -15,7 +15,7 @@ from aibench.inventory import Node
 from tests import bmcsim
 
 pytestmark = pytest.mark.skipif(not bmcsim.available(), reason="ipmi_sim/ipmitool not installed")
-PASSWORD = "Xq7-bmc-Secret"  # noqa: S105 (a test BMC's password)
+PASSWORD = "Xq7-bmc-Secret"
 
 
 def _node(port: int, **secret: str) -> Node:

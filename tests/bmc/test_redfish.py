@@ -22,7 +22,7 @@ from aibench.inventory import Node, load_inventory
 MOCKUP = Path(__file__).resolve().parents[1] / "data" / "redfish" / "public-rackmount1"
 SUSHY = shutil.which("sushy-static") or str(Path(sys.executable).parent / "sushy-static")
 PORT = 19851
-PASSWORD = "Rf-Secret-42"  # noqa: S105 (a test BMC's password)
+PASSWORD = "Rf-Secret-42"
 pytestmark = pytest.mark.skipif(
     not Path(SUSHY).exists() or shutil.which("openssl") is None,
     reason="sushy-tools or openssl not installed",
