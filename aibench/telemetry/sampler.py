@@ -160,7 +160,7 @@ class Sampler:
                     chunk = f.read()
                 pos += len(chunk)
                 samples = parser.feed(chunk.decode(errors="replace"))
-                self._record(samples)
+                self.record(samples)
                 if not server.alive and not self._stopping.is_set():
                     self._error(node, source, "probe process ended")
                     return
@@ -176,7 +176,7 @@ class Sampler:
                 reading = await asyncio.to_thread(bmc.read, target)
                 failures = 0
                 t = time.time()
-                self._record(
+                self.record(
                     [
                         Sample(t, target.node, "bmc", s.kind, s.name, s.unit, s.value)
                         for s in reading.sensors
@@ -209,7 +209,7 @@ class Sampler:
     def _baseline_done(self, node: str) -> bool:
         return node in self._baselined
 
-    def _record(self, samples: list[Sample]) -> None:
+    def record(self, samples: list[Sample]) -> None:
         if not samples:
             return
         self.store.add(samples)
