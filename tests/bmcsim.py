@@ -67,12 +67,14 @@ class SimBmc:
         password: str,
         name: str = "bmc",
         initial: dict[int, int] | None = None,
+        netns: str | None = None,
     ) -> None:
         self.dir, self.address, self.port = workdir, address, port
         self.console = port + 1
         self.user, self.password, self.name = user, password, name
         self.initial = initial or {1: 45, 2: 24, 3: 90, 4: 50}
         self.proc: subprocess.Popen[bytes] | None = None
+        self.netns = netns  # run inside this network namespace (a test-bed host)
 
     def start(self) -> SimBmc:
         d = self.dir
@@ -90,7 +92,7 @@ class SimBmc:
             "    allowed_auths_admin none md2 md5 straight\n"
             "    guid a123456789abcdefa123456789abcdef\n  endlan\n"
             f'  user 2 true "{self.user}" "{self.password}" admin 10 none md2 md5 straight\n'
-            f"console 127.0.0.1 {self.console}\n"
+            f"console {self.address} {self.console}\n"
         )
         emu = [
             "mc_setbmc 0x20",
@@ -104,8 +106,10 @@ class SimBmc:
             ]
         emu.append("mc_enable 0x20")
         (d / "node.emu").write_text("\n".join(emu) + "\n")
+        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         self.proc = subprocess.Popen(
             [
+                *prefix,
                 "ipmi_sim",
                 "-n",
                 "-c",
@@ -124,7 +128,7 @@ class SimBmc:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", self.console), timeout=0.5).close()
+                socket.create_connection((self.address, self.console), timeout=0.5).close()
                 return self
             except OSError:
                 time.sleep(0.1)
@@ -132,7 +136,7 @@ class SimBmc:
         raise RuntimeError("ipmi_sim did not start")
 
     def command(self, line: str) -> str:
-        with socket.create_connection(("127.0.0.1", self.console), timeout=5) as s:
+        with socket.create_connection((self.address, self.console), timeout=5) as s:
             s.settimeout(2)
             buf = b""
             while not buf.endswith(b"> "):

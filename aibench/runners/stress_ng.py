@@ -1,6 +1,6 @@
 """stress-ng runner: CPU and memory stress on every node, with its metrics.
 
-Builds ``stress-ng --cpu N [--cpu-method M] [--vm N --vm-bytes B] --timeout Ts
+Builds ``stress-ng --cpu N [--cpu-method M] [--cpu-load P] [--vm N --vm-bytes B] --timeout Ts
 --metrics-brief --stdout`` (``--cpu 0`` means one worker per online CPU). The output is
 parsed by the ``stress-ng`` parser: bogo ops and rates per stressor; a run that ended well
 before ``duration`` (stopped by a signal) is a failed step. Tested with stress-ng 0.15.06.
@@ -31,6 +31,9 @@ class StressNgOptions(Strict):
         0, description="CPU workers; 0: one per online CPU"
     )
     cpu_method: str | None = Field(None, description="stress-ng --cpu-method (matrixprod ...)")
+    cpu_load: Annotated[int, Field(ge=1, le=100)] | None = Field(
+        None, description="--cpu-load: percent of each CPU worker's time spent busy"
+    )
     vm: Annotated[int, Field(ge=0, le=4096)] = Field(1, description="memory workers (--vm)")
     vm_bytes: str = Field("10%", description="memory per vm worker, e.g. 1G or 10%")
     binary: str = Field("stress-ng", description="the stress-ng command (a name or a path)")
@@ -59,6 +62,8 @@ def argv(o: StressNgOptions) -> tuple[str, ...]:
     args = [o.binary, "--cpu", str(o.cpu)]
     if o.cpu_method:
         args += ["--cpu-method", o.cpu_method]
+    if o.cpu_load is not None:
+        args += ["--cpu-load", str(o.cpu_load)]
     if o.vm:
         args += ["--vm", str(o.vm), "--vm-bytes", o.vm_bytes]
     args += ["--timeout", f"{o.duration:g}s", "--metrics-brief", "--stdout"]
