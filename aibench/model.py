@@ -540,6 +540,9 @@ class Run:
     # one mapping per suspect: tool, metric, kind (group | node | link), name, slow_pairs,
     # pairs, median_ratio, fleet_median, unit, series (list), evidence ([a, b, value]), text.
     suspects: tuple[Mapping[str, Any], ...] = ()
+    # Time series recorded beside the steps (aibench.telemetry.compact): t0, series
+    # [{node, source, metric, key, unit, t, v}], events, errors. Empty when not sampled.
+    telemetry: Mapping[str, Any] = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -569,6 +572,12 @@ class Run:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        d = self._to_dict()
+        if self.telemetry:
+            d["telemetry"] = dict(self.telemetry)
+        return d
+
+    def _to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
             "id": self.id,
@@ -615,6 +624,7 @@ class Run:
             steps=tuple(StepResult.from_dict(s) for s in d.get("steps", ())),
             verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
             suspects=tuple(dict(x) for x in d.get("suspects", ())),
+            telemetry=dict(d.get("telemetry") or {}),
         )
 
 

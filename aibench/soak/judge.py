@@ -5,9 +5,9 @@ the soak profile, :func:`load_profile`; each row carries its guide section as ``
 Checks, each a Verdict per node (``subject`` the node, ``culprits`` ``node`` or ``node:part``,
 ``observed_text`` says when, in seconds from the soak's start):
 
-* ``soak.temperature.max`` / ``soak.temperature.p99``: GPU and BMC temperatures (metric
-  ``temp_gpu`` and BMC ``temperature`` of sensors matching ``inlet_sensors`` for the inlet
-  band, all others against ``temp_max``).
+* ``soak.temperature.max`` / ``soak.temperature.p99``: GPU (``temp_gpu``), host (``temp``:
+  thermal zones, lm-sensors) and BMC (``temperature``) temperatures against ``temp_max``,
+  except the BMC sensors matching ``inlet_sensors``, which have the inlet band.
 * ``soak.inlet.band``: BMC inlet temperature within [inlet_min, inlet_max] (guide §3.3).
 * ``soak.clock.drop``: GPU SM clock median after the first ``baseline_s`` against the first
   ``baseline_s``; FAIL when it fell by more than ``clock_drop_pct``.
@@ -139,7 +139,9 @@ def _temperatures(
     tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
 ) -> list[Verdict]:
     out = []
-    temps = [s for s in _series(tel, node=node) if s["metric"] in ("temp_gpu", "temperature")]
+    temps = [
+        s for s in _series(tel, node=node) if s["metric"] in ("temp_gpu", "temperature", "temp")
+    ]
     parts = [s for s in temps if not (s["metric"] == "temperature" and _is_inlet(s["key"], lim))]
     inlets = [s for s in temps if s["metric"] == "temperature" and _is_inlet(s["key"], lim)]
     if not parts:
