@@ -6,7 +6,10 @@ seconds of stress done, the chunks done. A second :func:`run_soak` on the same d
 stay one series; a gap marks the interruption). Each chunk runs ``stress-ng ... --timeout
 CHUNKs --metrics-brief --stdout`` on every node at once through the node's executor; its
 ``bogo_ops_rate`` per stressor becomes a sample (source ``stress-ng``) at the chunk's end,
-and its raw output is kept under ``raw/``. A chunk that fails on a node is recorded as a
+and its raw output is kept under ``raw/``. With ``gpu_burn`` options, nodes whose inventory
+lists GPUs also run gpu-burn for each chunk: its per-GPU Gflop/s and error counts are
+samples (source ``gpu-burn``), a FAULTY GPU, a dead worker or a run cut short a ``faulty``
+sample. A chunk that fails on a node is recorded as a
 sampler error for that node and the soak goes on.
 
 ``progress(elapsed, duration, hottest)`` is called after each chunk: ``hottest`` is
@@ -24,13 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from aibench import parsers
-from aibench.errors import OutputError
+from aibench.errors import OutputError, ToolFailure
 from aibench.executors.base import Command, Executor
 from aibench.inventory import Node
 from aibench.model import Measurement
+from aibench.runners.gpu_burn import GpuBurnOptions
+from aibench.runners.gpu_burn import argv as burn_argv
 from aibench.runners.stress_ng import StressNgOptions
 from aibench.runners.stress_ng import argv as stress_argv
-from aibench.telemetry import Sample, Sampler
+from aibench.telemetry import Sample, Sampler, has_gpus
 
 STATE = "soak-state.json"
 Progress = Callable[[float, float, tuple[str, str, float] | None], None]
@@ -44,6 +49,8 @@ class SoakOptions:
     stress: StressNgOptions = field(default_factory=lambda: StressNgOptions(cpu=1, vm=0))
     bmc_interval: float | None = None
     gpu_binary: str = "nvidia-smi"
+    # gpu-burn beside stress-ng on nodes whose inventory lists GPUs (None: no GPU stress)
+    gpu_burn: GpuBurnOptions | None = None
 
 
 def load_state(directory: Path) -> dict[str, Any]:
@@ -105,6 +112,53 @@ async def _chunk(
     )
 
 
+async def _burn_chunk(
+    directory: Path,
+    node: Node,
+    ex: Executor,
+    opts: SoakOptions,
+    seconds: float,
+    index: int,
+    sampler: Sampler,
+) -> None:
+    """gpu-burn for the chunk; per GPU its Gflop/s and error count become samples (source
+    ``gpu-burn``), a FAULTY GPU or a dead worker a ``faulty`` sample of 1."""
+    assert opts.gpu_burn is not None
+    o = opts.gpu_burn.model_copy(update={"duration": max(1, int(seconds))})
+    raw = directory / "raw" / f"{node.name}.gpu-burn-{index:05d}"
+    try:
+        res = await ex.run(
+            node,
+            Command(burn_argv(o, node), timeout=seconds + 120),
+            raw.with_suffix(".out"),
+            raw.with_suffix(".err"),
+        )
+        text = raw.with_suffix(".out").read_text(errors="replace")
+    except Exception as e:  # a chunk that cannot run is noted, the soak goes on
+        sampler.store.error(time.time(), node.name, "gpu-burn", f"chunk {index}: {e}")
+        return
+    failed: str | None = None
+    try:
+        recs = parsers.parse("gpu-burn", text)
+    except ToolFailure as e:
+        recs, failed = [r for r in e.partial if isinstance(r, Measurement)], e.reason
+    except OutputError as e:
+        recs, failed = [], str(e)
+    if res.exit_code not in (0, None) and failed is None:
+        failed = res.reason or f"exit {res.exit_code}"
+    t = time.time()
+    samples = [
+        Sample(t, node.name, "gpu-burn", m.metric, f"gpu{m.dims['gpu']}", m.unit, m.value)
+        for m in recs
+        if isinstance(m, Measurement) and m.metric in ("gflops", "errors", "faulty")
+    ]
+    if failed is not None:
+        sampler.store.error(t, node.name, "gpu-burn", f"chunk {index}: {failed}")
+        if not any(s.metric == "faulty" for s in samples):
+            samples.append(Sample(t, node.name, "gpu-burn", "faulty", "all", "count", 1.0))
+    sampler.record(samples)
+
+
 async def run_soak(
     directory: Path,
     nodes: Sequence[Node],
@@ -129,12 +183,19 @@ async def run_soak(
     try:
         while state["elapsed"] < opts.duration - 0.5:
             seconds = min(opts.chunk, opts.duration - state["elapsed"])
-            await asyncio.gather(
-                *(
-                    _chunk(directory, n, executor_for(n), opts, seconds, state["chunks"], sampler)
+            work = [
+                _chunk(directory, n, executor_for(n), opts, seconds, state["chunks"], sampler)
+                for n in nodes
+            ]
+            if opts.gpu_burn is not None:
+                work += [
+                    _burn_chunk(
+                        directory, n, executor_for(n), opts, seconds, state["chunks"], sampler
+                    )
                     for n in nodes
-                )
-            )
+                    if has_gpus(n)
+                ]
+            await asyncio.gather(*work)
             state["elapsed"] += seconds
             state["chunks"] += 1
             _save_state(directory, state)

@@ -22,6 +22,7 @@ Checks, each a Verdict per node (``subject`` the node, ``culprits`` ``node`` or 
 * ``soak.bmc.events``: no new BMC event of a type in ``event_types`` (Fan, Power Supply,
   Memory ...) during the soak (events present at the first read are not new).
 * ``soak.ecc``: no increase of a GPU's uncorrected ECC count (guide §7.2).
+* ``soak.gpu_burn``: gpu-burn found no GEMM error and no FAULTY GPU in any chunk.
 
 A check with no series for a node is MISSING for it, never PASS.
 """
@@ -128,7 +129,34 @@ def judge(
         out += _clock_and_throttle(tel, node, lim, src)
         out += _stress_rate(tel, node, lim, src)
         out += _bmc(tel, node, lim, src)
+        out += _gpu_burn(tel, node, src)
     return out
+
+
+def _gpu_burn(tel: Mapping[str, Any], node: str, src: Mapping[str, str]) -> list[Verdict]:
+    series = _series(tel, node=node, source="gpu-burn")
+    if not series:
+        return []
+    bad = []
+    for s in series:
+        if s["metric"] in ("errors", "faulty"):
+            when = _first_over(s, lambda v: v != 0)
+            if when is not None:
+                bad.append((when, s["key"], s["metric"], max(s["v"], key=abs)))
+    bad.sort()
+    text = "; ".join(f"{k} {m} {v:g} at {t:g} s" for t, k, m, v in bad)
+    return [
+        _v(
+            "soak.gpu_burn",
+            Outcome.FAIL if bad else Outcome.PASS,
+            node,
+            text or "no GEMM error, no faulty GPU",
+            culprits=sorted({f"{node}:{k}" for _, k, _, _ in bad}),
+            unit="count",
+            expected="0 errors, no FAULTY GPU",
+            source=src.get("soak.gpu_burn", ""),
+        )
+    ]
 
 
 def _is_inlet(name: str, lim: Limits) -> bool:
