@@ -1,8 +1,9 @@
 """GPU probe: ``nvidia-smi --query-gpu=... --format=csv -lms MS`` on the node, read by the
 ``nvidia-smi-loop`` parser as it streams.
 
-Fields: timestamp, index, temperature.gpu, power.draw, clocks.sm, clocks_throttle_reasons
-.active (the bitmask of why clocks are held down; bit names in
+Fields: timestamp, index, temperature.gpu, power.draw, clocks.sm, clocks_event_reasons
+.active (clocks_throttle_reasons.active before driver 535, tried when the first is refused:
+the bitmask of why clocks are held down; bit names in
 :data:`aibench.parsers.nvidia_smi.CLOCK_EVENT_BITS`), fan.speed, utilization.gpu and
 ecc.errors.uncorrected.volatile.total. Samples: source ``gpu``, key ``gpu<index>``.
 """
@@ -17,14 +18,22 @@ from aibench.model import Measurement
 from aibench.telemetry.store import Sample
 
 FIELDS = (
-    "timestamp,index,temperature.gpu,power.draw,clocks.sm,clocks_throttle_reasons.active,"
+    "timestamp,index,temperature.gpu,power.draw,clocks.sm,{reasons},"
     "fan.speed,utilization.gpu,ecc.errors.uncorrected.volatile.total"
 )
+# drivers since 535 name the bitmask clocks_event_reasons, older ones clocks_throttle_reasons
+REASONS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
 
 
-def argv(interval: float, binary: str = "nvidia-smi") -> tuple[str, ...]:
+def argv(interval: float, binary: str = "nvidia-smi", reasons: str = REASONS[0]) -> tuple[str, ...]:
     ms = max(100, int(interval * 1000))
-    return (binary, f"--query-gpu={FIELDS}", "--format=csv", "-lms", str(ms))
+    fields = FIELDS.format(reasons=reasons)
+    return (binary, f"--query-gpu={fields}", "--format=csv", "-lms", str(ms))
+
+
+def argvs(interval: float, binary: str = "nvidia-smi") -> list[tuple[str, ...]]:
+    """The loop's command for new drivers, then for old ones (the first that starts wins)."""
+    return [argv(interval, binary, r) for r in REASONS]
 
 
 class GpuParser:

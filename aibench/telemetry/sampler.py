@@ -85,7 +85,11 @@ class Sampler:
             if self.host_probe:
                 starts.append(
                     self._start_stream(
-                        node, "host", host.argv(self.interval), host.HostParser(node.name), r"^@@ "
+                        node,
+                        "host",
+                        [host.argv(self.interval)],
+                        host.HostParser(node.name),
+                        r"^@@ ",
                     )
                 )
             if self.gpu_probe or (self.gpu_probe is None and has_gpus(node)):
@@ -93,7 +97,7 @@ class Sampler:
                     self._start_stream(
                         node,
                         "gpu",
-                        gpu.argv(self.interval, self.gpu_binary),
+                        gpu.argvs(self.interval, self.gpu_binary),
                         gpu.GpuParser(node.name),
                         "temperature",
                     )
@@ -131,23 +135,38 @@ class Sampler:
             return None
 
     async def _start_stream(
-        self, node: Node, source: str, argv: Sequence[str], parser: _Parser, ready: str
+        self,
+        node: Node,
+        source: str,
+        argvs: Sequence[tuple[str, ...]],
+        parser: _Parser,
+        ready: str,
     ) -> None:
-        out = self.dir / "raw" / f"{node.name}.{source}.out"
-        err = self.dir / "raw" / f"{node.name}.{source}.err"
-        try:
-            server = await self.executor_for(node).start(
-                node,
-                Command(tuple(argv), timeout=10 * 86400.0),
-                out,
-                err,
-                ReadyCheck(pattern=ready, timeout=20.0),
+        """Start the first of ``argvs`` that becomes ready (its output matches ``ready``);
+        raw output under ``raw/`` with the start time in the name (a resume adds files)."""
+        stamp = int(time.time())
+        reasons = []
+        for i, argv in enumerate(argvs):
+            out = self.dir / "raw" / f"{node.name}.{source}.{stamp}.{i}.out"
+            err = out.with_suffix(".err")
+            try:
+                server = await self.executor_for(node).start(
+                    node,
+                    Command(tuple(argv), timeout=10 * 86400.0),
+                    out,
+                    err,
+                    ReadyCheck(pattern=ready, timeout=20.0),
+                )
+            except Exception as e:  # never fail the step
+                said = err.read_text(errors="replace").strip() if err.exists() else ""
+                reasons.append(f"{e}" + (f" ({said.splitlines()[-1][:200]})" if said else ""))
+                continue
+            self._servers.append(server)
+            self._tasks.append(
+                asyncio.create_task(self._tail(node.name, source, out, parser, server))
             )
-        except Exception as e:  # never fail the step
-            self._error(node.name, source, f"probe did not start: {e}")
             return
-        self._servers.append(server)
-        self._tasks.append(asyncio.create_task(self._tail(node.name, source, out, parser, server)))
+        self._error(node.name, source, "probe did not start: " + " | ".join(reasons))
 
     async def _tail(
         self, node: str, source: str, path: Path, parser: _Parser, server: Server

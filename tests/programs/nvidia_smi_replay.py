@@ -7,7 +7,7 @@ nvidia-smi 520+ writes it), then one row per interval, walking through the rows 
 captured loop of tests/fixtures/nvidia-smi-loop/ksysguard-520.56.06-1gpu-loop.csv (values of
 the fields the capture has; ``[N/A]`` for the others, as nvidia-smi prints unsupported
 fields) with the current time in ``timestamp``. ``--throttle-after N`` sets the
-clocks_throttle_reasons.active mask to 0x40 (HW thermal slowdown) from row N on.
+clocks_event_reasons.active (or clocks_throttle_reasons.active) mask to 0x40 (HW thermal slowdown) from row N on.
 
 It measures nothing: the numbers are the captured ones.
 """
@@ -57,7 +57,7 @@ def main() -> None:
         for f in fields:
             if f == "timestamp":
                 out.append(datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3])
-            elif f == "clocks_throttle_reasons.active":
+            elif f in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
                 out.append(
                     "0x0000000000000040" if 0 <= ns.throttle_after <= n else "0x0000000000000000"
                 )
