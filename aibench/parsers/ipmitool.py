@@ -1,8 +1,10 @@
 """ipmitool: BMC sensor readings (``ipmitool sensor``) and the System Event Log
 (``ipmitool sel elist`` or ``sel list``).
 
-``ipmitool-sensor`` reads the ten-column listing ``name | value | unit | status | lnr | lcr
-| lnc | unc | ucr | unr``. Emitted per analog sensor with a reading (dims ``sensor``): by
+``ipmitool-sensor`` reads the ten-column listing of ``ipmitool sensor`` (``name | value |
+unit | status | lnr | lcr | lnc | unc | ucr | unr``) and the three-column one of ``ipmitool
+sdr [list]`` (``name | value unit | status``; ``no reading`` and hex discrete values are
+not readings). Emitted per analog sensor with a reading (dims ``sensor``): by
 unit, ``temperature`` (C, ``degrees C``), ``fan`` (RPM), ``fan_percent`` (%, fans read in
 ``percent``), ``power`` (W, ``Watts``), ``voltage`` (V, ``Volts``), ``current`` (A,
 ``Amps``); a reading ``na`` is left out (not measured, never 0), discrete sensors and other
@@ -133,10 +135,16 @@ def parse_sensor(text: str) -> list[Record]:
         if "|" not in line:
             continue
         cells = [c.strip() for c in line.split("|")]
-        if len(cells) < 4:
+        if len(cells) < 3:
             raise ParseError(TOOL, f"a sensor line with {len(cells)} columns", n)
         rows += 1
-        name, value, unit, status = cells[:4]
+        if len(cells) == 3:  # ipmitool sdr: name | value unit | status
+            name, reading, status = cells
+            value, _, unit = reading.partition(" ")
+            if reading == "no reading" or value.startswith("0x"):
+                value, unit = "na", unit if unit in UNITS else "discrete"
+        else:
+            name, value, unit, status = cells[:4]
         spec = UNITS.get(unit)
         if spec is None or unit == "discrete":
             continue
@@ -202,10 +210,10 @@ def parse_sel(text: str) -> list[Record]:
 
 
 def _detect_sensor(text: str) -> bool:
+    units = r"(degrees C|RPM|Watts|Volts|percent)"
     return bool(
-        re.search(
-            r"^[^|\n]+\|[^|\n]+\|\s*(degrees C|RPM|Watts|Volts|discrete|percent)\s*\|", text, re.M
-        )
+        re.search(rf"^[^|\n]+\|[^|\n]+\|\s*({units[1:-1]}|discrete)\s*\|", text, re.M)
+        or re.search(rf"^[^|\n]+\|\s*[0-9.]+ {units}\s*\|\s*\w+\s*$", text, re.M)
     )
 
 
