@@ -66,3 +66,17 @@ def test_gpu_burn_and_throttling_judged_per_gpu(tmp_path: Path) -> None:
     assert thr.culprits == ("ok:gpu0",)
     assert " from " in thr.observed_text
     assert by[("ok", "soak.temperature.max")].outcome is Outcome.PASS
+
+    # the report section: failing nodes first, throttling shaded, parts named
+    from aibench.model import Run
+    from aibench.reports.sections import SectionInput
+    from aibench.reports.sections.soak import SECTION
+
+    run = Run(id="r", suite="soak", spec="soak", verdicts=tuple(verdicts), telemetry=tel)
+    out = SECTION.render(SectionInput("soak", run, (), tuple(verdicts), ()))
+    assert [p.title.split(":")[0] for p in out.plots] == ["bad", "ok"]
+    assert "FAILS" in out.plots[0].caption
+    assert "<svg" in out.plots[0].svg
+    parts = out.tables[0].rows
+    assert ("bad", "gpu0", "soak.gpu_burn") in {r[:3] for r in parts}
+    assert ("ok", "gpu0", "soak.throttle") in {r[:3] for r in parts}
