@@ -11,7 +11,7 @@ AIBENCH_ARGS ?=
 
 APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slurm-wlm \
 	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps \
-	stress-ng openipmi ipmitool
+	stress-ng openipmi ipmitool openssl
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
