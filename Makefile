@@ -13,7 +13,8 @@ APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slu
 	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps \
 	prometheus prometheus-pushgateway \
 	fonts-noto-cjk fonts-dejavu-core fontconfig \
-	haproxy nginx
+	haproxy nginx \
+	stress-ng openipmi ipmitool openssl
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from aibench.bmc.config import BmcModel
 from aibench.config import Strict, read_yaml, validate
 from aibench.errors import ConfigError
 
@@ -358,6 +359,7 @@ class NodeFields(Strict):
     endpoints: list[EndpointModel] | None = Field(
         None, description="inference endpoints this node serves (the serving step)"
     )
+    bmc: BmcModel | None = Field(None, description="the node's BMC (aibench.bmc.BmcModel)")
 
     @field_validator("data_address")
     @classmethod
@@ -482,12 +484,12 @@ def build_inventory(
                 )
         labels = {**(d.labels or {}), **(entry.labels or {})}
         facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints"):
+        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc"):
             value = _pick(entry, d, key)
             if value is None:
                 continue
-            if key == "gpus":
-                value = value.model_dump()
+            if key in ("gpus", "bmc"):
+                value = value.model_dump(exclude_none=key == "bmc")
             elif key in ("hcas", "endpoints"):
                 value = [h.model_dump(exclude_none=True) for h in value]
             elif key == "data_dirs":

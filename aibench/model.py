@@ -555,6 +555,9 @@ class Run:
     # the outcome and counts. The last one's verdicts are ``verdicts``; an earlier one
     # keeps the verdicts it gave under ``verdicts`` (see aibench.judge.record).
     judgements: tuple[Mapping[str, Any], ...] = ()
+    # Time series recorded beside the steps (aibench.telemetry.compact): t0, series
+    # [{node, source, metric, key, unit, t, v}], events, errors. Empty when not sampled.
+    telemetry: Mapping[str, Any] = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -585,6 +588,12 @@ class Run:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        d = self._to_dict()
+        if self.telemetry:
+            d["telemetry"] = dict(self.telemetry)
+        return d
+
+    def _to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
             "id": self.id,
@@ -633,6 +642,7 @@ class Run:
             verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
             suspects=tuple(dict(x) for x in d.get("suspects", ())),
             judgements=tuple(dict(x) for x in d.get("judgements", ())),
+            telemetry=dict(d.get("telemetry") or {}),
         )
 
 

@@ -142,10 +142,16 @@ class Executed:
 
 
 def execute(
-    plan: Any, run_dir: Path, *, progress: Progress | None = None, resume: bool = False
+    plan: Any,
+    run_dir: Path,
+    *,
+    progress: Progress | None = None,
+    resume: bool = False,
+    telemetry: float | None = None,
 ) -> Executed:
     """Run the plan (only what the journal lacks, with ``resume``); a Ctrl-C keeps what
-    finished and marks the result interrupted."""
+    finished and marks the result interrupted. With ``telemetry`` (seconds), every node is
+    sampled beside the steps (aibench.telemetry); a sampler that fails never fails a step."""
     from aibench import envfacts
     from aibench.orchestrator import Execution
     from aibench.orchestrator import execute as run_rounds
@@ -159,7 +165,13 @@ def execute(
     async def main() -> None:
         nonlocal environment
         try:
-            await run_rounds(ex)
+            if telemetry:
+                from aibench.telemetry.hook import sampling
+
+                async with sampling(run_dir, plan.inventory.nodes, executors, interval=telemetry):
+                    await run_rounds(ex)
+            else:
+                await run_rounds(ex)
             environment = await envfacts.collect(ex, run_dir / "raw")
         finally:
             await executors.close()
@@ -300,6 +312,7 @@ def run_suite(
     started: str = "",
     plan: Any = None,
     lang: str = "en",
+    telemetry: float | None = None,
 ) -> Result:
     """Plan, execute, assemble, judge, store and report one run of ``inputs``.
 
@@ -314,7 +327,7 @@ def run_suite(
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if run_dir is None:
         run_dir = store.new_run_dir(output_dir, inputs.suite.name)
-    executed = execute(plan, run_dir, progress=progress, resume=resume)
+    executed = execute(plan, run_dir, progress=progress, resume=resume, telemetry=telemetry)
     run = assemble(
         inputs,
         executed,
@@ -323,6 +336,10 @@ def run_suite(
         resume_hint=f"aibench run --resume {run_dir}",
         signoff=signoff,
     )
+    if telemetry:
+        from aibench.telemetry.hook import attach
+
+        run = attach(run, run_dir)
     run, earlier = judge(run, inputs, history=history)
     store_and_report(run, run_dir, history=earlier, lang=lang)
     return Result(run=run, run_dir=run_dir, exit_code=exit_code(run, executed), executed=executed)

@@ -51,6 +51,11 @@ class Settings(Strict):
         "earlier runs (aibench run: <output-dir>/history.sqlite unless --history or "
         "--no-history)",
     )
+    telemetry: Annotated[float, Field(gt=0, le=3600)] | None = Field(
+        None,
+        description="seconds between samples of every node (host, GPU, BMC) beside the "
+        "steps; none: no sampling (aibench run --telemetry overrides it)",
+    )
     lang: Literal["en", "zh"] = Field(
         "en",
         description="language of report.html and summary.md (en, zh); aibench run --lang "

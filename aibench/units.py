@@ -67,6 +67,9 @@ _TABLE: dict[str, tuple[str, Fraction]] = {
     "tokens/s": ("token_rate", Fraction(1)),
     "queries/s": ("query_rate", Fraction(1)),
     "iter/s": ("iteration_rate", Fraction(1)),
+    "ops/s": ("operation_rate", Fraction(1)),  # stress-ng bogo ops
+    "Gflop/s": ("flop_rate", Fraction(_G)),
+    "Tflop/s": ("flop_rate", Fraction(_T)),
     # plain numbers
     "%": ("ratio", Fraction(1, 100)),
     "ratio": ("ratio", Fraction(1)),
@@ -79,6 +82,9 @@ _TABLE: dict[str, tuple[str, Fraction]] = {
     "Hz": ("frequency", Fraction(1)),
     "MHz": ("frequency", Fraction(_M)),
     "GHz": ("frequency", Fraction(_G)),
+    "RPM": ("rotation_rate", Fraction(1)),  # fan speed from the BMC
+    "V": ("voltage", Fraction(1)),
+    "A": ("current", Fraction(1)),
 }
 
 # Unambiguous alternative spellings. Ambiguous ones (MB/sec, KB/s, Kbits) are not here on

@@ -62,6 +62,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", default="", help="cluster name for the report (default: inventory)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--lang", choices=("en", "zh"), help="report language (default: suite's)")
+    p.add_argument(
+        "--telemetry",
+        type=float,
+        metavar="SECONDS",
+        help="sample every node (host, GPU, BMC) at this interval beside the steps "
+        "(default: the suite's settings.telemetry; none)",
+    )
+    p.add_argument(
+        "--duration",
+        metavar="TIME",
+        help="--suite soak: how long to stress every node (90s, 30m, 4h; default 4h)",
+    )
 
 
 def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
@@ -83,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     from aibench.plan import build_plan, fmt_seconds
     from aibench.progress import Reporter
 
+    if args.suite == "soak":
+        return _soak(args)
     resume_dir: Path | None = Path(args.resume) if args.resume else None
     if resume_dir is not None:
         cfg = _load_config(resume_dir)
@@ -132,11 +146,29 @@ def run(args: argparse.Namespace) -> int:
             started=started,
             plan=plan,
             lang=getattr(args, "lang", None) or inputs.suite.settings.lang,
+            telemetry=args.telemetry or inputs.suite.settings.telemetry,
         )
     _print_summary(result.run, run_dir, quiet=args.quiet)
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
     return result.exit_code
+
+
+def _soak(args: argparse.Namespace) -> int:
+    """``aibench run --suite soak``: the soak (aibench soak) with its defaults, stress on
+    every node for --duration with the sampler beside; --resume continues one."""
+    from aibench.commands import soak
+
+    p = argparse.ArgumentParser()
+    soak.add_arguments(p)
+    own = p.parse_args([])
+    for key in ("inventory", "output_dir", "resume", "quiet"):
+        setattr(own, key, getattr(args, key))
+    if args.duration:
+        own.duration = args.duration
+    if args.telemetry:
+        own.interval = args.telemetry
+    return soak.run(own)
 
 
 def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | None:

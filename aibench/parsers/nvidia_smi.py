@@ -66,6 +66,7 @@ from collections.abc import Iterable
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Fact, FactValue, FrozenDims
 from aibench.parsers import Parser
+from aibench.parsers.nvidia_smi_loop import repeats_a_gpu
 
 SOURCE = "nvidia-smi"
 _KV = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s+:(?: (?P<value>.*))?$")
@@ -787,6 +788,7 @@ def _detect_csv(text: str) -> bool:
             f.startswith(("driver_version", "pci.bus_id", "clocks_event_reasons", "index"))
             for f in fields
         )
+        and not repeats_a_gpu(text)  # a loop: nvidia-smi-loop
     )
 
 

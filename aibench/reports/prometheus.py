@@ -45,14 +45,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aibench.errors import CannotRunError, UserError
 from aibench.model import Outcome, Run, StepStatus, Verdict
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
-    from prometheus_client.registry import CollectorRegistry
+    from prometheus_client.registry import Collector, CollectorRegistry
 
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
 _FIXED = frozenset(
@@ -271,7 +271,8 @@ def registry(run: Run, *, measurements: bool = False) -> CollectorRegistry:
     if measurements:
         fams.append(measurement_family(run))
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Collector(fams))
+    # duck-typed, so that importing this module does not import prometheus_client
+    reg.register(cast("Collector", _Collector(fams)))
     return reg
 
 

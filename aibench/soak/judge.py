@@ -1,0 +1,464 @@
+"""Judging a soak on its series: each check names the node, the part and the time it failed.
+
+Input: the compact telemetry (:func:`aibench.telemetry.compact`) and :class:`Limits` (from
+the soak profile, :func:`load_profile`; each row carries its guide section as ``source``).
+Checks, each a Verdict per node (``subject`` the node, ``culprits`` ``node`` or ``node:part``,
+``observed_text`` says when, in seconds from the soak's start):
+
+* ``soak.temperature.max`` / ``soak.temperature.p99``: GPU (``temp_gpu``), host (``temp``:
+  thermal zones, lm-sensors) and BMC (``temperature``) temperatures against ``temp_max``,
+  except the BMC sensors matching ``inlet_sensors``, which have the inlet band.
+* ``soak.inlet.band``: BMC inlet temperature within [inlet_min, inlet_max] (guide §3.3).
+* ``soak.clock.drop``: GPU SM clock median after the first ``baseline_s`` against the first
+  ``baseline_s``; FAIL when it fell by more than ``clock_drop_pct``.
+* ``soak.throttle``: a clocks-event bit other than GPU idle (0x1) and SW power cap (0x4)
+  held for longer than ``throttle_s`` seconds.
+* ``soak.stress.rate``: the stress-ng rate of a node against its own first ``baseline_s``;
+  FAIL when it fell below ``rate_min_pct`` % (a host throttled by its cgroup, a CPU
+  clocking down).
+* ``soak.power.band``: BMC power readings within [power_min_w, power_max_w] when given
+  (guide §3.3: 3000-5000 W for an 8-GPU server).
+* ``soak.fan.floor``: BMC fan readings (RPM) not below ``fan_min_rpm`` (guide §6.1).
+* ``soak.bmc.events``: no new BMC event of a type in ``event_types`` (Fan, Power Supply,
+  Memory ...) during the soak (events present at the first read are not new).
+* ``soak.ecc``: no increase of a GPU's uncorrected ECC count (guide §7.2).
+* ``soak.gpu_burn``: gpu-burn found no GEMM error and no FAULTY GPU in any chunk.
+
+A check with no series for a node is MISSING for it, never PASS.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aibench.model import Outcome, Verdict
+
+IGNORED_CLOCK_EVENTS = 0x1 | 0x4  # gpu_idle, sw_power_cap
+
+
+@dataclass(frozen=True)
+class Limits:
+    temp_max: float = 90.0
+    temp_p99: float = 87.0
+    inlet_min: float = 20.0
+    inlet_max: float = 35.0
+    inlet_sensors: tuple[str, ...] = ("inlet", "intake", "ambient")
+    baseline_s: float = 60.0
+    clock_drop_pct: float = 10.0
+    throttle_s: float = 30.0
+    rate_min_pct: float = 50.0
+    power_min_w: float | None = None
+    power_max_w: float | None = None
+    fan_min_rpm: float = 500.0
+    event_types: tuple[str, ...] = ("Fan", "Power Supply", "Power Unit", "Memory", "Cooling Device")
+
+
+def load_profile(path: Path) -> tuple[Limits, dict[str, str]]:
+    """The limits and, per check, its source (the guide section) from a soak profile:
+    ``checks: [{id, source, limits: {...}}]``."""
+    doc: Any = yaml.safe_load(path.read_text())
+    known = {f.name for f in fields(Limits)}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for i, row in enumerate(doc.get("checks", [])):
+        for k, v in (row.get("limits") or {}).items():
+            if k not in known:
+                raise ValueError(f"{path}: checks[{i}].limits.{k}: unknown limit")
+            values[k] = tuple(v) if isinstance(v, list) else v
+        sources[str(row["id"])] = str(row.get("source", ""))
+    return Limits(**values), sources
+
+
+def _series(tel: Mapping[str, Any], **match: str) -> list[dict[str, Any]]:
+    return [s for s in tel.get("series", []) if all(s.get(k) == v for k, v in match.items())]
+
+
+def _v(
+    check: str,
+    outcome: Outcome,
+    node: str,
+    text: str,
+    *,
+    culprits: Iterable[str] = (),
+    observed: float | None = None,
+    unit: str = "",
+    expected: str = "",
+    source: str = "",
+    samples: int = 0,
+) -> Verdict:
+    return Verdict(
+        check=check,
+        outcome=outcome,
+        subject=(node,),
+        description=source,
+        expected=expected,
+        observed=observed,
+        observed_text=text,
+        unit=unit,
+        culprits=tuple(culprits),
+        benchmark="soak",
+        samples=samples,
+        reason=text if outcome is not Outcome.PASS else "",
+    )
+
+
+def _first_over(s: Mapping[str, Any], bad: Any) -> float | None:
+    for t, v in zip(s["t"], s["v"], strict=True):
+        if bad(v):
+            return float(t)
+    return None
+
+
+def judge(
+    tel: Mapping[str, Any],
+    nodes: Iterable[str],
+    limits: Limits | None = None,
+    sources: Mapping[str, str] | None = None,
+) -> list[Verdict]:
+    lim = limits or Limits()
+    src = dict(sources or {})
+    out: list[Verdict] = []
+    for node in nodes:
+        out += _temperatures(tel, node, lim, src)
+        out += _clock_and_throttle(tel, node, lim, src)
+        out += _stress_rate(tel, node, lim, src)
+        out += _bmc(tel, node, lim, src)
+        out += _gpu_burn(tel, node, src)
+    return out
+
+
+def _gpu_burn(tel: Mapping[str, Any], node: str, src: Mapping[str, str]) -> list[Verdict]:
+    series = _series(tel, node=node, source="gpu-burn")
+    if not series:
+        return []
+    bad = []
+    for s in series:
+        if s["metric"] in ("errors", "faulty"):
+            when = _first_over(s, lambda v: v != 0)
+            if when is not None:
+                bad.append((when, s["key"], s["metric"], max(s["v"], key=abs)))
+    bad.sort()
+    text = "; ".join(f"{k} {m} {v:g} at {t:g} s" for t, k, m, v in bad)
+    return [
+        _v(
+            "soak.gpu_burn",
+            Outcome.FAIL if bad else Outcome.PASS,
+            node,
+            text or "no GEMM error, no faulty GPU",
+            culprits=sorted({f"{node}:{k}" for _, k, _, _ in bad}),
+            unit="count",
+            expected="0 errors, no FAULTY GPU",
+            source=src.get("soak.gpu_burn", ""),
+        )
+    ]
+
+
+def _is_inlet(name: str, lim: Limits) -> bool:
+    return any(k in name.lower() for k in lim.inlet_sensors)
+
+
+def _temperatures(
+    tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
+) -> list[Verdict]:
+    out = []
+    temps = [
+        s for s in _series(tel, node=node) if s["metric"] in ("temp_gpu", "temperature", "temp")
+    ]
+    parts = [s for s in temps if not (s["metric"] == "temperature" and _is_inlet(s["key"], lim))]
+    inlets = [s for s in temps if s["metric"] == "temperature" and _is_inlet(s["key"], lim)]
+    if not parts:
+        out.append(
+            _v(
+                "soak.temperature.max",
+                Outcome.MISSING,
+                node,
+                "no temperature series",
+                source=src.get("soak.temperature.max", ""),
+            )
+        )
+    else:
+        worst = max(parts, key=lambda s: max(s["v"]))
+        peak = max(worst["v"])
+        when = _first_over(worst, lambda v: v > lim.temp_max)
+        ok = when is None
+        out.append(
+            _v(
+                "soak.temperature.max",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"{worst['key']} peaked at {peak:g} C"
+                + ("" if ok else f", above {lim.temp_max:g} C from {when:g} s"),
+                culprits=() if ok else (f"{node}:{worst['key']}",),
+                observed=peak,
+                unit="C",
+                expected=f"<= {lim.temp_max:g} C",
+                source=src.get("soak.temperature.max", ""),
+                samples=sum(len(s["v"]) for s in parts),
+            )
+        )
+        p99s = [
+            (statistics.quantiles(s["v"], n=100)[98] if len(s["v"]) > 1 else s["v"][0], s)
+            for s in parts
+        ]
+        p, s = max(p99s, key=lambda x: x[0])
+        ok = p <= lim.temp_p99
+        out.append(
+            _v(
+                "soak.temperature.p99",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"{s['key']} p99 {p:.1f} C",
+                culprits=() if ok else (f"{node}:{s['key']}",),
+                observed=round(p, 2),
+                unit="C",
+                expected=f"<= {lim.temp_p99:g} C",
+                source=src.get("soak.temperature.p99", ""),
+            )
+        )
+    for s in inlets:
+        when = _first_over(s, lambda v: not lim.inlet_min <= v <= lim.inlet_max)
+        ok = when is None
+        out.append(
+            _v(
+                "soak.inlet.band",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"{s['key']} {min(s['v']):g}-{max(s['v']):g} C"
+                + (
+                    "" if ok else f", outside {lim.inlet_min:g}-{lim.inlet_max:g} C from {when:g} s"
+                ),
+                culprits=() if ok else (f"{node}:{s['key']}",),
+                unit="C",
+                expected=f"{lim.inlet_min:g}-{lim.inlet_max:g} C",
+                source=src.get("soak.inlet.band", ""),
+            )
+        )
+    return out
+
+
+def _baseline_split(
+    s: Mapping[str, Any], baseline: float
+) -> tuple[list[float], list[tuple[float, float]]]:
+    t0 = s["t"][0] if s["t"] else 0.0
+    base = [v for t, v in zip(s["t"], s["v"], strict=True) if t - t0 <= baseline]
+    rest = [(t, v) for t, v in zip(s["t"], s["v"], strict=True) if t - t0 > baseline]
+    return base, rest
+
+
+def _clock_and_throttle(
+    tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
+) -> list[Verdict]:
+    out = []
+    for s in _series(tel, node=node, metric="clock_sm"):
+        base, rest = _baseline_split(s, lim.baseline_s)
+        if not base or not rest:
+            out.append(
+                _v(
+                    "soak.clock.drop",
+                    Outcome.MISSING,
+                    node,
+                    f"{s['key']}: too short a series",
+                    source=src.get("soak.clock.drop", ""),
+                )
+            )
+            continue
+        ref = statistics.median(base)
+        later = statistics.median(v for _, v in rest)
+        drop = 100.0 * (ref - later) / ref if ref else 0.0
+        ok = drop <= lim.clock_drop_pct
+        first = (
+            next((t for t, v in rest if 100.0 * (ref - v) / ref > lim.clock_drop_pct), None)
+            if ref
+            else None
+        )
+        out.append(
+            _v(
+                "soak.clock.drop",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"{s['key']} SM clock {later:g} MHz against {ref:g} MHz at the start "
+                f"({drop:.1f} % lower)"
+                + ("" if ok or first is None else f", first below at {first:g} s"),
+                culprits=() if ok else (f"{node}:{s['key']}",),
+                observed=round(drop, 2),
+                unit="%",
+                expected=f"<= {lim.clock_drop_pct:g} % lower",
+                source=src.get("soak.clock.drop", ""),
+            )
+        )
+    for s in _series(tel, node=node, metric="clocks_event_mask"):
+        start: float | None = None
+        longest, at = 0.0, None
+        for t, v in zip(s["t"], s["v"], strict=True):
+            if int(v) & ~IGNORED_CLOCK_EVENTS:
+                start = t if start is None else start
+                if t - start > longest:
+                    longest, at = t - start, start
+            else:
+                start = None
+        ok = longest <= lim.throttle_s
+        out.append(
+            _v(
+                "soak.throttle",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"{s['key']}: clocks held down (not idle, not power cap) for {longest:g} s"
+                + ("" if at is None else f" from {at:g} s"),
+                culprits=() if ok else (f"{node}:{s['key']}",),
+                observed=longest,
+                unit="s",
+                expected=f"<= {lim.throttle_s:g} s",
+                source=src.get("soak.throttle", ""),
+            )
+        )
+    for s in _series(tel, node=node, metric="ecc_uncorrected"):
+        first = next((t for t, v in zip(s["t"], s["v"], strict=True) if v > s["v"][0]), None)
+        ok = first is None
+        out.append(
+            _v(
+                "soak.ecc",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"{s['key']}: uncorrected ECC {s['v'][0]:g} -> {s['v'][-1]:g}"
+                + ("" if ok else f", rose at {first:g} s"),
+                culprits=() if ok else (f"{node}:{s['key']}",),
+                observed=s["v"][-1] - s["v"][0],
+                unit="count",
+                expected="no increase",
+                source=src.get("soak.ecc", ""),
+            )
+        )
+    return out
+
+
+def _stress_rate(
+    tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
+) -> list[Verdict]:
+    series = _series(tel, node=node, source="stress-ng", metric="bogo_ops_rate")
+    if not series:
+        return [
+            _v(
+                "soak.stress.rate",
+                Outcome.MISSING,
+                node,
+                "no stress-ng rate was measured",
+                source=src.get("soak.stress.rate", ""),
+            )
+        ]
+    out = []
+    for s in series:
+        base, rest = _baseline_split(s, lim.baseline_s)
+        if not base or not rest:
+            out.append(
+                _v(
+                    "soak.stress.rate",
+                    Outcome.MISSING,
+                    node,
+                    f"{s['key']}: too short a series",
+                    source=src.get("soak.stress.rate", ""),
+                )
+            )
+            continue
+        ref = statistics.median(base)
+        low = [(t, v) for t, v in rest if ref and 100.0 * v / ref < lim.rate_min_pct]
+        worst = min(v for _, v in rest)
+        ok = not low
+        pct = 100.0 * worst / ref if ref else 0.0
+        out.append(
+            _v(
+                "soak.stress.rate",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"stress-ng {s['key']} rate fell to {pct:.0f} % of its first {lim.baseline_s:g} s"
+                + ("" if ok else f" from {low[0][0]:g} s"),
+                culprits=() if ok else (f"{node}:cpu",),
+                observed=round(pct, 1),
+                unit="%",
+                expected=f">= {lim.rate_min_pct:g} % of the start",
+                source=src.get("soak.stress.rate", ""),
+            )
+        )
+    return out
+
+
+def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> list[Verdict]:
+    out: list[Verdict] = []
+    fans = _series(tel, node=node, source="bmc", metric="fan")
+    bmc_any = _series(tel, node=node, source="bmc")
+    if not bmc_any:
+        return out  # no BMC in the inventory for this node: nothing to judge here
+    if not fans:
+        out.append(
+            _v(
+                "soak.fan.floor",
+                Outcome.MISSING,
+                node,
+                "no fan reading from the BMC",
+                source=src.get("soak.fan.floor", ""),
+            )
+        )
+    for s in fans:
+        when = _first_over(s, lambda v: v < lim.fan_min_rpm)
+        ok = when is None
+        out.append(
+            _v(
+                "soak.fan.floor",
+                Outcome.PASS if ok else Outcome.FAIL,
+                node,
+                f"{s['key']} {min(s['v']):g}-{max(s['v']):g} RPM"
+                + ("" if ok else f", below {lim.fan_min_rpm:g} RPM from {when:g} s"),
+                culprits=() if ok else (f"{node}:{s['key']}",),
+                observed=min(s["v"]),
+                unit="RPM",
+                expected=f">= {lim.fan_min_rpm:g} RPM",
+                source=src.get("soak.fan.floor", ""),
+            )
+        )
+    if lim.power_min_w is not None or lim.power_max_w is not None:
+        lo = lim.power_min_w if lim.power_min_w is not None else float("-inf")
+        hi = lim.power_max_w if lim.power_max_w is not None else float("inf")
+        for s in _series(tel, node=node, source="bmc", metric="power"):
+            when = _first_over(s, lambda v: not lo <= v <= hi)
+            ok = when is None
+            out.append(
+                _v(
+                    "soak.power.band",
+                    Outcome.PASS if ok else Outcome.FAIL,
+                    node,
+                    f"{s['key']} {min(s['v']):g}-{max(s['v']):g} W"
+                    + ("" if ok else f", outside the band from {when:g} s"),
+                    culprits=() if ok else (f"{node}:{s['key']}",),
+                    unit="W",
+                    expected=f"{lo:g}-{hi:g} W",
+                    source=src.get("soak.power.band", ""),
+                )
+            )
+    new = [
+        e
+        for e in tel.get("events", [])
+        if e.get("node") == node
+        and not e.get("first_read")
+        and e.get("sensor_type") in lim.event_types
+    ]
+    ok = not new
+    text = "; ".join(f"{e['sensor_type']} {e['sensor']}: {e['event']} at {e['t']:g} s" for e in new)
+    out.append(
+        _v(
+            "soak.bmc.events",
+            Outcome.PASS if ok else Outcome.FAIL,
+            node,
+            text or "no new fan, power or memory event",
+            culprits=[f"{node}:{e['sensor_type']} {e['sensor']}".strip() for e in new],
+            observed=float(len(new)),
+            unit="count",
+            expected="no new event",
+            source=src.get("soak.bmc.events", ""),
+        )
+    )
+    return out
