@@ -15,11 +15,15 @@ way to judge a run. A verdict comes from one of five origins (``Verdict.origin``
     what the inventory declares (GPU count, HCAs and their rate, data directories)
     against what the preflight found (:mod:`aibench.preflight.expected`);
 ``history``
-    regressions against earlier good runs in a history database (:mod:`aibench.history`).
+    regressions against earlier good runs in a history database (:mod:`aibench.history`);
+``telemetry``
+    the series a soak sampled (temperatures, clocks, fans, BMC events), judged against
+    the soak profile's limits (:mod:`aibench.soak.judge`).
 
 The first four are recomputed from the stored steps on every judgement. History verdicts
 are recomputed when a history database is given and carried over from the run otherwise;
-:attr:`Judgement.history` says which. So a re-judge can never drop a class of verdicts.
+:attr:`Judgement.history` says which. Telemetry verdicts are carried over (their limits
+are the soak profile's, not the spec's). So a re-judge can never drop a class of verdicts.
 
 :func:`record` puts a judgement into a run: the verdicts replace the run's, and the run's
 record of judgements (``Run.judgements``) keeps who judged, when, with which spec (and its
@@ -129,6 +133,7 @@ def judge_run(
         if carried:
             verdicts += carried
             mode = HISTORY_CARRIED
+    verdicts += [v for v in run.verdicts if v.origin == "telemetry"]
     judged = run.replace(verdicts=tuple(verdicts))
     return Judgement(
         verdicts=tuple(verdicts),

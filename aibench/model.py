@@ -509,18 +509,20 @@ class Verdict:
 
 
 # Where a verdict can come from; a re-judge keeps every one of them (aibench.judge).
-ORIGINS = ("spec", "coverage", "consistency", "inventory", "history")
+ORIGINS = ("spec", "coverage", "consistency", "inventory", "history", "telemetry")
 
 
 def origin_of(check: str) -> str:
-    """The origin of a verdict stored before origins were recorded (schema 1.0), by its
-    check name: ``consistency.*``, ``inventory.*``, ``regression:*``, ``*.coverage``."""
+    """The origin of a verdict stored without one (schema 1.0), by its check name:
+    ``consistency.*``, ``inventory.*``, ``regression:*``, ``soak.*``, ``*.coverage``."""
     if check.startswith("consistency."):
         return "consistency"
     if check.startswith("inventory."):
         return "inventory"
     if check.startswith("regression:"):
         return "history"
+    if check.startswith("soak."):
+        return "telemetry"
     if check.endswith(".coverage"):
         return "coverage"
     return "spec"

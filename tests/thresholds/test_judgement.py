@@ -198,3 +198,35 @@ def test_check_json_gives_each_verdict_its_origin(
     assert got["origins"] == {"inventory": 3, "spec": 3}
     failing = [(v["origin"], v["check"]) for v in got["verdicts"] if v["outcome"] == "FAIL"]
     assert failing == [("inventory", "inventory.gpu_count")] * 3
+
+
+def test_a_soak_series_fail_is_carried_through_every_rejudge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A soak's verdicts are judged on its telemetry against the soak profile's limits;
+    a re-judge with a spec keeps them (origin telemetry), so a failed fan stays FAIL."""
+    from aibench.model import Outcome, Verdict
+
+    fan = Verdict(
+        check="soak.fan.floor",
+        outcome=Outcome.FAIL,
+        subject=("n2",),
+        expected=">= 500 RPM",
+        observed=0.0,
+        unit="RPM",
+        reason="FAN2 below 500 RPM from 30 s",
+        origin="telemetry",
+    )
+    the_run = run([_fio(n) for n in NODES], NODES).replace(
+        verdicts=(fan,), telemetry={"t0": 0, "series": [], "events": [], "errors": []}
+    )
+    spec = _spec(tmp_path)
+    run_dir = _store(tmp_path, the_run, spec)
+    assert _only_failing_origin(_stored(run_dir)) == {"telemetry"}
+    assert main(["check", str(run_dir), "--spec", str(spec.source)]) == 1
+    assert main(["report", str(run_dir), "--spec", str(spec.source)]) == 1
+    assert main(["check", str(run_dir), "--spec", str(spec.source), "--write"]) == 1
+    assert main(["report", str(run_dir)]) == 1
+    stored = _stored(run_dir)
+    assert [v.check for v in stored.verdicts if v.outcome.failing] == ["soak.fan.floor"]
+    capsys.readouterr()
