@@ -1,12 +1,16 @@
 """The multi-host test bed: namespace hosts with sshd, optionally a Slurm cluster on them.
 
-Only one bed exists on a machine at a time (the names are fixed): ``up`` first takes an
-exclusive ``flock`` on ``LOCK`` and waits for it (up to ``LOCK_WAIT`` s) while another test
-run holds the bed; the kernel drops the lock of a killed run, so what a killed
-run left behind is then removed as stale.
+Only one test run builds beds on a machine at a time (the names are fixed): the first
+``up`` of a process takes an exclusive ``flock`` on ``LOCK`` and waits for it (up to
+``LOCK_WAIT`` s) while another test run holds it; the kernel drops the lock of a killed
+run, so what a killed run left behind is then removed as stale. Within the process that
+holds the lock, one bed per layout (:data:`~tests.testbed.net.SMALL`, the 4-host bed,
+and :data:`~tests.testbed.net.BIG`, the 64-host one) may stand at once: their names and
+subnets differ. The lock is released when the last of them goes down.
 
-``TestBed.up(n, root)`` removes whatever a killed earlier run left (namespaces, veths,
-bridge, daemons by pid file, /tmp/spmix_*), then builds ``n`` hosts and starts their sshd.
+``TestBed.up(n, root, layout)`` removes whatever a killed earlier run left (namespaces,
+veths, bridge, daemons by pid file, /tmp/spmix_*; only the layout's own when another bed
+of this process stands), then builds ``n`` hosts and starts their sshd, all at once.
 ``down()`` stops every process by PID, kills whatever still runs in the namespaces and
 removes namespaces, veths and bridge. The pytest fixtures in
 :mod:`tests.testbed.fixtures` call ``down()`` in a ``finally``, so the bed goes away
@@ -25,19 +29,23 @@ from pathlib import Path
 import yaml
 
 from tests.testbed import net, slurm, sshd
-from tests.testbed.net import Host
+from tests.testbed.net import SMALL, Host, Layout
 
 LOCK = Path("/var/tmp/abt-testbed.lock")
 LOCK_WAIT = 900.0
-_held_here = False  # this process holds the bed: a second ``up`` would wait on itself
+# The beds this process has up, by layout prefix, and the lock's fd while any is up: a
+# second ``up`` of the same layout would wait on itself.
+_held_here: dict[str, int] = {}
 
 
-def _lock() -> int:
-    if _held_here:
+def _lock(layout: Layout) -> int:
+    if layout.prefix in _held_here:
         raise RuntimeError(
             "a second test bed in one test session: register the fixtures once "
             "(tests/conftest.py pytest_plugins), never import them into another conftest"
         )
+    if _held_here:
+        return next(iter(_held_here.values()))
     fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o644)
     deadline = time.monotonic() + LOCK_WAIT
     while True:
@@ -61,24 +69,32 @@ class TestBed:
     sshd_procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     slurm: slurm.SlurmCluster | None = None
     lock_fd: int | None = None
+    layout: Layout = SMALL
 
     @classmethod
-    def up(cls, n: int, root: Path) -> TestBed:
-        global _held_here
-        fd = _lock()
-        _held_here = True
+    def up(cls, n: int, root: Path, layout: Layout = SMALL) -> TestBed:
+        first = not _held_here
+        fd = _lock(layout)
+        _held_here[layout.prefix] = fd
         try:
-            cleanup_stale()
-            hosts = net.create(n)
-            bed = cls(root=root, hosts=hosts, ssh=sshd.make_files(root / "ssh", hosts), lock_fd=fd)
+            if first:
+                cleanup_stale()
+            else:
+                net.remove_all(layout)
+            hosts = net.create(n, layout)
+            bed = cls(
+                root=root,
+                hosts=hosts,
+                ssh=sshd.make_files(root / "ssh", hosts),
+                lock_fd=fd,
+                layout=layout,
+            )
         except BaseException:
-            net.remove_all()
-            os.close(fd)
-            _held_here = False
+            net.remove_all(layout)
+            _release(layout)
             raise
         try:
-            for h in hosts:
-                bed.sshd_procs[h.name] = sshd.start(h, bed.ssh)
+            bed.sshd_procs.update(sshd.start_many(hosts, bed.ssh))
         except BaseException:
             bed.down()
             raise
@@ -101,11 +117,19 @@ class TestBed:
         if proc is not None:
             proc.wait(timeout=5)
 
-    def restart_sshd(self, name: str) -> None:
+    def restart_sshd(self, name: str, **settings: str) -> None:
+        """Start the host's sshd again if it is not running; with ``settings`` (sshd
+        keywords: ``MaxStartups``, ``MaxSessions``, ``Port``), stop it first and start it
+        with them (the bed's defaults for the others)."""
         h = self.host(name)
         proc = self.sshd_procs.get(name)
-        if proc is None or proc.poll() is not None:
-            self.sshd_procs[name] = sshd.start(h, self.ssh)
+        running = proc is not None and proc.poll() is None
+        if running and not settings:
+            return
+        sshd.write_config(self.ssh, h, **settings)
+        if running:
+            self.kill_sshd(name)
+        self.sshd_procs[name] = sshd.start(h, self.ssh)
 
     def shape(self, name: str, rate: str = "1gbit") -> None:
         net.shape(self.host(name), rate)
@@ -174,7 +198,6 @@ class TestBed:
     # ------------------------------------------------------------------ teardown
 
     def down(self) -> None:
-        global _held_here
         try:
             if self.slurm is not None:
                 slurm.stop(self.slurm)
@@ -184,12 +207,18 @@ class TestBed:
                 sshd.stop(proc)
             self.sshd_procs.clear()
             try:
-                net.remove_all()
+                net.remove_all(self.layout)
             finally:
                 if self.lock_fd is not None:
-                    os.close(self.lock_fd)  # releases the flock
                     self.lock_fd = None
-                    _held_here = False
+                    _release(self.layout)
+
+
+def _release(layout: Layout) -> None:
+    """This layout's bed is gone; the last one of the process releases the flock."""
+    fd = _held_here.pop(layout.prefix, None)
+    if fd is not None and not _held_here:
+        os.close(fd)
 
 
 def _comm(pid: int) -> str:
