@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ import yaml
 from tests.testbed import net, slurm, sshd
 from tests.testbed.net import SMALL, Host, Layout
 
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository (for python -m tests...)
 LOCK = Path("/var/tmp/abt-testbed.lock")
 LOCK_WAIT = 900.0
 # The beds this process has up, by layout prefix, and the lock's fd while any is up: a
@@ -67,6 +69,8 @@ class TestBed:
     hosts: list[Host]
     ssh: sshd.SSHFiles
     sshd_procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # fault helpers running in a host's namespace (a relay, a silent listener), by host
+    fault_procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     slurm: slurm.SlurmCluster | None = None
     lock_fd: int | None = None
     layout: Layout = SMALL
@@ -130,6 +134,59 @@ class TestBed:
         if running:
             self.kill_sshd(name)
         self.sshd_procs[name] = sshd.start(h, self.ssh)
+
+    def _in_netns(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
+        h = self.host(name)
+        return subprocess.Popen(
+            ["nsenter", f"--net={h.netns_path}", *argv],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def silence(self, name: str) -> None:
+        """Replace the host's sshd by a socket that accepts TCP (the kernel completes the
+        handshake for its backlog) and never says a word: no SSH banner, ever."""
+        self.kill_sshd(name)
+        h = self.host(name)
+        code = (
+            "import socket, sys, time\n"
+            "s = socket.socket()\n"
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            f"s.bind(({h.address!r}, 22))\n"
+            "s.listen(512)\n"
+            "print('listening', flush=True)\n"
+            "time.sleep(1e6)\n"
+        )
+        self._fault(name, self._in_netns(name, sys.executable, "-c", code))
+
+    def slow_down(self, name: str, delay_ms: float) -> None:
+        """Make every SSH exchange with the host ``delay_ms`` slower each way: its sshd moves
+        to port 2222 and a delaying relay (:mod:`tests.testbed.delay`) takes port 22."""
+        self.restart_sshd(name, Port="2222")
+        h = self.host(name)
+        relay = self._in_netns(
+            name, sys.executable, "-m", "tests.testbed.delay", h.address, "22", "2222",
+            str(delay_ms),
+        )  # fmt: skip
+        self._fault(name, relay)
+
+    def _fault(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if b"listening" not in line:
+            net.kill_pids([proc.pid])
+            raise RuntimeError(f"fault helper on {name} did not start")
+        self.fault_procs[name] = proc
+
+    def heal(self, name: str) -> None:
+        """Undo :meth:`silence`, :meth:`slow_down`, :meth:`kill_sshd` and
+        :meth:`restart_sshd` settings: the host's own sshd on port 22 with the defaults."""
+        proc = self.fault_procs.pop(name, None)
+        if proc is not None:
+            sshd.stop(proc)
+        self.restart_sshd(name, Port="22")
 
     def shape(self, name: str, rate: str = "1gbit") -> None:
         net.shape(self.host(name), rate)
@@ -203,9 +260,10 @@ class TestBed:
                 slurm.stop(self.slurm)
                 self.slurm = None
         finally:
-            for proc in self.sshd_procs.values():
+            for proc in [*self.sshd_procs.values(), *self.fault_procs.values()]:
                 sshd.stop(proc)
             self.sshd_procs.clear()
+            self.fault_procs.clear()
             try:
                 net.remove_all(self.layout)
             finally:

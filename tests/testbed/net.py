@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-
 @dataclass(frozen=True)
 class Layout:
     """The names and the subnet of one bed."""
@@ -141,7 +140,9 @@ def remove_all(layout: Layout | None = None) -> None:
     layout's when ``layout`` is None."""
     layouts = LAYOUTS if layout is None else (layout,)
     mine = [ns for ns in existing_netns() if any(ns.startswith(x.prefix) for x in layouts)]
-    pids = [int(p) for ns in mine for p in sh("ip", "netns", "pids", ns, check=False).stdout.split()]
+    pids = [
+        int(p) for ns in mine for p in sh("ip", "netns", "pids", ns, check=False).stdout.split()
+    ]
     kill_pids(pids)
     links = sh("ip", "-o", "link", "show", check=False).stdout
     batch = []
