@@ -399,32 +399,34 @@ class SSHExecutor:
         caller releases the returned gate when the session is over."""
         line = remote_command(cmd)
         gate = self._gate(node)
-        await gate.acquire()
-        try:
-            proc = await self._open_session(node, gate, line)
-        except BaseException:
-            await gate.release()
-            raise
+        proc = await self._open_session(node, gate, line)
         return proc, _Streams(proc, out, err), gate
 
     async def _open_session(self, node: Node, gate: SessionGate, line: str) -> Any:
-        def refused(exc: BaseException) -> None:
-            # the server's MaxSessions: hold later steps in our queue instead
-            gate.lower(gate.active - 1)
-            self._count_retry(node)
+        """A session on the host's connection, with a slot of its gate held."""
 
         async def attempt() -> Any:
-            conn = await self._connect(node)
+            await gate.acquire()
             try:
+                conn = await self._connect(node)
                 return await conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL)
             except asyncssh.ChannelOpenError:
+                # the server's MaxSessions: hold later sessions in our queue instead
+                gate.lower(gate.active - 1)
+                await gate.release()
                 raise
             except (asyncssh.Error, OSError) as exc:
+                await gate.release()
                 self._drop(node, f"session open failed: {exc}")
                 raise NodeUnreachable(f"{node.name}: cannot start a session: {exc}") from None
+            except BaseException:
+                await gate.release()
+                raise
 
         try:
-            return await self.policy.retry(attempt, session_refused, on_retry=refused)
+            return await self.policy.retry(
+                attempt, session_refused, on_retry=lambda _e: self._count_retry(node)
+            )
         except asyncssh.ChannelOpenError as exc:
             raise NodeUnreachable(
                 f"{node.name}: the server refused a session after "
