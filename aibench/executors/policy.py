@@ -125,12 +125,17 @@ def session_refused(exc: BaseException) -> bool:
 
 
 class SessionGate:
-    """At most ``limit`` sessions at once on one connection; the limit can be lowered
-    to what the server accepts (never below one)."""
+    """At most ``limit`` sessions at once on one connection, lowered when the server
+    refuses one: to the other slots taken at that moment (``active - 1``: the sessions the
+    server holds, or is about to confirm), but never below the most sessions it has held
+    open at once (``peak``: it accepted that many, so a refusal right after a session
+    ended, before the server saw it end, does not lower the limit further), nor one."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
-        self.active = 0
+        self.active = 0  # slots taken (sessions open or being opened)
+        self.open = 0  # sessions the server accepted and that still run
+        self.peak = 0
         self._cond = asyncio.Condition()
 
     async def acquire(self) -> None:
@@ -138,13 +143,20 @@ class SessionGate:
             await self._cond.wait_for(lambda: self.active < self.limit)
             self.active += 1
 
-    async def release(self) -> None:
+    def opened(self) -> None:
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+
+    async def release(self, opened: bool = True) -> None:
         async with self._cond:
             self.active -= 1
+            if opened:
+                self.open -= 1
             self._cond.notify_all()
 
-    def lower(self, limit: int) -> None:
-        self.limit = max(1, min(self.limit, limit))
+    def refused(self) -> None:
+        """The server refused a session while this slot was taken (call before release)."""
+        self.limit = max(1, min(self.limit, max(self.peak, self.active - 1)))
 
 
 class Breaker:

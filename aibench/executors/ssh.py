@@ -409,19 +409,21 @@ class SSHExecutor:
             await gate.acquire()
             try:
                 conn = await self._connect(node)
-                return await conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL)
+                proc = await conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL)
             except asyncssh.ChannelOpenError:
                 # the server's MaxSessions: hold later sessions in our queue instead
-                gate.lower(gate.active - 1)
-                await gate.release()
+                gate.refused()
+                await gate.release(opened=False)
                 raise
             except (asyncssh.Error, OSError) as exc:
-                await gate.release()
+                await gate.release(opened=False)
                 self._drop(node, f"session open failed: {exc}")
                 raise NodeUnreachable(f"{node.name}: cannot start a session: {exc}") from None
             except BaseException:
-                await gate.release()
+                await gate.release(opened=False)
                 raise
+            gate.opened()
+            return proc
 
         try:
             return await self.policy.retry(

@@ -425,3 +425,39 @@ def test_output_disk_full(
         assert_measured(steps, healthy["facts"])
     assert len(kept) >= 1
     assert os.path.getsize(run_dir / "run.json") > 0
+
+
+def test_sessions_beyond_max_sessions_queue_in_aibench(big: TestBed, tmp_path: Path) -> None:
+    """Ten commands at once to a host whose sshd allows two sessions per connection:
+    the server refuses the third, aibench lowers its cap for the host to two and queues
+    the rest; all ten run and exit 0."""
+    from aibench.executors.base import Command
+    from aibench.executors.policy import ConnectionPolicy
+    from aibench.executors.ssh import SSHExecutor
+    from aibench.inventory import load_inventory
+
+    victim = "abx-h26"
+    big.restart_sshd(victim, MaxSessions="2")
+    try:
+        inv = load_inventory(write_inventory(big, tmp_path / "inv.yaml"))
+        node = inv.node(victim)
+        ex = SSHExecutor(policy=ConnectionPolicy(max_sessions=8))
+
+        async def go() -> list[Any]:
+            try:
+                return await asyncio.gather(
+                    *(
+                        ex.run(node, Command(("sleep", "0.3")), tmp_path / f"{i}.out",
+                               tmp_path / f"{i}.err")
+                        for i in range(10)
+                    )
+                )  # fmt: skip
+            finally:
+                await ex.close()
+
+        results = asyncio.run(go())
+    finally:
+        big.heal(victim)
+    assert [r.exit_code for r in results] == [0] * 10, [r.reason for r in results]
+    assert ex.retried[victim] >= 1
+    assert ex._gates[victim].limit == 2

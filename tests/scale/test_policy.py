@@ -86,24 +86,35 @@ def test_a_success_after_refusals_is_returned() -> None:
     assert session_refused(asyncssh.ChannelOpenError(1, "open failed"))
 
 
-def test_session_gate_queues_and_lowers() -> None:
-    async def go() -> list[int]:
-        gate = SessionGate(3)
+def test_session_gate_queues_and_learns_the_servers_limit() -> None:
+    async def go() -> tuple[int, int]:
+        gate = SessionGate(8)
         seen: list[int] = []
 
         async def one() -> None:
             await gate.acquire()
+            gate.opened()
             seen.append(gate.active)
             await asyncio.sleep(0.01)
             await gate.release()
 
-        gate.lower(2)
+        for _ in range(3):  # three sessions open, the fourth refused
+            await gate.acquire()
+            gate.opened()
+        await gate.acquire()
+        gate.refused()
+        await gate.release(opened=False)
+        assert gate.limit == 3
+        for _ in range(3):
+            await gate.release()
         await asyncio.gather(*(one() for _ in range(8)))
-        gate.lower(0)
-        assert gate.limit == 1
-        return seen
+        return max(seen), gate.open
 
-    assert max(asyncio.run(go())) == 2
+    assert asyncio.run(go()) == (3, 0)
+    burst = SessionGate(8)
+    asyncio.run(burst.acquire())
+    burst.refused()  # refused with nothing else open: one at a time
+    assert burst.limit == 1
 
 
 def test_breaker_opens_after_the_threshold_and_says_why() -> None:
