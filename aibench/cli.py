@@ -7,19 +7,28 @@ User errors print one line (``aibench: error: ...``) and exit with their documen
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
 
 from aibench import __version__
-from aibench.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, UserError
+from aibench.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_CANNOT_RUN,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    UserError,
+)
 
 EPILOG = """\
 exit codes:
   0  every check PASS, WARN or WAIVED
   1  at least one check FAIL, MISSING or ERROR
   2  usage or configuration error (the message names the file and key)
-  3  nothing could run (no reachable node, tool missing everywhere)
+  3  nothing could run (no reachable node, tool missing everywhere), or the run could
+     not go on: its output directory is full (what was measured is kept; free space and
+     resume with: aibench run --resume RUN_DIR)
   130 interrupted; what was measured is kept (resume with: aibench run --resume RUN_DIR)
 
 examples:
@@ -97,3 +106,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except OSError as exc:
+        if debug or exc.errno not in _DISK_FULL:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(
+            f"aibench: error: {exc.strerror}{where} (hint: what was measured so far is kept "
+            "in the run directory's steps.jsonl; free space and finish the run with "
+            "aibench run --resume RUN_DIR)",
+            file=sys.stderr,
+        )
+        return EXIT_CANNOT_RUN
+
+
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)

@@ -14,7 +14,7 @@ and the key path, exit 2) and returns an :class:`Inventory` of :class:`Node` val
       data_dirs: [/scratch]
     ssh: {user: ops, identity_file: ~/.ssh/id_ed25519, known_hosts: ~/.ssh/known_hosts}
     slurm: {partition: gpu, account: acceptance, extra_args: [--qos=high]}
-    limits: {max_parallel: 64, max_network_parallel: 16}
+    limits: {max_parallel: 64, max_network_parallel: 16, ssh_retries: 3, ssh_host_failures: 3}
     nodes:
       - name: gpu[001-004]       # a hostlist expression makes one node per name
         address_pattern: "10.0.1.{n}"   # {name}, {index} (1-based), {n} (the name's number)
@@ -129,6 +129,13 @@ class Node:
 class Limits:
     max_parallel: int = 64  # steps running at once
     max_network_parallel: int = 0  # simultaneous network tests (0 = no extra cap)
+    # the SSH connection policy (aibench.executors.policy; see LimitsModel for each)
+    ssh_retries: int = 3
+    ssh_backoff_s: float = 0.25
+    ssh_backoff_max_s: float = 4.0
+    ssh_max_handshakes: int = 32
+    ssh_max_sessions: int = 8
+    ssh_host_failures: int = 3
 
 
 @dataclass(frozen=True)
@@ -405,6 +412,32 @@ class LimitsModel(Strict):
     max_network_parallel: Annotated[int, Field(ge=0, le=100_000)] = Field(
         0, description="network tests running at once (a fabric-load cap); 0 = no extra cap"
     )
+    # The SSH connection policy (aibench.executors.policy).
+    ssh_retries: Annotated[int, Field(ge=0, le=20)] = Field(
+        3,
+        description="extra tries of an SSH connection the host refused or dropped, or of a "
+        "session it refused (MaxStartups, MaxSessions, sshd restarting); never past the "
+        "node's connect_timeout for connections",
+    )
+    ssh_backoff_s: Annotated[float, Field(gt=0, le=60)] = Field(
+        0.25, description="first retry wait in seconds; doubles per retry, random jitter"
+    )
+    ssh_backoff_max_s: Annotated[float, Field(gt=0, le=600)] = Field(
+        4.0, description="longest wait between two tries, seconds"
+    )
+    ssh_max_handshakes: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        32, description="SSH connections being set up at once, over all hosts"
+    )
+    ssh_max_sessions: Annotated[int, Field(ge=1, le=1_000)] = Field(
+        8,
+        description="commands at once over one host's connection (sshd's MaxSessions "
+        "defaults to 10); lowered by itself to what a server accepts",
+    )
+    ssh_host_failures: Annotated[int, Field(ge=0, le=1_000)] = Field(
+        3,
+        description="a host whose SSH connection failed this many times is skipped for "
+        "the rest of the run; 0 = never",
+    )
 
 
 class InventoryModel(Strict):
@@ -525,10 +558,7 @@ def build_inventory(
                     key = "address_pattern"
                 raise ConfigError(file, f"{where}.{key}", str(exc)) from None
             nodes.append(node)
-    limits = Limits(
-        max_parallel=model.limits.max_parallel,
-        max_network_parallel=model.limits.max_network_parallel,
-    )
+    limits = Limits(**model.limits.model_dump())
     return Inventory(
         name=model.name, nodes=tuple(nodes), limits=limits, source=file, raw=dict(raw or {})
     )

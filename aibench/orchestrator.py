@@ -79,6 +79,9 @@ class Execution:
                 # A line cut by the interruption: that invocation runs again.
                 if lineno < len(self.journal.read_text().splitlines()):
                     raise UserError(f"{self.journal}: line {lineno} is damaged ({exc})") from None
+                # drop it, so that what a resume appends does not glue onto it
+                keep = self.journal.read_text().rstrip("\n").rpartition("\n")[0]
+                self.journal.write_text(keep + "\n" if keep else "")
                 continue
             if res.status is not StepStatus.NOT_RUN:
                 self.done[res.step_id] = res

@@ -17,7 +17,11 @@ pytest_plugins = ["tests.testbed.fixtures"]
 # Markers follow the fixtures: a test that uses the bed's hosts is ``netns``, one that uses
 # its Slurm cluster is ``netns`` and ``slurm`` (``testbed_slurm`` builds on the hosts), so
 # ``pytest -m "not netns"`` never touches the bed, whatever the test module declares.
-_BED_MARKERS = {"testbed_hosts": ("netns",), "testbed_slurm": ("netns", "slurm")}
+_BED_MARKERS = {
+    "testbed_hosts": ("netns",),
+    "testbed_big": ("netns",),
+    "testbed_slurm": ("netns", "slurm"),
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

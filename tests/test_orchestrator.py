@@ -206,6 +206,23 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path, script_runner: ScriptR
     assert ex.results()[0].started == first.results()[0].started, "step a was not run again"
 
 
+def test_a_second_resume_after_a_cut_line(tmp_path: Path, script_runner: ScriptRunner) -> None:
+    """The line a kill cut is dropped when the journal is read, so the lines the resume
+    appends do not glue onto it, and the journal reads again after that resume."""
+    suite = suite_of(("a", {"script": "print('x 1')"}), ("b", {"script": "print('x 2')"}))
+    inv = local_nodes(1)
+    run_plan(tmp_path, suite, inv)
+    journal = (tmp_path / JOURNAL).read_text().splitlines()
+    (tmp_path / JOURNAL).write_text(journal[0] + "\n" + journal[1][:20])
+    loc = LocalExecutor()
+    ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
+    ex.load_journal()
+    asyncio.run(execute(ex))
+    again = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
+    again.load_journal()
+    assert set(again.done) == {"a/n1/r0", "b/n1/r0"}
+
+
 def test_unreachable_node_is_named(tmp_path: Path, script_runner: ScriptRunner) -> None:
     class Picky(LocalExecutor):
         async def check(self, node: Node) -> str | None:

@@ -43,9 +43,11 @@ def _make(kind: str, inventory: Inventory | None) -> Any:
 
         return LocalExecutor()
     if kind == "ssh":
+        from aibench.executors.policy import ConnectionPolicy
         from aibench.executors.ssh import SSHExecutor
 
-        return SSHExecutor()
+        limits = inventory.limits if inventory is not None else None
+        return SSHExecutor(policy=ConnectionPolicy.from_limits(limits) if limits else None)
     from aibench.executors.slurm import SlurmExecutor
 
     return SlurmExecutor(inventory)

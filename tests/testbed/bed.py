@@ -1,12 +1,16 @@
 """The multi-host test bed: namespace hosts with sshd, optionally a Slurm cluster on them.
 
-Only one bed exists on a machine at a time (the names are fixed): ``up`` first takes an
-exclusive ``flock`` on ``LOCK`` and waits for it (up to ``LOCK_WAIT`` s) while another test
-run holds the bed; the kernel drops the lock of a killed run, so what a killed
-run left behind is then removed as stale.
+Only one test run builds beds on a machine at a time (the names are fixed): the first
+``up`` of a process takes an exclusive ``flock`` on ``LOCK`` and waits for it (up to
+``LOCK_WAIT`` s) while another test run holds it; the kernel drops the lock of a killed
+run, so what a killed run left behind is then removed as stale. Within the process that
+holds the lock, one bed per layout (:data:`~tests.testbed.net.SMALL`, the 4-host bed,
+and :data:`~tests.testbed.net.BIG`, the 64-host one) may stand at once: their names and
+subnets differ. The lock is released when the last of them goes down.
 
-``TestBed.up(n, root)`` removes whatever a killed earlier run left (namespaces, veths,
-bridge, daemons by pid file, /tmp/spmix_*), then builds ``n`` hosts and starts their sshd.
+``TestBed.up(n, root, layout)`` removes whatever a killed earlier run left (namespaces,
+veths, bridge, daemons by pid file, /tmp/spmix_*; only the layout's own when another bed
+of this process stands), then builds ``n`` hosts and starts their sshd, all at once.
 ``down()`` stops every process by PID, kills whatever still runs in the namespaces and
 removes namespaces, veths and bridge. The pytest fixtures in
 :mod:`tests.testbed.fixtures` call ``down()`` in a ``finally``, so the bed goes away
@@ -18,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,19 +30,24 @@ from pathlib import Path
 import yaml
 
 from tests.testbed import net, slurm, sshd
-from tests.testbed.net import Host
+from tests.testbed.net import SMALL, Host, Layout
 
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository (for python -m tests...)
 LOCK = Path("/var/tmp/abt-testbed.lock")
 LOCK_WAIT = 900.0
-_held_here = False  # this process holds the bed: a second ``up`` would wait on itself
+# The beds this process has up, by layout prefix, and the lock's fd while any is up: a
+# second ``up`` of the same layout would wait on itself.
+_held_here: dict[str, int] = {}
 
 
-def _lock() -> int:
-    if _held_here:
+def _lock(layout: Layout) -> int:
+    if layout.prefix in _held_here:
         raise RuntimeError(
             "a second test bed in one test session: register the fixtures once "
             "(tests/conftest.py pytest_plugins), never import them into another conftest"
         )
+    if _held_here:
+        return next(iter(_held_here.values()))
     fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o644)
     deadline = time.monotonic() + LOCK_WAIT
     while True:
@@ -59,26 +69,36 @@ class TestBed:
     hosts: list[Host]
     ssh: sshd.SSHFiles
     sshd_procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # fault helpers running in a host's namespace (a relay, a silent listener), by host
+    fault_procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     slurm: slurm.SlurmCluster | None = None
     lock_fd: int | None = None
+    layout: Layout = SMALL
 
     @classmethod
-    def up(cls, n: int, root: Path) -> TestBed:
-        global _held_here
-        fd = _lock()
-        _held_here = True
+    def up(cls, n: int, root: Path, layout: Layout = SMALL) -> TestBed:
+        first = not _held_here
+        fd = _lock(layout)
+        _held_here[layout.prefix] = fd
         try:
-            cleanup_stale()
-            hosts = net.create(n)
-            bed = cls(root=root, hosts=hosts, ssh=sshd.make_files(root / "ssh", hosts), lock_fd=fd)
+            if first:
+                cleanup_stale()
+            else:
+                net.remove_all(layout)
+            hosts = net.create(n, layout)
+            bed = cls(
+                root=root,
+                hosts=hosts,
+                ssh=sshd.make_files(root / "ssh", hosts),
+                lock_fd=fd,
+                layout=layout,
+            )
         except BaseException:
-            net.remove_all()
-            os.close(fd)
-            _held_here = False
+            net.remove_all(layout)
+            _release(layout)
             raise
         try:
-            for h in hosts:
-                bed.sshd_procs[h.name] = sshd.start(h, bed.ssh)
+            bed.sshd_procs.update(sshd.start_many(hosts, bed.ssh))
         except BaseException:
             bed.down()
             raise
@@ -101,11 +121,72 @@ class TestBed:
         if proc is not None:
             proc.wait(timeout=5)
 
-    def restart_sshd(self, name: str) -> None:
+    def restart_sshd(self, name: str, **settings: str) -> None:
+        """Start the host's sshd again if it is not running; with ``settings`` (sshd
+        keywords: ``MaxStartups``, ``MaxSessions``, ``Port``), stop it first and start it
+        with them (the bed's defaults for the others)."""
         h = self.host(name)
         proc = self.sshd_procs.get(name)
-        if proc is None or proc.poll() is not None:
-            self.sshd_procs[name] = sshd.start(h, self.ssh)
+        running = proc is not None and proc.poll() is None
+        if running and not settings:
+            return
+        sshd.write_config(self.ssh, h, **settings)
+        if running:
+            self.kill_sshd(name)
+        self.sshd_procs[name] = sshd.start(h, self.ssh)
+
+    def _in_netns(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
+        h = self.host(name)
+        return subprocess.Popen(
+            ["nsenter", f"--net={h.netns_path}", *argv],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def silence(self, name: str) -> None:
+        """Replace the host's sshd by a socket that accepts TCP (the kernel completes the
+        handshake for its backlog) and never says a word: no SSH banner, ever."""
+        self.kill_sshd(name)
+        h = self.host(name)
+        code = (
+            "import socket, sys, time\n"
+            "s = socket.socket()\n"
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            f"s.bind(({h.address!r}, 22))\n"
+            "s.listen(512)\n"
+            "print('listening', flush=True)\n"
+            "time.sleep(1e6)\n"
+        )
+        self._fault(name, self._in_netns(name, sys.executable, "-c", code))
+
+    def slow_down(self, name: str, delay_ms: float) -> None:
+        """Make every SSH exchange with the host ``delay_ms`` slower each way: its sshd moves
+        to port 2222 and a delaying relay (:mod:`tests.testbed.delay`) takes port 22."""
+        self.restart_sshd(name, Port="2222")
+        h = self.host(name)
+        relay = self._in_netns(
+            name, sys.executable, "-m", "tests.testbed.delay", h.address, "22", "2222",
+            str(delay_ms),
+        )  # fmt: skip
+        self._fault(name, relay)
+
+    def _fault(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if b"listening" not in line:
+            net.kill_pids([proc.pid])
+            raise RuntimeError(f"fault helper on {name} did not start")
+        self.fault_procs[name] = proc
+
+    def heal(self, name: str) -> None:
+        """Undo :meth:`silence`, :meth:`slow_down`, :meth:`kill_sshd` and
+        :meth:`restart_sshd` settings: the host's own sshd on port 22 with the defaults."""
+        proc = self.fault_procs.pop(name, None)
+        if proc is not None:
+            sshd.stop(proc)
+        self.restart_sshd(name, Port="22")
 
     def shape(self, name: str, rate: str = "1gbit") -> None:
         net.shape(self.host(name), rate)
@@ -174,22 +255,28 @@ class TestBed:
     # ------------------------------------------------------------------ teardown
 
     def down(self) -> None:
-        global _held_here
         try:
             if self.slurm is not None:
                 slurm.stop(self.slurm)
                 self.slurm = None
         finally:
-            for proc in self.sshd_procs.values():
+            for proc in [*self.sshd_procs.values(), *self.fault_procs.values()]:
                 sshd.stop(proc)
             self.sshd_procs.clear()
+            self.fault_procs.clear()
             try:
-                net.remove_all()
+                net.remove_all(self.layout)
             finally:
                 if self.lock_fd is not None:
-                    os.close(self.lock_fd)  # releases the flock
                     self.lock_fd = None
-                    _held_here = False
+                    _release(self.layout)
+
+
+def _release(layout: Layout) -> None:
+    """This layout's bed is gone; the last one of the process releases the flock."""
+    fd = _held_here.pop(layout.prefix, None)
+    if fd is not None and not _held_here:
+        os.close(fd)
 
 
 def _comm(pid: int) -> str:

@@ -6,6 +6,12 @@ its peer ``abtvN`` sits in the root namespace on the bridge ``abtbr0``, which ca
 host. Names and subnet are used by nothing else, so a stale bed is recognised by name and
 removed before a new one is built.
 
+That is the :data:`SMALL` layout (the 4-host bed). :data:`BIG` is a second one, for the
+bed of up to 250 hosts (``abx-hN`` at ``10.213.8.N``, veths ``abxvN``, bridge ``abxbr0``):
+its own names and subnet, so it can stand beside the small bed and be cleaned up alone.
+Its hosts are made with one ``ip -batch`` per kind of command (a few seconds for 64
+hosts instead of a few hundred ``ip`` processes).
+
 Everything here shells out to ``ip``/``tc`` with argv lists.
 """
 
@@ -19,11 +25,29 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-BRIDGE = "abtbr0"
-SUBNET = "10.213.7"
-PREFIX = "abt-h"
-VETH = "abtv"
-GATEWAY = f"{SUBNET}.254"
+
+@dataclass(frozen=True)
+class Layout:
+    """The names and the subnet of one bed."""
+
+    prefix: str  # namespace and host name prefix
+    veth: str  # root-namespace veth prefix
+    bridge: str
+    subnet: str  # the first three octets of a /24
+
+    @property
+    def gateway(self) -> str:
+        return f"{self.subnet}.254"
+
+
+SMALL = Layout(prefix="abt-h", veth="abtv", bridge="abtbr0", subnet="10.213.7")
+BIG = Layout(prefix="abx-h", veth="abxv", bridge="abxbr0", subnet="10.213.8")
+LAYOUTS = (SMALL, BIG)
+BRIDGE = SMALL.bridge
+SUBNET = SMALL.subnet
+PREFIX = SMALL.prefix
+VETH = SMALL.veth
+GATEWAY = SMALL.gateway
 
 
 def sh(*argv: str, check: bool = True, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
@@ -35,10 +59,11 @@ class Host:
     """One namespace host."""
 
     index: int
+    layout: Layout = SMALL
 
     @property
     def name(self) -> str:
-        return f"{PREFIX}{self.index}"
+        return f"{self.layout.prefix}{self.index}"
 
     @property
     def netns(self) -> str:
@@ -46,12 +71,12 @@ class Host:
 
     @property
     def address(self) -> str:
-        return f"{SUBNET}.{self.index}"
+        return f"{self.layout.subnet}.{self.index}"
 
     @property
     def veth(self) -> str:
         """The root-namespace side of the host's link."""
-        return f"{VETH}{self.index}"
+        return f"{self.layout.veth}{self.index}"
 
     @property
     def netns_path(self) -> str:
@@ -110,35 +135,67 @@ def existing_netns() -> list[str]:
     return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
 
-def remove_all() -> None:
-    """Remove every namespace, veth and the bridge of this bed (a stale one too)."""
-    for ns in existing_netns():
-        if ns.startswith(PREFIX):
-            kill_pids([int(p) for p in sh("ip", "netns", "pids", ns, check=False).stdout.split()])
+def remove_all(layout: Layout | None = None) -> None:
+    """Remove every namespace, veth and the bridge of a bed (a stale one too); every
+    layout's when ``layout`` is None."""
+    layouts = LAYOUTS if layout is None else (layout,)
+    mine = [ns for ns in existing_netns() if any(ns.startswith(x.prefix) for x in layouts)]
+    pids = [
+        int(p) for ns in mine for p in sh("ip", "netns", "pids", ns, check=False).stdout.split()
+    ]
+    kill_pids(pids)
     links = sh("ip", "-o", "link", "show", check=False).stdout
+    batch = []
     for line in links.splitlines():
         name = line.split(":", 2)[1].strip().split("@")[0]
-        if name.startswith(VETH):
-            sh("ip", "link", "del", name, check=False)
-    for ns in existing_netns():
-        if ns.startswith(PREFIX):
-            sh("ip", "netns", "del", ns, check=False)
-    sh("ip", "link", "del", BRIDGE, check=False)
+        if any(name.startswith(x.veth) for x in layouts):
+            batch.append(f"link del {name}")
+    batch += [f"netns del {ns}" for ns in mine]
+    _batch(batch, check=False)
+    for x in layouts:
+        sh("ip", "link", "del", x.bridge, check=False)
 
 
-def create(n: int) -> list[Host]:
-    sh("ip", "link", "add", BRIDGE, "type", "bridge")
-    sh("ip", "addr", "replace", f"{GATEWAY}/24", "dev", BRIDGE)
-    sh("ip", "link", "set", BRIDGE, "up")
-    hosts = [Host(i) for i in range(1, n + 1)]
-    for h in hosts:
-        sh("ip", "netns", "add", h.netns)
-        sh("ip", "link", "add", h.veth, "type", "veth", "peer", "name", "eth0", "netns", h.netns)
-        sh("ip", "link", "set", h.veth, "master", BRIDGE)
-        sh("ip", "link", "set", h.veth, "up")
-        sh("ip", "-n", h.netns, "addr", "replace", f"{h.address}/24", "dev", "eth0")
-        sh("ip", "-n", h.netns, "link", "set", "eth0", "up")
-        sh("ip", "-n", h.netns, "link", "set", "lo", "up")
+def _batch(lines: list[str], check: bool = True) -> None:
+    """Run ``ip`` commands in one ``ip -batch`` process (names come from the layout only)."""
+    if not lines:
+        return
+    r = subprocess.run(
+        ["ip", "-force", "-batch", "-"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if check and r.returncode != 0:
+        raise RuntimeError(f"ip -batch failed: {r.stderr.strip()[-500:]}")
+
+
+def create(n: int, layout: Layout = SMALL) -> list[Host]:
+    if not 1 <= n <= 250:
+        raise ValueError(f"a bed has 1 to 250 hosts, not {n}")
+    sh("ip", "link", "add", layout.bridge, "type", "bridge")
+    sh("ip", "addr", "replace", f"{layout.gateway}/24", "dev", layout.bridge)
+    sh("ip", "link", "set", layout.bridge, "up")
+    hosts = [Host(i, layout) for i in range(1, n + 1)]
+    _batch([f"netns add {h.netns}" for h in hosts])
+    _batch(
+        [f"link add {h.veth} type veth peer name eth0 netns {h.netns}" for h in hosts]
+        + [f"link set {h.veth} master {layout.bridge} up" for h in hosts]
+    )
+    for h in hosts:  # a batch runs in one namespace: one ``ip -n NS -batch`` per host
+        lines = [f"addr replace {h.address}/24 dev eth0", "link set eth0 up", "link set lo up"]
+        r = subprocess.run(
+            ["ip", "-n", h.netns, "-batch", "-"],
+            input="\n".join(lines) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if r.returncode != 0:
+            raise RuntimeError(f"{h.name}: ip -batch failed: {r.stderr.strip()[-300:]}")
     return hosts
 
 

@@ -62,28 +62,7 @@ def make_files(root: Path, hosts: list[Host]) -> SSHFiles:
         pub = " ".join((hd / "ssh_host_ed25519_key.pub").read_text().split()[:2])
         known.append(f"{h.address} {pub}")
         known.append(f"{h.name} {pub}")
-        (hd / "sshd_config").write_text(
-            "\n".join(
-                [
-                    "Port 22",
-                    f"ListenAddress {h.address}",
-                    f"HostKey {hd / 'ssh_host_ed25519_key'}",
-                    f"PidFile {hd / 'sshd.pid'}",
-                    "PermitRootLogin prohibit-password",
-                    "PubkeyAuthentication yes",
-                    "PasswordAuthentication no",
-                    "KbdInteractiveAuthentication no",
-                    "UsePAM no",
-                    f"AuthorizedKeysFile {files.authorized_keys}",
-                    "StrictModes no",
-                    "UseDNS no",
-                    "MaxStartups 100:30:200",
-                    "MaxSessions 100",
-                    "AcceptEnv LANG LC_* OMPI_* PMIX_*",
-                    "",
-                ]
-            )
-        )
+        write_config(files, h)
     files.known_hosts.write_text("\n".join(known) + "\n")
     cfg = []
     for h in hosts:
@@ -103,28 +82,90 @@ def make_files(root: Path, hosts: list[Host]) -> SSHFiles:
     return files
 
 
+DEFAULTS = {"Port": "22", "MaxStartups": "100:30:200", "MaxSessions": "100"}
+
+
+def write_config(files: SSHFiles, h: Host, **settings: str) -> None:
+    """The host's ``sshd_config``: the bed's defaults, ``settings`` replacing any of them
+    (``Port``, ``MaxStartups``, ``MaxSessions``) or adding sshd keywords."""
+    hd = files.host_dir(h)
+    values = {**DEFAULTS, **settings}
+    lines = [
+        f"Port {values.pop('Port')}",
+        f"ListenAddress {h.address}",
+        f"HostKey {hd / 'ssh_host_ed25519_key'}",
+        f"PidFile {hd / 'sshd.pid'}",
+        "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        f"AuthorizedKeysFile {files.authorized_keys}",
+        "StrictModes no",
+        "UseDNS no",
+        *(f"{k} {v}" for k, v in values.items()),
+        "AcceptEnv LANG LC_* OMPI_* PMIX_*",
+        "",
+    ]
+    (hd / "sshd_config").write_text("\n".join(lines))
+
+
 def start(host: Host, files: SSHFiles) -> subprocess.Popen[bytes]:
     """Start the host's sshd and wait until its port accepts."""
+    proc = spawn(host, files)
+    wait_listening(host, files, proc)
+    return proc
+
+
+def start_many(hosts: list[Host], files: SSHFiles) -> dict[str, subprocess.Popen[bytes]]:
+    """Start every host's sshd at once, then wait until each port accepts."""
+    procs = {h.name: spawn(h, files) for h in hosts}
+    try:
+        for h in hosts:
+            wait_listening(h, files, procs[h.name])
+    except BaseException:
+        for proc in procs.values():
+            stop(proc)
+        raise
+    return procs
+
+
+def port_of(host: Host, files: SSHFiles) -> int:
+    for line in (files.host_dir(host) / "sshd_config").read_text().splitlines():
+        if line.startswith("Port "):
+            return int(line.split()[1])
+    return 22
+
+
+def spawn(host: Host, files: SSHFiles) -> subprocess.Popen[bytes]:
+    """Start the host's sshd (not waiting for it)."""
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege-separation dir
     hd = files.host_dir(host)
     inner = (
         f"mount --bind {files.bashrc} /root/.bashrc && hostname {host.name} && "
         f"exec /usr/sbin/sshd -D -f {hd / 'sshd_config'} -E {hd / 'sshd.log'}"
     )
-    proc = subprocess.Popen(
-        ["nsenter", f"--net={host.netns_path}", "unshare", "--uts", "--mount", "sh", "-c", inner],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=(hd / "sshd.stderr").open("ab"),
-    )
+    with (hd / "sshd.stderr").open("ab") as err:
+        return subprocess.Popen(
+            ["nsenter", f"--net={host.netns_path}", "unshare", "--uts", "--mount", "sh", "-c",
+             inner],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )  # fmt: skip
+
+
+def wait_listening(host: Host, files: SSHFiles, proc: subprocess.Popen[bytes]) -> None:
+    hd = files.host_dir(host)
+    port = port_of(host, files)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             log = (hd / "sshd.log").read_text() if (hd / "sshd.log").exists() else ""
             raise RuntimeError(f"sshd on {host.name} exited {proc.returncode}: {log[-500:]}")
         try:
-            with socket.create_connection((host.address, 22), timeout=0.2):
-                return proc
+            with socket.create_connection((host.address, port), timeout=0.2):
+                return
         except OSError:
             time.sleep(0.02)
     kill_pids([proc.pid])
