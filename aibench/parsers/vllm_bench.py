@@ -8,11 +8,12 @@ vLLM repository) reports for one run against an OpenAI-compatible endpoint:
   ``Maximum request concurrency:``) give the load's dims. Tested on summaries that
   ``benchmark_serving.py`` printed in 2025: upstream vLLM's, the Gaudi fork's (with the
   ``Maximum request concurrency`` header) and a vllm-ascend fork's (with an extra
-  ``Accuracy`` section). The newer ``vllm bench serve`` lines (``Failed requests``,
-  ``Maximum request concurrency`` and ``Request rate configured (RPS)`` inside the block,
-  ``Pxx`` rows of ``--metric-percentiles``, the ``End-to-end Latency`` section of
-  ``--percentile-metrics ...,e2el``, peak throughput and concurrency) are read by the
-  same rules; no capture of them is among the tests yet.
+  ``Accuracy`` section), and on ``vllm bench serve`` summaries of 2025-2026 (vLLM's
+  documentation and recipes: ``Failed requests``, ``Maximum request concurrency`` and
+  ``Request rate configured (RPS)`` inside the block, peak throughput and concurrency).
+  The ``Pxx`` rows of ``--metric-percentiles`` and the ``End-to-end Latency`` section of
+  ``--percentile-metrics ...,e2el`` are read by the same rules; no capture of them is
+  among the tests yet.
 * the result JSON (``--save-result``): one object, or one per line as
   ``--append-result`` writes them. Tested on that vllm-ascend fork's results of 2025
   (keys ``completed``, ``duration``, ``request_throughput``, ``output_throughput``,
