@@ -11,9 +11,9 @@ vLLM repository) reports for one run against an OpenAI-compatible endpoint:
   ``Accuracy`` section), and on ``vllm bench serve`` summaries of 2025-2026 (vLLM's
   documentation and recipes: ``Failed requests``, ``Maximum request concurrency`` and
   ``Request rate configured (RPS)`` inside the block, peak throughput and concurrency).
-  The ``Pxx`` rows of ``--metric-percentiles`` and the ``End-to-end Latency`` section of
-  ``--percentile-metrics ...,e2el`` are read by the same rules; no capture of them is
-  among the tests yet.
+  and an embeddings run (``--backend openai-embeddings``: no generated tokens, an
+  ``End-to-end Latency`` section). The ``Pxx`` rows of ``--metric-percentiles`` are read
+  by the same rules; no capture of them is among the tests yet.
 * the result JSON (``--save-result``): one object, or one per line as
   ``--append-result`` writes them. Tested on that vllm-ascend fork's results of 2025
   (keys ``completed``, ``duration``, ``request_throughput``, ``output_throughput``,
@@ -42,7 +42,7 @@ at once and sets no ``rate``):
 
 A summary without its closing line, a known line whose value is not a number, a line that
 is neither a ``label: value`` line nor a section rule, or a run missing the successful
-requests, duration, request or output token throughput is a ParseError (never partial
+requests, duration or request throughput is a ParseError (never partial
 numbers); so is SGLang's ``bench_serving`` summary (same banner, other lines). Sections
 vLLM or a fork adds that are not latency or throughput (``Accuracy``, ``Speculative
 Decoding``) are not read.
@@ -103,7 +103,8 @@ JSON_SCALARS = {
     "max_output_tokens_per_s": ("peak_output_token_throughput", "tokens/s"),
     "max_concurrent_requests": ("peak_concurrent_requests", "count"),
 }
-REQUIRED = ("successful_requests", "duration", "request_throughput", "output_token_throughput")
+# an embeddings run (--backend openai-embeddings) generates no tokens: no output throughput
+REQUIRED = ("successful_requests", "duration", "request_throughput")
 SGLANG_LABELS = ("Backend", "Total generated tokens (retokenized)", "Max request concurrency")
 
 UNITS = {
