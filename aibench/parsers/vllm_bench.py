@@ -327,8 +327,9 @@ def parse(text: str) -> list[Measurement]:
 
 def detect(text: str) -> bool:
     head = text[:8192]
-    if '"mean_ttft_ms"' in head:
-        return '"request_throughput"' in head and '"output_throughput"' in head
+    if text.lstrip().startswith("{"):
+        # with --save-detailed the per-request lists come before the latency keys
+        return all(f'"{k}"' in text for k in ("mean_ttft_ms", "request_throughput", "completed"))
     return (
         any(BANNER.match(line.strip()) for line in head.splitlines())
         and "Request throughput (req/s):" in head

@@ -94,3 +94,13 @@ def test_units_are_declared_for_every_metric_emitted() -> None:
         for r in vllm_bench.parse(text):
             assert units[r.metric] == r.unit
     assert not tools.higher_is_better("vllm-bench-serve", "errors", "count")
+
+
+def test_a_detailed_result_is_detected_past_its_per_request_lists() -> None:
+    """--save-detailed writes the per-request lists (ttfts, itls ...) before the latency
+    keys, which may then start far past the head of the file."""
+    detailed = JSON.replace(
+        '"total_input_tokens"', '"ttfts": [' + "0.5, " * 4000 + '0.5],\n    "total_input_tokens"'
+    )
+    assert vllm_bench.detect(detailed)
+    assert vllm_bench.parse(detailed) == vllm_bench.parse(JSON)
