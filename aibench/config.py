@@ -30,7 +30,7 @@ M = TypeVar("M", bound=BaseModel)
 class Strict(BaseModel):
     """Base of every schema model: unknown keys are errors, values are not coerced."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, defer_build=True)
 
 
 def key_path(loc: Sequence[int | str]) -> str:

@@ -50,10 +50,7 @@ def parse_facts(outputs: dict[str, str]) -> dict[str, Any]:
 
 
 async def collect(ex: Execution, raw: Path) -> dict[str, dict[str, Any]]:
-    nodes = sorted(
-        {n for inv in ex.plan.invocations for n in inv.nodes}
-        or {n.name for n in ex.plan.inventory.nodes}
-    )
+    nodes = sorted(set(ex.plan.hosts()) or {n.name for n in ex.plan.inventory.nodes})
 
     async def one(name: str) -> tuple[str, dict[str, Any]]:
         if name in ex.unreachable:

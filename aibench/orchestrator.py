@@ -4,7 +4,8 @@
 
 * the nodes are checked once up front and the versions probed once per node
   (:mod:`aibench.versions`);
-* rounds run one after another; the invocations of a round run concurrently, capped by
+* rounds run one after another, each made from the plan when its turn comes (a plan of
+  a million runs is never held whole); the invocations of a round run concurrently, capped by
   the inventory's ``max_parallel`` and, for network tests, ``max_network_parallel``;
 * servers are started first, waited on until ready, and always stopped, also when the
   client fails or the run is interrupted;
@@ -96,7 +97,7 @@ class Execution:
     def results(self) -> list[StepResult]:
         """Every planned invocation's result, in plan order (not_run where missing)."""
         out = []
-        for inv in self.plan.invocations:
+        for inv in self.plan.iter_invocations():
             res = self.done.get(inv.step_id)
             out.append(res if res is not None else not_run(inv, "not run (interrupted)"))
         return out
@@ -124,7 +125,8 @@ def _record_of(p: ProcessSpec, exit_code: int | None = None) -> ProcessRecord:
 
 async def check_nodes(ex: Execution) -> None:
     """Find unreachable nodes once, up front, so their invocations fail fast."""
-    nodes = {n for inv in ex.plan.invocations for n in (*inv.nodes, inv.client.host)}
+    nodes = set(ex.plan.hosts())
+    nodes.update(inv.client.host for inv in ex.plan.sample_invocations())
 
     async def one(name: str) -> None:
         node = ex.plan.inventory.node(name)
@@ -265,7 +267,7 @@ async def execute(ex: Execution) -> list[StepResult]:
     limits = ex.plan.inventory.limits
     sem = asyncio.Semaphore(max(1, limits.max_parallel))
     net = asyncio.Semaphore(limits.max_network_parallel) if limits.max_network_parallel else None
-    total = len(ex.plan.invocations)
+    total = ex.plan.run_count()
 
     async def one(inv: Invocation) -> None:
         async with sem:
@@ -278,7 +280,7 @@ async def execute(ex: Execution) -> list[StepResult]:
         if ex.progress:
             ex.progress("done", res, len(ex.done), total)
 
-    for rnd in ex.plan.rounds:
+    for rnd in ex.plan.iter_rounds():  # each round made when it is its turn
         todo = [inv for inv in rnd.invocations if inv.step_id not in ex.done]
         if not todo:
             continue

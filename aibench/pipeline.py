@@ -323,7 +323,7 @@ def run_suite(
     from aibench.plan import build_plan
 
     plan = plan or build_plan(inputs.suite, inputs.inventory)
-    if not plan.invocations:
+    if not plan.run_count():
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if run_dir is None:
         run_dir = store.new_run_dir(output_dir, inputs.suite.name)

@@ -23,9 +23,12 @@ endpoint. A pair is ordered: the first node is the client, the second the server
   per node. Nodes without the label form one group.
 * ``all``: one group of every node.
 
-Planning (:func:`build_plan`) turns a suite over an inventory into a :class:`Plan`: rounds
-of invocations, each built by the step's runner for one group of one round. It touches no
-node. The estimate of a plan's duration comes from each runner's ``expected_seconds``
+Planning (:func:`build_plan`) turns a suite over an inventory into a :class:`Plan`: per
+step, its rounds of invocations, each built by the step's runner for one group of one
+round when the round is asked for (the orchestrator runs them one after another, so a
+plan of all pairs of a thousand nodes is never held whole). It touches no node. The
+rounds of ``pairs`` are themselves computed one at a time (:class:`PairRounds`).
+The estimate of a plan's duration comes from each runner's ``expected_seconds``
 (what the step's options say it will take), never from the text of its command line.
 """
 
@@ -34,13 +37,15 @@ from __future__ import annotations
 import math
 import random
 import shlex
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Sequence as SequenceABC
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
-    from aibench.inventory import Inventory, Node
+    from aibench.inventory import Inventory, Limits, Node
     from aibench.runners.base import Invocation
     from aibench.suite import Step, Suite
 
@@ -58,25 +63,51 @@ def all_nodes(nodes: Sequence[str]) -> list[Round]:
 
 def pairs(nodes: Sequence[str]) -> list[Round]:
     """Round-robin tournament over ``nodes``: every unordered pair exactly once."""
-    n = len(nodes)
-    if n == 0:
-        return []
-    if n == 1:
-        return [[(nodes[0], nodes[0])]]
-    ring: list[str | None] = list(nodes)
-    if n % 2:
-        ring.append(None)  # the bye
-    m = len(ring)
-    rounds: list[Round] = []
-    for _ in range(m - 1):
+    return list(PairRounds(tuple(nodes)))
+
+
+class PairRounds(SequenceABC[Round]):
+    """The rounds of :func:`pairs`, each made when asked for: round ``r`` of the circle
+    method is computed from ``r`` alone, so that all pairs of thousands of nodes (N^2/2
+    groups) are never held at once. Every round has ``len(nodes) // 2`` pairs."""
+
+    def __init__(self, nodes: tuple[str, ...]) -> None:
+        self.nodes = nodes
+        n = len(nodes)
+        self._ring: tuple[str | None, ...] = (*nodes, None) if n % 2 else nodes
+        self._rounds = 0 if n == 0 else 1 if n == 1 else len(self._ring) - 1
+
+    def __len__(self) -> int:
+        return self._rounds
+
+    @overload
+    def __getitem__(self, r: int) -> Round: ...
+    @overload
+    def __getitem__(self, r: slice) -> list[Round]: ...
+    def __getitem__(self, r: int | slice) -> Round | list[Round]:
+        if isinstance(r, slice):
+            return [self[i] for i in range(*r.indices(self._rounds))]
+        if r < 0:
+            r += self._rounds
+        if not 0 <= r < self._rounds:
+            raise IndexError(r)
+        if len(self.nodes) == 1:
+            solo: Round = [(self.nodes[0], self.nodes[0])]
+            return solo
+        # after r rotations of all but the first, the tail has turned right by r
+        first, tail = self._ring[0], self._ring[1:]
+        k = r % len(tail)
+        ring = (first, *tail[len(tail) - k :], *tail[: len(tail) - k])
+        m = len(ring)
         rnd: Round = []
         for i in range(m // 2):
             a, b = ring[i], ring[m - 1 - i]
             if a is not None and b is not None:
                 rnd.append((a, b))
-        rounds.append(rnd)
-        ring = [ring[0], ring[-1], *ring[1:-1]]  # rotate all but the first
-    return rounds
+        return rnd
+
+    def group_size(self) -> int:
+        return 2
 
 
 def pack(groups: Sequence[Group]) -> list[Round]:
@@ -107,9 +138,25 @@ def sample(nodes: Sequence[str], k: int, seed: int = 0) -> list[Round]:
         raise ValueError(f"sample: k must be at least 1, got {k}")
     if len(nodes) < 2:
         return pairs(nodes)
-    every = list(combinations(nodes, 2))
-    chosen = random.Random(seed).sample(every, min(k, len(every)))
-    return pack(chosen)
+    n = len(nodes)
+    every = n * (n - 1) // 2
+    # the same draw as sampling the list of every pair (combinations order), without
+    # making that list: sample() picks positions, mapped here to their pair
+    chosen = random.Random(seed).sample(range(every), min(k, every))
+    return pack([_nth_pair(nodes, i) for i in chosen])
+
+
+def _nth_pair(nodes: Sequence[str], i: int) -> Group:
+    """The ``i``-th pair of ``itertools.combinations(nodes, 2)``."""
+    n = len(nodes)
+    # pairs starting at a: n-1-a; those before a: a*(2n-a-1)/2
+    a = int((2 * n - 1 - math.sqrt((2 * n - 1) ** 2 - 8 * i)) // 2)
+    while a > 0 and a * (2 * n - a - 1) // 2 > i:
+        a -= 1
+    while (a + 1) * (2 * n - a - 2) // 2 <= i:
+        a += 1
+    b = a + 1 + i - a * (2 * n - a - 1) // 2
+    return (nodes[a], nodes[b])
 
 
 def groups(nodes: Sequence[str], labels: Mapping[str, str]) -> list[Round]:
@@ -156,6 +203,19 @@ def schedule(
     **unknown: Any,
 ) -> list[Round]:
     """Rounds of ``placement`` over ``nodes``; ``k``/``seed`` for sample, ``labels`` for groups."""
+    return list(rounds_of(placement, nodes, k=k, seed=seed, labels=labels, **unknown))
+
+
+def rounds_of(
+    placement: str,
+    nodes: Sequence[str],
+    *,
+    k: int | None = None,
+    seed: int = 0,
+    labels: Mapping[str, str] | None = None,
+    **unknown: Any,
+) -> Sequence[Round]:
+    """:func:`schedule`, with the rounds of ``pairs`` made one at a time when asked for."""
     try:
         fn = PLACEMENTS[placement]
     except KeyError:
@@ -172,6 +232,8 @@ def schedule(
         if labels is None:
             raise ValueError("placement groups needs labels (set group_by to a label name)")
         return groups(nodes, labels)
+    if placement == "pairs":
+        return PairRounds(tuple(nodes))
     return fn(nodes)
 
 
@@ -188,47 +250,227 @@ class PlannedRound:
 
 
 @dataclass(frozen=True)
+class RoundShape:
+    """What the estimate and the concurrency of a round need: how many runs it holds, how
+    many of them are network tests, and the longest expected run of each kind."""
+
+    runs: int
+    network: int = 0
+    longest: float = 0.0
+    longest_network: float = 0.0
+
+    @staticmethod
+    def of(invocations: Sequence[Invocation]) -> RoundShape:
+        net = [i.expected_s for i in invocations if i.network]
+        return RoundShape(
+            runs=len(invocations),
+            network=len(net),
+            longest=max((i.expected_s for i in invocations), default=0.0),
+            longest_network=max(net, default=0.0),
+        )
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One enabled suite step over its nodes: its rounds are made when they are asked
+    for (:meth:`rounds`), never all held at once. Its counts and estimate come from its
+    round *shapes* (:meth:`shapes`): a placement whose rounds are made on demand (all
+    pairs) is measured on the rounds that cover every node once (the first two); when
+    every group there plans alike (the same number of runs, network flag and expected
+    time), every round of the step is taken to; otherwise every round is made once and
+    measured. A repeat plans as the first one does."""
+
+    step: Step
+    runner: Any = field(repr=False)
+    schedule: Sequence[Round] = field(repr=False)
+    inventory: Inventory = field(repr=False)
+    base_port: int
+    workdir: str
+    estimate: tuple[float, str] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+    @property
+    def repeats(self) -> int:
+        return self.step.model.repeats
+
+    def round(self, repeat: int, r_index: int) -> PlannedRound:
+        """Round ``r_index`` of repeat ``repeat``, its invocations made now."""
+        return PlannedRound(
+            self.step.name,
+            self.step.tool,
+            repeat,
+            r_index,
+            tuple(self._invocations(repeat, r_index, self.schedule[r_index])),
+        )
+
+    def rounds(self) -> Iterator[PlannedRound]:
+        for repeat in range(self.repeats):
+            for r_index in range(len(self.schedule)):
+                yield self.round(repeat, r_index)
+
+    def _invocations(self, repeat: int, r_index: int, rnd: Round) -> Iterator[Invocation]:
+        from aibench.runners import Slot
+
+        step, timeout = self.step, self.step.model.timeout
+        for index, group in enumerate(rnd):
+            slot = Slot(
+                round=r_index,
+                index=index,
+                repeat=repeat,
+                base_port=self.base_port,
+                workdir=self.workdir,
+            )
+            members = [self.inventory.node(n) for n in group]
+            for inv in self.runner.invocations(step.name, step.options, members, slot):
+                if timeout is not None:
+                    inv = _with_timeout(inv, timeout)
+                secs, why = self.estimate or expected_seconds(None, None, inv.client.timeout)
+                yield replace(inv, expected_s=float(secs), estimate=str(why))
+
+    def covering_rounds(self) -> list[int]:
+        """The rounds (of the first repeat) in which every node of the step runs: the
+        first two of all pairs (one node sits out the first when their number is odd),
+        else every round."""
+        if isinstance(self.schedule, PairRounds):
+            return list(range(min(2, len(self.schedule))))
+        return list(range(len(self.schedule)))
+
+    def sample(self) -> Iterator[Invocation]:
+        """The invocations of :meth:`covering_rounds`, made one at a time: what the
+        version probes and an example command are read from."""
+        for r in self.covering_rounds():
+            yield from self._invocations(0, r, self.schedule[r])
+
+    @cached_property
+    def _measured(self) -> tuple[list[RoundShape], Invocation | None]:
+        """The shape of every round of the first repeat, and the first invocation."""
+        n_rounds = len(self.schedule)
+        if not n_rounds:
+            return [], None
+        first = next(self._invocations(0, 0, self.schedule[0]), None)
+        if isinstance(self.schedule, PairRounds):
+            per_group: set[RoundShape] = set()
+            for r in self.covering_rounds():
+                for group in self.schedule[r]:
+                    per_group.add(RoundShape.of(list(self._invocations(0, r, [group]))))
+            if len(per_group) == 1:
+                (g,) = per_group
+                n = len(self.schedule[0])
+                shape = RoundShape(g.runs * n, g.network * n, g.longest, g.longest_network)
+                return [shape] * n_rounds, first
+        shapes = [
+            RoundShape.of(list(self._invocations(0, r, self.schedule[r]))) for r in range(n_rounds)
+        ]
+        return shapes, first
+
+    def shapes(self) -> list[RoundShape]:
+        """The shape of each round of one repeat (every repeat has the same)."""
+        return self._measured[0]
+
+    def example(self) -> Invocation | None:
+        """The step's first invocation (repeat 1, round 1), or None when it plans none."""
+        return self._measured[1]
+
+    def runs(self) -> int:
+        return self.repeats * sum(s.runs for s in self.shapes())
+
+    def round_count(self) -> int:
+        return self.repeats * len(self.schedule)
+
+
+def at_once(shape: RoundShape, limits: Limits) -> int:
+    """How many runs of a round of ``shape`` run at the same time under ``max_parallel``
+    and ``max_network_parallel`` (the network ones count against both)."""
+    net = shape.network
+    capped = min(net, limits.max_network_parallel) if limits.max_network_parallel else net
+    return min(max(1, limits.max_parallel), shape.runs - net + capped)
+
+
+def round_seconds(shape: RoundShape, limits: Limits) -> float:
+    """Rough wall time of a round: its longest expected run times the waves the
+    concurrency limits make of it."""
+    if not shape.runs:
+        return 0.0
+    t = math.ceil(shape.runs / max(1, limits.max_parallel)) * shape.longest
+    if shape.network and limits.max_network_parallel:
+        waves = math.ceil(shape.network / limits.max_network_parallel)
+        t = max(t, waves * shape.longest_network)
+    return t
+
+
+@dataclass(frozen=True)
 class Plan:
+    """The steps of a suite over an inventory. Rounds are made as they are iterated
+    (:meth:`iter_rounds`), so that a plan of a million runs is not held in memory; the
+    counts and the estimate are read from the steps' round shapes. ``rounds`` and
+    ``invocations`` make every round (for small plans and tests)."""
+
     suite: Suite
     inventory: Inventory
-    rounds: tuple[PlannedRound, ...]
+    steps: tuple[PlannedStep, ...]
+
+    def iter_rounds(self) -> Iterator[PlannedRound]:
+        for step in self.steps:
+            yield from step.rounds()
+
+    def iter_invocations(self) -> Iterator[Invocation]:
+        for rnd in self.iter_rounds():
+            yield from rnd.invocations
+
+    @property
+    def rounds(self) -> tuple[PlannedRound, ...]:
+        return tuple(self.iter_rounds())
 
     @property
     def invocations(self) -> list[Invocation]:
-        return [inv for r in self.rounds for inv in r.invocations]
+        return list(self.iter_invocations())
+
+    def run_count(self) -> int:
+        return sum(s.runs() for s in self.steps)
+
+    def round_count(self) -> int:
+        return sum(s.round_count() for s in self.steps)
+
+    def hosts(self) -> list[str]:
+        """Every node some run of the plan is placed on, sorted."""
+        seen: set[str] = set()
+        for s in self.steps:
+            if isinstance(s.schedule, PairRounds):
+                seen.update(s.schedule.nodes)
+            else:
+                seen.update(n for rnd in s.schedule for g in rnd for n in g)
+        return sorted(seen)
+
+    def sample_invocations(self) -> Iterator[Invocation]:
+        """For each step, the invocations of the rounds in which each of its nodes runs
+        (:meth:`PlannedStep.sample`)."""
+        for s in self.steps:
+            yield from s.sample()
 
     def at_once(self, rnd: PlannedRound) -> int:
         """How many invocations of the round run at the same time under the inventory's
         ``max_parallel`` and ``max_network_parallel`` (the network ones count against both)."""
+        return at_once(RoundShape.of(rnd.invocations), self.inventory.limits)
+
+    def step_seconds(self, step: PlannedStep) -> float:
         limits = self.inventory.limits
-        n = len(rnd.invocations)
-        net = sum(1 for i in rnd.invocations if i.network)
-        capped = min(net, limits.max_network_parallel) if limits.max_network_parallel else net
-        return min(max(1, limits.max_parallel), n - net + capped)
+        return step.repeats * sum(round_seconds(s, limits) for s in step.shapes())
 
     def estimated_seconds(self) -> float:
         """Rough wall time: per round, the longest expected run, times the waves the
         concurrency limits make of the round (rounds run one after another)."""
-        limits = self.inventory.limits
-        total = 0.0
-        for r in self.rounds:
-            if not r.invocations:
-                continue
-            longest = max(i.expected_s for i in r.invocations)
-            waves = math.ceil(len(r.invocations) / max(1, limits.max_parallel))
-            net = [i.expected_s for i in r.invocations if i.network]
-            t = waves * longest
-            if net and limits.max_network_parallel:
-                t = max(t, math.ceil(len(net) / limits.max_network_parallel) * max(net))
-            total += t
-        return total
+        return sum(self.step_seconds(s) for s in self.steps)
 
     def estimate_basis(self) -> list[str]:
         """How each step's duration was estimated (the runners' own words), once a step."""
         seen: dict[str, str] = {}
-        for r in self.rounds:
-            for inv in r.invocations:
-                seen.setdefault(inv.step, inv.estimate)
+        for s in self.steps:
+            ex = s.example()
+            if ex is not None:
+                seen.setdefault(ex.step, ex.estimate)
         return [f"{step}: {why}" for step, why in seen.items() if why]
 
 
@@ -290,10 +532,11 @@ def _step_key(suite: Suite | None, step: Step) -> str:
 
 
 def build_plan(suite: Suite, inventory: Inventory) -> Plan:
-    """The rounds of every enabled step of ``suite`` over ``inventory`` (pure)."""
-    from aibench.runners import RUNNERS, Slot
+    """The steps of every enabled step of ``suite`` over ``inventory`` (pure); their rounds
+    are made when iterated, their shapes (counts, estimate) measured here."""
+    from aibench.runners import RUNNERS
 
-    rounds: list[PlannedRound] = []
+    steps: list[PlannedStep] = []
     for step in suite.steps:
         if not step.model.enabled:
             continue
@@ -305,28 +548,21 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
             kwargs["k"] = step.model.sample
         if step.model.group_by is not None:
             kwargs["labels"] = {n.name: n.labels.get(step.model.group_by, "") for n in nodes}
-        groups_by_round = schedule(placement, [n.name for n in nodes], **kwargs)
         own = getattr(runner, "expected_seconds", None)
-        estimate = own(step.options) if own is not None else None
-        for repeat in range(step.model.repeats):
-            for r_index, rnd in enumerate(groups_by_round):
-                invs: list[Invocation] = []
-                for index, group in enumerate(rnd):
-                    slot = Slot(
-                        round=r_index,
-                        index=index,
-                        repeat=repeat,
-                        base_port=suite.settings.base_port,
-                        workdir=suite.settings.workdir,
-                    )
-                    members = [inventory.node(n) for n in group]
-                    for inv in runner.invocations(step.name, step.options, members, slot):
-                        if step.model.timeout is not None:
-                            inv = _with_timeout(inv, step.model.timeout)
-                        secs, why = estimate or expected_seconds(None, None, inv.client.timeout)
-                        invs.append(replace(inv, expected_s=float(secs), estimate=str(why)))
-                rounds.append(PlannedRound(step.name, step.tool, repeat, r_index, tuple(invs)))
-    return Plan(suite=suite, inventory=inventory, rounds=tuple(rounds))
+        planned = PlannedStep(
+            step=step,
+            runner=runner,
+            schedule=rounds_of(placement, [n.name for n in nodes], **kwargs),
+            inventory=inventory,
+            base_port=suite.settings.base_port,
+            workdir=suite.settings.workdir,
+            estimate=own(step.options) if own is not None else None,
+        )
+        # measured now: a step the runner refuses to plan is an error here, before
+        # anything runs, as when every run was made up front
+        planned.shapes()
+        steps.append(planned)
+    return Plan(suite=suite, inventory=inventory, steps=tuple(steps))
 
 
 def _with_timeout(inv: Invocation, timeout: float) -> Invocation:
@@ -338,35 +574,72 @@ def _with_timeout(inv: Invocation, timeout: float) -> Invocation:
 # --------------------------------------------------------------------------- display
 
 
-def format_plan(plan: Plan) -> str:
-    """The plan as ``aibench plan`` prints it: a header with the estimate, then per step
-    and round how many runs it holds and how many run at once, and each process's node,
-    role and command line (secret-looking environment values as ``***``)."""
-    lines = [
+def format_plan(plan: Plan, full: bool = False) -> str:
+    """:func:`plan_lines` as one text."""
+    return "\n".join(plan_lines(plan, full=full))
+
+
+def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
+    """The plan as ``aibench plan`` prints it, line by line: a header with the number of
+    runs and rounds and the estimate, then per step how long a run takes (and how that
+    was estimated), its runs, rounds and estimate, how many run at once, and one example
+    run: each process's node, role and command line (secret-looking environment values as
+    ``***``). ``full``: instead of the example, every round and every run of it, made one
+    round at a time."""
+    limits = plan.inventory.limits
+    yield (
         f"suite {plan.suite.name} ({plan.suite.source}) on {len(plan.inventory)} node(s) "
-        f"of {plan.inventory.name}: {len(plan.invocations)} runs in {len(plan.rounds)} rounds, "
+        f"of {plan.inventory.name}: {plan.run_count()} runs in {plan.round_count()} rounds, "
         f"about {fmt_seconds(plan.estimated_seconds())}"
-    ]
-    current = None
-    for rnd in plan.rounds:
-        if rnd.step != current:
-            current = rnd.step
-            head = f"\nstep {rnd.step} ({rnd.tool})"
-            if rnd.invocations:
-                first = rnd.invocations[0]
-                head += f": about {fmt_seconds(first.expected_s)} a run"
-                head += f" ({first.estimate})" if first.estimate else ""
-            lines.append(head)
-        n, at_once = len(rnd.invocations), plan.at_once(rnd)
-        concurrency = f"{n} run(s) at once" if at_once >= n else f"{n} run(s), {at_once} at once"
-        lines.append(f"  repeat {rnd.repeat + 1} round {rnd.round + 1}: {concurrency}")
-        for inv in rnd.invocations:
-            for s in inv.setup:
-                lines.append(f"    {s.host:<16} setup   {_command(s)}")
-            for s in inv.servers:
-                lines.append(f"    {s.host:<16} server  {_command(s)}")
-            lines.append(f"    {inv.client.host:<16} {inv.client.role:<7} {_command(inv.client)}")
-    return "\n".join(lines)
+    )
+    for step in plan.steps:
+        if not step.round_count():
+            continue
+        head = f"\nstep {step.name} ({step.step.tool})"
+        first = step.example()
+        if first is not None:
+            head += f": about {fmt_seconds(first.expected_s)} a run"
+            head += f" ({first.estimate})" if first.estimate else ""
+        yield head
+        if full:
+            for rnd in step.rounds():
+                n, k = len(rnd.invocations), plan.at_once(rnd)
+                concurrency = f"{n} run(s) at once" if k >= n else f"{n} run(s), {k} at once"
+                yield f"  repeat {rnd.repeat + 1} round {rnd.round + 1}: {concurrency}"
+                for inv in rnd.invocations:
+                    yield from _run_lines(inv, "    ")
+            continue
+        shapes = step.shapes()
+        repeats = f" ({step.repeats} repeats of {len(shapes)})" if step.repeats > 1 else ""
+        yield (
+            f"  {_count(step.runs(), 'run')} in {_count(step.round_count(), 'round')}{repeats}, "
+            f"about {fmt_seconds(plan.step_seconds(step))}"
+        )
+        sizes = sorted({s.runs for s in shapes})
+        most = max(at_once(s, limits) for s in shapes)
+        if len(sizes) == 1:
+            n = sizes[0]
+            concurrency = f"{n} run(s) at once" if most >= n else f"{n} run(s), {most} at once"
+            yield f"  each round: {concurrency}"
+        else:
+            yield f"  rounds of {sizes[0]} to {sizes[-1]} run(s), at most {most} at once"
+        if first is not None:
+            yield "  for example:"
+            yield from _run_lines(first, "    ")
+    if not full:
+        yield "\n(aibench plan --full lists every run of every round)"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _run_lines(inv: Invocation, indent: str) -> Iterator[str]:
+    for s in inv.setup:
+        yield f"{indent}{s.host:<16} setup   {_command(s)}"
+    for s in inv.servers:
+        yield f"{indent}{s.host:<16} server  {_command(s)}"
+    yield f"{indent}{inv.client.host:<16} {inv.client.role:<7} {_command(inv.client)}"
 
 
 def _command(spec: Any) -> str:

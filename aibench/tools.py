@@ -25,7 +25,7 @@ A runner that only sets ``units = {...}`` (a class attribute) is read as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,9 +97,29 @@ def all_tools() -> list[str]:
     return sorted({*RUNNERS.names(), *PARSERS.names()})
 
 
-def vocabulary() -> dict[tuple[str, str], str]:
-    """(tool, metric) -> the unit the tool records it in, for every tool that says."""
-    return {(tool, m): u for tool in all_tools() for m, u in traits(tool).units.items()}
+class Vocabulary(Mapping[tuple[str, str], str]):
+    """(tool, metric) -> the unit the tool records it in, for every tool that says.
+
+    Looking up one (tool, metric) reads only that tool's traits (importing its runner or
+    parser alone); listing it reads every tool's."""
+
+    def __getitem__(self, key: tuple[str, str]) -> str:
+        tool, metric = key
+        return traits(tool).units[metric]
+
+    def _all(self) -> dict[tuple[str, str], str]:
+        return {(tool, m): u for tool in all_tools() for m, u in traits(tool).units.items()}
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def vocabulary() -> Vocabulary:
+    """(tool, metric) -> the unit the tool records it in (see :class:`Vocabulary`)."""
+    return Vocabulary()
 
 
 def higher_is_better(tool: str, metric: str, unit: str) -> bool:
@@ -115,9 +135,13 @@ def higher_is_better(tool: str, metric: str, unit: str) -> bool:
         return True
 
 
-def pair_series() -> list[tuple[str, str, Mapping[str, object] | None]]:
-    """(tool, metric, required dims) of every pairwise series fault localization reads."""
-    return [(tool, s.metric, s.dims) for tool in all_tools() for s in traits(tool).pair_series]
+def pair_series(
+    among: Iterable[str] | None = None,
+) -> list[tuple[str, str, Mapping[str, object] | None]]:
+    """(tool, metric, required dims) of every pairwise series fault localization reads;
+    of the tools ``among`` only (those of a run) when given, which reads no other tool."""
+    names = all_tools() if among is None else sorted(set(among))
+    return [(tool, s.metric, s.dims) for tool in names for s in traits(tool).pair_series]
 
 
 def key_facts() -> tuple[str, ...]:

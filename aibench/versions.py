@@ -3,8 +3,9 @@
 :func:`version_probes` says what to run for one invocation (the runner's
 ``version_argv_for(inv)`` or ``version_argv()``, and the launcher's ``--version`` when the
 client is mpirun or srun); :func:`capture_versions` runs each distinct probe once per node
-before the first round and records what it found (or why not) on the execution, from
-where every step and run.json's environment take it.
+before the first round (read from the rounds of each step in which every node of it
+runs: :meth:`aibench.plan.Plan.sample_invocations`) and records what it found (or why
+not) on the execution, from where every step and run.json's environment take it.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ async def capture_versions(ex: Execution, raw: Path) -> None:
     from aibench.launchers import LAUNCHERS
 
     probes = sorted(
-        {p for inv in ex.plan.invocations for p in version_probes(inv)},
+        {p for inv in ex.plan.sample_invocations() for p in version_probes(inv)},
         key=lambda p: (p.host, p.name, p.argv, p.env),
     )
     seen: dict[tuple[str, str], int] = {}

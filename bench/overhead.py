@@ -13,9 +13,11 @@ and prints the medians, the fixed cost ``aibench_1 - direct_1``, the cost per ex
 ``((aibench_k - aibench_1) - (direct_k - direct_1)) / (K - 1)``, and PASS/MISS for each
 target. Also the CPU time (user + sys) of the aibench process alone, which a busy machine
 moves less than wall time. With ``--profile`` it prints where a one-step run's time goes
-(cProfile, cumulative, the top entries).
+(cProfile, cumulative, the top entries). With ``--baseline DIR`` (another checkout of
+aibench, e.g. ``git worktree add /tmp/before <commit>``) its runs join the same loop
+(``before_1``, ``before_k``) and its fixed cost and cost per step are printed beside.
 
-    python bench/overhead.py [--runs 5] [--k 10] [--profile]
+    python bench/overhead.py [--runs 5] [--k 10] [--profile] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -61,12 +63,18 @@ def planned_argv(suite: Path) -> list[list[str]]:
     return [list(p.argv) for inv in plan.invocations for p in (*inv.setup, inv.client)]
 
 
-def timed(argvs: list[list[str]]) -> tuple[float, float]:
-    """Wall seconds of running the argvs one after another, and their children's CPU."""
+def timed(argvs: list[list[str]], source: str | None = None) -> tuple[float, float]:
+    """Wall seconds of running the argvs one after another, and their children's CPU;
+    ``source``: with that checkout of aibench first on the path."""
+    env = dict(os.environ, PYTHONPATH=source) if source else None
+    cwd = tempfile.gettempdir()  # python -m puts the working directory first on the path
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     for argv in argvs:
-        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            cwd=cwd,
+        )  # fmt: skip
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -87,6 +95,7 @@ def main() -> int:
     ap.add_argument("--fixed-target", type=float, default=0.6)
     ap.add_argument("--step-target", type=float, default=0.020)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--baseline", metavar="DIR", help="another checkout, measured alongside")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="aibench-overhead-") as tmp:
         d = Path(tmp)
@@ -107,11 +116,19 @@ def main() -> int:
         rows: dict[str, list[tuple[float, float]]] = {
             "direct_1": [], "aibench_1": [], "direct_k": [], "aibench_k": []
         }  # fmt: skip
+        base = args.baseline and str(Path(args.baseline).resolve())
+        if base:
+            rows.update(before_1=[], before_k=[])
+            timed([aibench(one, spec, d / "warm")], base)
         for i in range(args.runs):
             rows["direct_1"].append(timed(direct_1))
             rows["aibench_1"].append(timed([aibench(one, spec, d / f"o{i}")]))
+            if base:
+                rows["before_1"].append(timed([aibench(one, spec, d / f"bo{i}")], base))
             rows["direct_k"].append(timed(direct_k))
             rows["aibench_k"].append(timed([aibench(many, spec, d / f"m{i}")]))
+            if base:
+                rows["before_k"].append(timed([aibench(many, spec, d / f"bm{i}")], base))
     wall = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs each")
@@ -130,6 +147,14 @@ def main() -> int:
         f"cost per extra step: {per_step * 1000:.1f} ms, target {args.step_target * 1000:.0f} "
         f"ms: {'PASS' if per_step <= args.step_target else 'MISS'}"
     )
+    if "before_1" in rows:
+        b_fixed = wall["before_1"] - wall["direct_1"]
+        b_cpu = cpu["before_1"] - cpu["direct_1"]
+        b_extra = (wall["before_k"] - wall["before_1"]) - (wall["direct_k"] - wall["direct_1"])
+        print(
+            f"baseline: fixed cost {b_fixed:.3f} s wall ({b_cpu:.3f} s CPU), "
+            f"per extra step {b_extra / (args.k - 1) * 1000:.1f} ms"
+        )
     return 0 if fixed <= args.fixed_target and per_step <= args.step_target else 1
 
 

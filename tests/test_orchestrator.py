@@ -223,6 +223,35 @@ def test_a_second_resume_after_a_cut_line(tmp_path: Path, script_runner: ScriptR
     assert set(again.done) == {"a/n1/r0", "b/n1/r0"}
 
 
+def test_resume_of_all_pairs_made_round_by_round(
+    tmp_path: Path, script_runner: ScriptRunner
+) -> None:
+    """The rounds of all pairs are made when they run, on resume too: what the journal
+    holds is not run again, the rest is, in the same rounds with the same step ids."""
+    from dataclasses import replace
+
+    suite = suite_of(("p", {"script": "print('x 1')"}), repeats=2)
+    step = suite.steps[0]
+    suite = replace(
+        suite, steps=(replace(step, model=step.model.model_copy(update={"placement": "pairs"})),)
+    )
+    inv = local_nodes(5)  # 10 pairs in 5 rounds, one node sitting out each; 2 repeats
+    first = run_plan(tmp_path, suite, inv)
+    assert len(first.results()) == 20
+    journal = (tmp_path / JOURNAL).read_text().splitlines()
+    (tmp_path / JOURNAL).write_text("\n".join(journal[:7]) + "\n")
+    kept = {json.loads(line)["step_id"]: json.loads(line)["started"] for line in journal[:7]}
+    loc = LocalExecutor()
+    ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
+    ex.load_journal()
+    asyncio.run(execute(ex))
+    results = ex.results()
+    assert [r.step_id for r in results] == [r.step_id for r in first.results()]
+    assert all(r.status is StepStatus.OK for r in results)
+    assert {r.step_id: r.started for r in results if r.step_id in kept} == kept
+    assert len((tmp_path / JOURNAL).read_text().splitlines()) == 20  # 7 kept + 13 run
+
+
 def test_unreachable_node_is_named(tmp_path: Path, script_runner: ScriptRunner) -> None:
     class Picky(LocalExecutor):
         async def check(self, node: Node) -> str | None:

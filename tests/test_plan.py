@@ -45,6 +45,18 @@ def test_pairs_empty() -> None:
     assert plan.pairs([]) == []
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 8])
+def test_pair_rounds_are_made_one_at_a_time_as_pairs_lists_them(n: int) -> None:
+    nodes = names(n)
+    lazy = plan.PairRounds(tuple(nodes))
+    every = plan.pairs(nodes)
+    assert len(lazy) == len(every)
+    assert [lazy[r] for r in range(len(lazy))] == every
+    assert lazy[-1:] == every[-1:]
+    with pytest.raises(IndexError):
+        lazy[len(every)]
+
+
 @pytest.mark.parametrize(
     ("nodes", "expected"),
     [
@@ -281,7 +293,7 @@ def test_plan_prints_rounds_commands_and_duration_touching_no_node(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
 ) -> None:
     files = plan_files(tmp_path)
-    out = run_cli(capsys, ["plan", *files])
+    out = run_cli(capsys, ["plan", "--full", *files])
     lines = out.splitlines()
     # fio 2 s + 1, three rounds of iperf3 3 s + 1, nccl-tests with no duration: its
     # timeout's share, capped at 60 s
@@ -333,14 +345,123 @@ def test_dry_run_prints_the_plan_and_writes_nothing(
     out = tmp_path / "runs"
     dry = run_cli(capsys, ["run", "--dry-run", *files, "--output-dir", str(out)])
     assert dry == planned
+    full = run_cli(capsys, ["plan", "--full", *files])
+    assert run_cli(capsys, ["run", "--dry-run", "--full", *files, "--output-dir", str(out)]) == full
+    assert full != planned
     assert not out.exists()  # no run directory
+
+
+def test_plan_prints_a_summary_per_step_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
+) -> None:
+    files = plan_files(tmp_path, max_parallel=3, max_network_parallel=1)
+    out = run_cli(capsys, ["plan", *files])
+    lines = out.splitlines()
+    assert lines[0].endswith("on 4 node(s) of lab: 11 runs in 5 rounds, about 2 min")
+    assert not [ln for ln in lines if ln.strip().startswith("repeat ")]  # no round listing
+    assert [ln for ln in lines if ln.startswith("step ")] == [
+        "step disk (fio): about 3 s a run (runtime 2 s)",
+        "step net (iperf3): about 4 s a run (-t 3 s)",
+        "step nccl (nccl-tests): about 60 s a run "
+        "(no estimate from its options: its timeout, at most 60 s)",
+    ]
+    # per step: runs, rounds and its share of the estimate (6 + 24 + 60 s = the header's)
+    assert [ln.strip() for ln in lines if " in " in ln and ln.startswith("  ")] == [
+        "4 runs in 1 round, about 6 s",
+        "6 runs in 3 rounds, about 24 s",
+        "1 run in 1 round, about 60 s",
+    ]
+    assert [ln.strip() for ln in lines if ln.strip().startswith("each round")] == [
+        "each round: 4 run(s), 3 at once",
+        "each round: 2 run(s), 1 at once",
+        "each round: 1 run(s) at once",
+    ]
+    # one example run per step, as --full prints that run first
+    full = run_cli(capsys, ["plan", "--full", *files]).splitlines()
+    examples = [ln for ln in lines if ln.startswith("    ")]
+    assert len(examples) == 2 + 2 + 1  # fio: setup and client; iperf3: server and client
+    for ex in examples:
+        assert ex in full
+    assert examples[2].split()[:2] == ["node4", "server"]
+    assert examples[3].split()[:2] == ["node1", "client"]
+    assert "HF_TOKEN=***" in examples[4]
+    assert "hunter2" not in out
+    assert lines[-1] == "(aibench plan --full lists every run of every round)"
+
+
+def test_summary_counts_are_those_of_the_full_listing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
+) -> None:
+    """The summary counts runs without making them; --full makes them: the same numbers,
+    with repeats and an odd number of nodes (one sits out each round of pairs)."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "schema_version: 1\nname: count\nsteps:\n"
+        "  - {name: net, tool: iperf3, placement: pairs, repeats: 2,"
+        " options: {duration: 1}}\n"
+        "  - {name: ring, tool: iperf3, placement: ring, options: {duration: 1}}\n"
+    )
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(
+        "name: odd\ndefaults: {executor: ssh}\n"
+        f"ssh: {{user: bench, known_hosts: {tmp_path / 'kh'}}}\n"
+        "nodes:\n  - name: h[1-7]\n    address_pattern: '192.0.2.{n}'\n"
+    )
+    files = ["--suite", str(suite), "--inventory", str(inv)]
+    summary = run_cli(capsys, ["plan", *files]).splitlines()
+    full = run_cli(capsys, ["plan", "--full", *files]).splitlines()
+    assert summary[0] == full[0]
+    # 2 x 21 pairs + 7 ring pairs, each round 2 s
+    assert summary[0].endswith("49 runs in 17 rounds, about 34 s")
+    assert "  42 runs in 14 rounds (2 repeats of 7), about 28 s" in summary
+    assert sum(1 for ln in full if " client " in ln) == 49
+    assert sum(1 for ln in full if ln.strip().startswith("repeat ")) == 17
+
+
+def test_a_plan_of_all_pairs_is_counted_without_making_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """All pairs of 400 nodes are 79800 runs in 399 rounds: the summary and the
+    estimate come from the two rounds in which every node runs, not from 79800 calls
+    of the runner; the orchestrator then makes one round at a time."""
+    from aibench.inventory import Inventory, Node
+    from aibench.plan import build_plan, plan_lines
+    from aibench.runners import RUNNERS
+    from aibench.suite import load_suite
+
+    path = tmp_path / "pairs.yaml"
+    path.write_text(
+        "schema_version: 1\nname: pairs\nsteps:\n"
+        "  - {name: net, tool: iperf3, placement: pairs, options: {duration: 5}}\n"
+    )
+    inventory = Inventory("scale", tuple(Node(f"n{i:04d}", executor="ssh") for i in range(400)))
+    runner = RUNNERS.get("iperf3")
+    calls = 0
+    real = runner.invocations
+
+    def counting(*a: object, **k: object) -> object:
+        nonlocal calls
+        calls += 1
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    plan = build_plan(load_suite(str(path)), inventory)
+    monkeypatch.setattr(runner, "invocations", counting)
+    text = list(plan_lines(plan))
+    assert plan.run_count() == 400 * 399 // 2
+    assert plan.round_count() == 399
+    # 200 pairs a round at 64 at once: 4 waves of 6 s, 399 times
+    assert text[0].endswith("79800 runs in 399 rounds, about 2.7 h")
+    assert calls <= 2 * 200 + 1, calls
+    first = next(plan.iter_rounds())
+    assert len(first.invocations) == 200
+    assert calls <= 3 * 200 + 1
 
 
 def test_plan_shows_the_concurrency_limits(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_contact: None
 ) -> None:
     files = plan_files(tmp_path, max_parallel=3, max_network_parallel=1)
-    lines = run_cli(capsys, ["plan", *files]).splitlines()
+    lines = run_cli(capsys, ["plan", "--full", *files]).splitlines()
     rounds = [ln.strip() for ln in lines if ln.strip().startswith("repeat ")]
     assert rounds == [
         "repeat 1 round 1: 4 run(s), 3 at once",  # max_parallel
@@ -375,8 +496,7 @@ def _pairs_plan_visits(tmp: Path, n: int) -> tuple[int, int]:
 
     path = tmp / "pairs.yaml"
     path.write_text(
-        "schema_version: 1\nname: pairs\nsteps:\n"
-        "  - {name: net, tool: iperf3, placement: pairs}\n"
+        "schema_version: 1\nname: pairs\nsteps:\n  - {name: net, tool: iperf3, placement: pairs}\n"
     )
     suite = load_suite(str(path))
     nodes = CountingNodes(Node(f"n{i:04d}", executor="ssh") for i in range(n))
@@ -434,7 +554,7 @@ def test_a_closed_pipe_ends_the_plan_quietly(tmp_path: Path) -> None:
     inv = Path(files[files.index("--inventory") + 1])
     inv.write_text(inv.read_text().replace("node[1-4]", "node[1-64]"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aibench", "plan", *files],
+        [sys.executable, "-m", "aibench", "plan", "--full", *files],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -1,10 +1,12 @@
 """``aibench plan``: print the schedule of a suite over an inventory, touching no node.
 
 The header names the suite, the inventory, the number of runs and rounds and the
-estimated duration; then per step and round how many runs it holds and how many run at
-once under the inventory's limits, and per run each process: the node, its role (setup,
-server, client or launcher) and its command line with its environment (secret-looking
-values shown as ``***``). ``aibench run --dry-run`` prints the same.
+estimated duration; then per step how long a run is expected to take, its runs, rounds
+and estimate, how many run at once under the inventory's limits, and one example run:
+each process's node, its role (setup, server, client or launcher) and its command line
+with its environment (secret-looking values shown as ``***``). ``--full`` lists every
+round and every run instead of the example (all pairs of a thousand nodes are millions
+of lines). ``aibench run --dry-run`` prints the same.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ EPILOG = """\
 examples:
   aibench plan --suite acceptance
   aibench plan --suite acceptance --inventory cluster.yaml --steps iperf3-tcp
+  aibench plan --suite acceptance --inventory cluster.yaml --full | less
 """
 
 
@@ -27,11 +30,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aibench.commands.run import load_inputs
-    from aibench.plan import build_plan, format_plan
+    from aibench.commands.run import load_inputs, print_plan
+    from aibench.plan import build_plan
 
     inputs = load_inputs(args)
-    print(format_plan(build_plan(inputs.suite, inputs.inventory)))
+    print_plan(build_plan(inputs.suite, inputs.inventory), full=args.full)
     return 0
 
 

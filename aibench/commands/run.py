@@ -49,6 +49,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     p.add_argument(
+        "--full",
+        action="store_true",
+        help="with --dry-run (and aibench plan): list every run of every round, not a "
+        "summary per step",
+    )
+    p.add_argument(
         "--history",
         metavar="DB",
         help="record the run in this history database and judge it against earlier runs "
@@ -107,12 +113,11 @@ def run(args: argparse.Namespace) -> int:
                 setattr(args, key, cfg.get(key, ""))
     inputs = load_inputs(args)
     plan = build_plan(inputs.suite, inputs.inventory)
-    if not plan.invocations:
+    runs = plan.run_count()
+    if not runs:
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if args.dry_run:
-        from aibench.plan import format_plan
-
-        print(format_plan(plan))
+        print_plan(plan, full=args.full)
         return EXIT_OK
 
     started = pipeline.now_text()
@@ -125,12 +130,12 @@ def run(args: argparse.Namespace) -> int:
         store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs))
     if not args.quiet:
         print(
-            f"aibench: {inputs.suite.name}: {len(plan.invocations)} runs on "
+            f"aibench: {inputs.suite.name}: {runs} runs on "
             f"{len(inputs.inventory)} node(s), about {fmt_seconds(plan.estimated_seconds())}; "
             f"results in {run_dir}",
             file=sys.stderr,
         )
-    reporter = Reporter(len(plan.invocations), quiet=args.quiet)
+    reporter = Reporter(runs, quiet=args.quiet)
     with reporter:
         result = pipeline.run_suite(
             inputs,
@@ -169,6 +174,15 @@ def _soak(args: argparse.Namespace) -> int:
     if args.telemetry:
         own.interval = args.telemetry
     return soak.run(own)
+
+
+def print_plan(plan: Any, full: bool = False) -> None:
+    """Print the plan line by line (a full listing of a large plan is never one text)."""
+    from aibench.plan import plan_lines
+
+    out = sys.stdout
+    for line in plan_lines(plan, full=full):
+        out.write(line + "\n")
 
 
 def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | None:

@@ -264,7 +264,8 @@ def suspects_of(run: Run, *, min_pairs: int = 3) -> list[tuple[str, str, Suspect
         if isinstance(n, Mapping) and "name" in n
     }
     out: list[tuple[str, str, Suspect]] = []
-    for tool, metric, dims in tools.pair_series():
+    # only the run's own tools: reading every tool's traits imports every plug-in
+    for tool, metric, dims in tools.pair_series(among={m.tool for m in ok}):
         merged: dict[tuple[str, str], Suspect] = {}
         for series in comparable_series(ok, tool=tool, metric=metric, dims=dims):
             if len(series.values) < min_pairs:
