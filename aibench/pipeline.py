@@ -120,6 +120,16 @@ class Executors:
             self._cache[node.name] = for_node(node, self.inventory)
         return self._cache[node.name]
 
+    def skipped(self) -> dict[str, str]:
+        """Nodes an executor stopped trying for the rest of the run (the SSH breaker),
+        with the reason."""
+        out: dict[str, str] = {}
+        for e in {id(e): e for e in self._cache.values()}.values():
+            found = getattr(e, "skipped", None)
+            if found is not None:
+                out.update(found())
+        return out
+
     async def close(self) -> None:
         seen = {id(e): e for e in [self.local, *self._cache.values()]}
         for e in seen.values():
@@ -139,6 +149,7 @@ class Executed:
     tool_versions: dict[str, dict[str, str]] = field(default_factory=dict)
     unreachable: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
+    skipped: dict[str, str] = field(default_factory=dict)  # given up on mid-run
 
 
 def execute(
@@ -187,6 +198,7 @@ def execute(
         tool_versions={k: dict(v) for k, v in ex.tool_versions.items()},
         unreachable=dict(ex.unreachable),
         interrupted=interrupted,
+        skipped={n: r for n, r in executors.skipped().items() if n not in ex.unreachable},
     )
 
 
@@ -222,6 +234,8 @@ def assemble(
         notes.append(f"interrupted before the end; resume with: {resume_hint}".rstrip(": "))
     for node, reason in sorted(executed.unreachable.items()):
         notes.append(f"{node} unreachable at the start: {reason}")
+    for node, reason in sorted(executed.skipped.items()):
+        notes.append(f"{node} given up on during the run: {reason}")
     return Run(
         id=run_id,
         suite=inputs.suite.name,

@@ -28,8 +28,11 @@ examples:
       --vendor "ACME Systems" --customer "Example Labs"
   aibench run --suite acceptance --dry-run          # print the schedule, touch nothing
   aibench run --resume runs/20261202-101500-acceptance
+  aibench run --suite nightly --telemetry 2         # sample every node beside the steps
+  aibench run --suite soak --inventory cluster.yaml --duration 4h
 
-Built-in suites: acceptance, nightly, smoke (or a path to your own YAML file).
+Built-in suites: acceptance, nightly, preflight, smoke, and soak (the burn-in, see
+aibench soak --help); or a path to your own YAML file.
 """
 
 

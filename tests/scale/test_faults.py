@@ -229,6 +229,9 @@ def test_sshd_stopped_mid_run(big: TestBed, healthy: dict[str, Any], tmp_path: P
     reasons = " ".join(s["reason"] for s in mine if s["status"] == "unreachable")
     assert "skipped for the rest of the run after" in reasons
     assert "connection" in reasons
+    # and the run's notes name it once, beside the hosts unreachable from the start
+    given_up = [n for n in run["notes"] if n.startswith(f"{victim} given up on during the run")]
+    assert len(given_up) == 1, run["notes"]
     expected = {(src, name, r) for src, name, _ in healthy["facts"] for r in range(3)}
     for h, steps in hosts.items():
         if h != victim:
