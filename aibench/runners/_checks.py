@@ -9,6 +9,7 @@ are never joined, so these keep values plain and one line, not "safe for sh".
 from __future__ import annotations
 
 import re
+from typing import Any
 
 VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
 PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
@@ -36,6 +37,14 @@ def bin_dir(v: str | None) -> str | None:
     if v is not None and not PATH.match(v):
         raise ValueError(f"bin_dir must be an absolute path without spaces: {v!r}")
     return v
+
+
+def tool_path(bin_dir: str | None, node: Any, tool: str, program: str, default: str = "") -> str:
+    """Where a step finds ``program``: the step's ``bin_dir``, else the node's ``tool_dirs``
+    entry of ``tool`` (the inventory), else ``default``; the bare name (the PATH) when none."""
+    dirs = node.facts.get("tool_dirs") or {}
+    directory = bin_dir or (dirs.get(tool) if isinstance(dirs, dict) else None) or default
+    return f"{str(directory).rstrip('/')}/{program}" if directory else program
 
 
 def flags(v: list[str], pattern: re.Pattern[str] = FLAG) -> list[str]:

@@ -66,9 +66,6 @@ Collective = Literal[
     "all_reduce", "all_gather", "reduce_scatter", "alltoall", "alltoallv", "broadcast", "reduce"
 ]
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
-_VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
-_PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
-_FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
 
 
 class HcclTestsOptions(Strict):
@@ -121,9 +118,7 @@ class HcclTestsOptions(Strict):
     @field_validator("datatype", "op", "hccl_socket_ifname", "interfaces", "btl")
     @classmethod
     def _value(cls, v: str | None) -> str | None:
-        if v is not None and not _VALUE.match(v):
-            raise ValueError(f"value {v!r} may hold letters, digits and . , : = / + ^ @ % - only")
-        return v
+        return checks.value(v)
 
     @field_validator("env", "mca")
     @classmethod
@@ -142,10 +137,7 @@ class HcclTestsOptions(Strict):
 
 
 def binary(o: HcclTestsOptions, node: Node) -> str:
-    per_tool = node.facts.get("tool_dirs")
-    node_dir = per_tool.get(TOOL) if isinstance(per_tool, dict) else None
-    directory = o.bin_dir or node_dir or DEFAULT_BIN_DIR
-    return f"{str(directory).rstrip('/')}/{o.collective}_test"
+    return checks.tool_path(o.bin_dir, node, TOOL, f"{o.collective}_test", DEFAULT_BIN_DIR)
 
 
 def npus_per_node(o: HcclTestsOptions, node: Node) -> int:

@@ -74,16 +74,9 @@ from aibench.tools import PairSeries, Traits
 TOOL = "nccl-tests"
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
-_PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
-_FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
 
 
-def _check_value(v: str | None, what: str) -> str | None:
-    if v is not None and not _VALUE.match(v):
-        raise ValueError(f"{what} {v!r} may hold letters, digits and . , : = / + ^ @ % - only")
-    return v
 
 
 class NcclTestsOptions(Strict):
@@ -178,7 +171,7 @@ class NcclTestsOptions(Strict):
     )
     @classmethod
     def _value(cls, v: str | None) -> str | None:
-        return _check_value(v, "value")
+        return checks.value(v)
 
     @field_validator("env", "mca")
     @classmethod
@@ -212,10 +205,7 @@ class NcclTestsOptions(Strict):
 def binary(o: NcclTestsOptions, node: Node, tool: str = TOOL) -> str:
     """The binary's path: option bin_dir, else the node's ``tool_dirs`` entry of the tool,
     else the PATH."""
-    name = f"{o.collective}_perf"
-    dirs = node.facts.get("tool_dirs") or {}
-    directory = o.bin_dir or (dirs.get(tool) if isinstance(dirs, dict) else None)
-    return f"{str(directory).rstrip('/')}/{name}" if directory else name
+    return checks.tool_path(o.bin_dir, node, tool, f"{o.collective}_perf")
 
 
 def ranks_per_node(o: NcclTestsOptions, node: Node) -> int:

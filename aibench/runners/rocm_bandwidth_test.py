@@ -20,9 +20,9 @@ from pydantic import Field, field_validator
 
 from aibench.config import Strict
 from aibench.inventory import Node
+from aibench.runners import _checks as checks
 from aibench.runners.base import Invocation, ProcessSpec, Slot, label_for
 
-_PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*$|^[A-Za-z0-9_.,:/%+-]+$")
 
 
@@ -38,17 +38,13 @@ class RocmBandwidthTestOptions(Strict):
     @field_validator("bin_dir")
     @classmethod
     def _bin_dir(cls, v: str) -> str:
-        if not _PATH.match(v):
-            raise ValueError(f"bin_dir must be an absolute path without spaces: {v!r}")
+        checks.bin_dir(v)
         return v
 
     @field_validator("extra")
     @classmethod
     def _flags(cls, v: list[str]) -> list[str]:
-        for a in v:
-            if not _FLAG.match(a):
-                raise ValueError(f"option {a!r} must look like -x, --name or a word")
-        return v
+        return checks.flags(v, _FLAG)
 
 
 class RocmBandwidthTestRunner:
