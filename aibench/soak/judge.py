@@ -89,14 +89,16 @@ def _v(
     observed: float | None = None,
     unit: str = "",
     expected: str = "",
-    source: str = "",
+    src: Mapping[str, str] | None = None,
     samples: int = 0,
 ) -> Verdict:
+    """One soak verdict about ``node``; its description is the check's source in the
+    soak profile (``src``: check -> guide section)."""
     return Verdict(
         check=check,
         outcome=outcome,
         subject=(node,),
-        description=source,
+        description=(src or {}).get(check, ""),
         expected=expected,
         observed=observed,
         observed_text=text,
@@ -154,7 +156,7 @@ def _gpu_burn(tel: Mapping[str, Any], node: str, src: Mapping[str, str]) -> list
             culprits=sorted({f"{node}:{k}" for _, k, _, _ in bad}),
             unit="count",
             expected="0 errors, no FAULTY GPU",
-            source=src.get("soak.gpu_burn", ""),
+            src=src,
         )
     ]
 
@@ -179,7 +181,7 @@ def _temperatures(
                 Outcome.MISSING,
                 node,
                 "no temperature series",
-                source=src.get("soak.temperature.max", ""),
+                src=src,
             )
         )
     else:
@@ -198,7 +200,7 @@ def _temperatures(
                 observed=peak,
                 unit="C",
                 expected=f"<= {lim.temp_max:g} C",
-                source=src.get("soak.temperature.max", ""),
+                src=src,
                 samples=sum(len(s["v"]) for s in parts),
             )
         )
@@ -218,7 +220,7 @@ def _temperatures(
                 observed=round(p, 2),
                 unit="C",
                 expected=f"<= {lim.temp_p99:g} C",
-                source=src.get("soak.temperature.p99", ""),
+                src=src,
             )
         )
     for s in inlets:
@@ -236,7 +238,7 @@ def _temperatures(
                 culprits=() if ok else (f"{node}:{s['key']}",),
                 unit="C",
                 expected=f"{lim.inlet_min:g}-{lim.inlet_max:g} C",
-                source=src.get("soak.inlet.band", ""),
+                src=src,
             )
         )
     return out
@@ -264,7 +266,7 @@ def _clock_and_throttle(
                     Outcome.MISSING,
                     node,
                     f"{s['key']}: too short a series",
-                    source=src.get("soak.clock.drop", ""),
+                    src=src,
                 )
             )
             continue
@@ -289,7 +291,7 @@ def _clock_and_throttle(
                 observed=round(drop, 2),
                 unit="%",
                 expected=f"<= {lim.clock_drop_pct:g} % lower",
-                source=src.get("soak.clock.drop", ""),
+                src=src,
             )
         )
     for s in _series(tel, node=node, metric="clocks_event_mask"):
@@ -314,7 +316,7 @@ def _clock_and_throttle(
                 observed=longest,
                 unit="s",
                 expected=f"<= {lim.throttle_s:g} s",
-                source=src.get("soak.throttle", ""),
+                src=src,
             )
         )
     for s in _series(tel, node=node, metric="ecc_uncorrected"):
@@ -331,7 +333,7 @@ def _clock_and_throttle(
                 observed=s["v"][-1] - s["v"][0],
                 unit="count",
                 expected="no increase",
-                source=src.get("soak.ecc", ""),
+                src=src,
             )
         )
     return out
@@ -348,7 +350,7 @@ def _stress_rate(
                 Outcome.MISSING,
                 node,
                 "no stress-ng rate was measured",
-                source=src.get("soak.stress.rate", ""),
+                src=src,
             )
         ]
     out = []
@@ -361,7 +363,7 @@ def _stress_rate(
                     Outcome.MISSING,
                     node,
                     f"{s['key']}: too short a series",
-                    source=src.get("soak.stress.rate", ""),
+                    src=src,
                 )
             )
             continue
@@ -381,7 +383,7 @@ def _stress_rate(
                 observed=round(pct, 1),
                 unit="%",
                 expected=f">= {lim.rate_min_pct:g} % of the start",
-                source=src.get("soak.stress.rate", ""),
+                src=src,
             )
         )
     return out
@@ -400,7 +402,7 @@ def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str])
                 Outcome.MISSING,
                 node,
                 "no fan reading from the BMC",
-                source=src.get("soak.fan.floor", ""),
+                src=src,
             )
         )
     for s in fans:
@@ -417,7 +419,7 @@ def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str])
                 observed=min(s["v"]),
                 unit="RPM",
                 expected=f">= {lim.fan_min_rpm:g} RPM",
-                source=src.get("soak.fan.floor", ""),
+                src=src,
             )
         )
     if lim.power_min_w is not None or lim.power_max_w is not None:
@@ -436,7 +438,7 @@ def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str])
                     culprits=() if ok else (f"{node}:{s['key']}",),
                     unit="W",
                     expected=f"{lo:g}-{hi:g} W",
-                    source=src.get("soak.power.band", ""),
+                    src=src,
                 )
             )
     new = [
@@ -458,7 +460,7 @@ def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str])
             observed=float(len(new)),
             unit="count",
             expected="no new event",
-            source=src.get("soak.bmc.events", ""),
+            src=src,
         )
     )
     return out
