@@ -61,6 +61,7 @@ from aibench.parsers import Record
 from aibench.parsers._aiperf_records import failover_records, read_jsonl
 from aibench.parsers.aiperf import TOOL, summary_records
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.textio import exit_tail
 
 _ARG = r"^[A-Za-z0-9_./:=,@%+\-]+$"
 DRIVER = r"""out=$1 keyfile=$2 keyenv=$3; shift 5  # then the endpoint and its role
@@ -431,9 +432,8 @@ def _fault_times(out: Output, inv: Invocation) -> tuple[float, float | None] | N
 
 
 def _tail(out: Output) -> str:
-    lines = [ln.strip() for ln in out.stderr.splitlines() if ln.strip()]
-    code = f"exit code {out.exit_code}" if out.exit_code is not None else (out.reason or "killed")
-    return f"{code}: {' | '.join(lines[-3:]) or 'no output'}"
+    """The reason from AIPerf's stderr only: its stdout carries the framed exports."""
+    return exit_tail(out.exit_code, "", out.stderr, out.reason)
 
 
 RUNNER = AiperfRunner()

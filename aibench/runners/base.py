@@ -94,6 +94,13 @@ class Output:
     # MLPerf sequencer started, the checker it ran here); they are recorded on the step.
     processes: list[ProcessRecord] = field(default_factory=list)
 
+    def failure(self) -> str:
+        """The one-line reason of a run that failed: ``exit code N: <its last lines>``
+        (``killed``, or the executor's reason, when it has no exit code)."""
+        from aibench.textio import exit_tail
+
+        return exit_tail(self.exit_code, self.stdout, self.stderr, self.reason)
+
 
 class Runner(Protocol):
     """Required members below. Optional: ``collect(self, inv, out: Output) -> list[Record]``,

@@ -42,7 +42,6 @@ from aibench.inventory import Node
 from aibench.model import Fact, Measurement
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
-from aibench.textio import exit_tail
 
 TOOL = "mlperf-inference"
 PLACEHOLDERS = ("output_dir", "scenario", "mode", "run_index")
@@ -194,13 +193,13 @@ class MlperfInferenceRunner:
         if summary_text is None and "MLPerf Results Summary" in out.stdout:
             summary_text = out.stdout
         if summary_text is None:
-            why = _tail(out) if out.exit_code != 0 else "the harness exited 0"
+            why = out.failure() if out.exit_code != 0 else "the harness exited 0"
             raise ToolFailure(TOOL, f"no {SUMMARY} in {Path(inv.artifacts[0]).parent} ({why})")
         try:
             records = parsers.parse("mlperf-inference-summary", summary_text)
         except ParseError:
             if out.exit_code != 0:
-                raise ToolFailure(TOOL, _tail(out)) from None
+                raise ToolFailure(TOOL, out.failure()) from None
             raise
         have = {r.name for r in records if isinstance(r, Fact)}
         if detail_text is not None:
@@ -212,7 +211,7 @@ class MlperfInferenceRunner:
                 records += [r for r in detail if isinstance(r, Fact) and r.name not in have]
         records += judge_facts(records)
         if out.exit_code != 0:
-            raise ToolFailure(TOOL, _tail(out), partial=list(records))
+            raise ToolFailure(TOOL, out.failure(), partial=list(records))
         return records
 
 
@@ -253,10 +252,6 @@ def _fetch(path: str, raw: Path, inv: Invocation, name: str) -> str | None:
     if src.resolve() != dest.resolve():
         shutil.copyfile(src, dest)
     return dest.read_text(encoding="utf-8", errors="replace")
-
-
-def _tail(out: Output) -> str:
-    return exit_tail(out.exit_code, out.stdout, out.stderr, out.reason)
 
 
 RUNNER = MlperfInferenceRunner()

@@ -81,7 +81,6 @@ from aibench.model import Fact, FrozenDims, Measurement, ProcessRecord
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
-from aibench.textio import exit_tail
 
 TOOL = "mlperf-training"
 PLACEHOLDERS = ("log_dir", "run_index", "seed")
@@ -219,7 +218,7 @@ class MlperfTrainingRunner:
         run_dir = Path(o["run_dir"])
         runs_file = run_dir / RUNS_FILE
         if not runs_file.is_file():
-            why = _tail(out)
+            why = out.failure()
             raise ToolFailure(
                 TOOL,
                 f"no {RUNS_FILE} in {run_dir}: the runs did not start or their directory is "
@@ -459,10 +458,6 @@ def _with_dims(r: Record, dims: dict[str, Any], benchmark: str) -> Record:
     if isinstance(r, Fact):
         return replace(r, dims=FrozenDims({**r.dims, **dims}))
     return r  # a Note: the tool's words, no dims
-
-
-def _tail(out: Output) -> str:
-    return exit_tail(out.exit_code, out.stdout, out.stderr, out.reason)
 
 
 # ------------------------------------------------------------------ the sequencer

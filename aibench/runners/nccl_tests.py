@@ -399,10 +399,10 @@ class NcclTestsRunner:
             raise
         except ParseError:
             if out.exit_code != 0:  # it crashed or never started: say so, not "unreadable"
-                raise ToolFailure(self.tool, _failure(out)) from None
+                raise ToolFailure(self.tool, out.failure()) from None
             raise
         if out.exit_code != 0:
-            raise ToolFailure(self.tool, _failure(out), partial=list(records))
+            raise ToolFailure(self.tool, out.failure(), partial=list(records))
         version = self.parse_version(out.stdout)
         why = "" if version else "no version header"
         records.append(Fact(self.tool, "version", version or None, reason=why))
@@ -431,14 +431,6 @@ def _with_op(records: Sequence[object], op: str) -> list[Record]:
         if isinstance(r, Measurement | Fact | Note):
             out.append(r)
     return out
-
-
-def _failure(out: Output) -> str:
-    lines = [ln.strip() for ln in (out.stderr + "\n" + out.stdout).splitlines() if ln.strip()]
-    tail = " | ".join(lines[-3:]) or "no output"
-    if out.exit_code is None:
-        return f"{out.reason or 'killed'}: {tail}"
-    return f"exit code {out.exit_code}: {tail}"
 
 
 RUNNER = NcclTestsRunner()

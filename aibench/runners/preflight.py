@@ -307,10 +307,10 @@ class PreflightRunner:
             why = out.stdout.split("\n", 1)[0].removeprefix("@@ skipped: ")
             return absent(prefix, f"{program}: not run, {why}", argv)
         if kind == "kernel-log" and out.exit_code != 0:
-            why = _tail(out.stderr) or f"exit code {out.exit_code}"
+            why = tail(out.stderr, 2) or f"exit code {out.exit_code}"
             return absent(prefix, f"dmesg: {why.removeprefix('dmesg: ')}", argv)
         if kind.startswith("mount-") and out.exit_code != 0:
-            why = _tail(out.stderr) or f"exit code {out.exit_code}"
+            why = tail(out.stderr, 2) or f"exit code {out.exit_code}"
             return absent(prefix, f"findmnt -T {argv[-1]}: {why}", argv)
         merged = kind in ("files", "hca-verbs")
         text = out.stdout + ("\n" + out.stderr if merged else "")
@@ -320,13 +320,13 @@ class PreflightRunner:
             if out.exit_code != 0 and out.stderr.strip() and exc.reason not in out.stderr:
                 raise ToolFailure(
                     exc.tool,
-                    f"{exc.reason}; exit code {out.exit_code}: {_tail(out.stderr)}",
+                    f"{exc.reason}; exit code {out.exit_code}: {tail(out.stderr, 2)}",
                     exc.line,
                     exc.partial,
                 ) from None
             raise
         if out.exit_code != 0 and prefix not in _NONZERO_OK and not _no_devices(kind, records):
-            why = _tail(out.stderr) or _tail(out.stdout) or "no output"
+            why = tail(out.stderr, 2) or tail(out.stdout, 2) or "no output"
             raise ToolFailure(program, f"exit code {out.exit_code}: {why}", partial=list(records))
         if kind.startswith("mount-"):
             records = [_with_path(r, argv[-1]) for r in records]
@@ -381,10 +381,6 @@ def _with_path(r: Record, path: str) -> Record:
     if isinstance(r, Fact):
         return dataclasses.replace(r, dims=FrozenDims({**r.dims.to_dict(), "path": path}))
     return r
-
-
-def _tail(text: str, lines: int = 2) -> str:
-    return tail(text, lines)
 
 
 RUNNER = PreflightRunner()
