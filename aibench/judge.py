@@ -116,10 +116,7 @@ def judge_run(
             notes.append(
                 f"{skipped} check(s) of {spec.name} not judged: their steps were not selected"
             )
-    verdicts: list[Verdict] = [
-        v if v.origin != "spec" or not v.check.endswith(".coverage") else _with(v, "coverage")
-        for v in judge(spec, run, now=now)
-    ]
+    verdicts: list[Verdict] = list(judge(spec, run, now=now))
     verdicts += _fleet(run)
     notes += not_applicable(spec, run)
     mode, db_text = HISTORY_NONE, ""
@@ -146,10 +143,6 @@ def judge_run(
     )
 
 
-def _with(v: Verdict, origin: str) -> Verdict:
-    return dataclasses.replace(v, origin=origin)
-
-
 def _fleet(run: Run) -> list[Verdict]:
     """Consistency (golden config) and inventory-declared-vs-found, from the stored steps."""
     facts = run.facts
@@ -160,10 +153,7 @@ def _fleet(run: Run) -> list[Verdict]:
     from aibench.preflight.consistency import check_results
 
     declared = Inventory.from_dict(run.inventory)
-    return [
-        *(_with(v, "consistency") for v in check_results(run.steps)),
-        *(_with(v, "inventory") for v in expected.check(declared, facts)),
-    ]
+    return [*check_results(run.steps), *expected.check(declared, facts)]
 
 
 def _history_verdicts(run: Run, db: Path) -> tuple[list[Verdict], list[str]]:

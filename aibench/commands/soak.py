@@ -14,7 +14,6 @@ never written anywhere.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import sys
@@ -160,10 +159,7 @@ def run(args: argparse.Namespace) -> int:
     from aibench.soak.judge import judge
 
     tel = compact(Store(run_dir / "telemetry"))
-    verdicts = [
-        dataclasses.replace(v, origin="telemetry")
-        for v in judge(tel, [n.name for n in nodes], limits, sources)
-    ]
+    verdicts = judge(tel, [n.name for n in nodes], limits, sources)
     state = engine.load_state(run_dir)
     notes = [
         f"soak: {state['elapsed']:g} of {opts.duration:g} s of stress, {state['chunks']} chunks"

@@ -92,6 +92,7 @@ def check(
                     evidence=tuple((evidence or {}).get((node, key), ())),
                     reason=f"{node} has {key} {value}, the majority {top_value}",
                     benchmark="preflight",
+                    origin="consistency",
                 )
             )
     return verdicts

@@ -58,6 +58,7 @@ def _verdict(
         culprits=() if ok else (node,),
         reason="" if ok else reason,
         benchmark=BENCHMARK,
+        origin="inventory",
     )
 
 
@@ -133,6 +134,7 @@ def _hcas(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
                     observed_text=f"absent ({why})",
                     reason=f"{node}: {where} not verified: {why}",
                     benchmark=BENCHMARK,
+                    origin="inventory",
                 )
             )
             continue

@@ -105,6 +105,7 @@ def _v(
         unit=unit,
         culprits=tuple(culprits),
         benchmark="soak",
+        origin="telemetry",
         samples=samples,
         reason=text if outcome is not Outcome.PASS else "",
     )

@@ -509,6 +509,7 @@ def _coverage(
         if missing
         else ("" if want else "the inventory lists no nodes"),
         benchmark=base["benchmark"],
+        origin="coverage",
     )
 
 
