@@ -5,11 +5,6 @@ served files while it runs show up; an inventory cannot hold the password itself
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,13 +13,12 @@ import pytest
 from aibench import bmc
 from aibench.errors import ConfigError
 from aibench.inventory import Node, load_inventory
+from tests import redfishsim
 
-MOCKUP = Path(__file__).resolve().parents[1] / "data" / "redfish" / "public-rackmount1"
-SUSHY = shutil.which("sushy-static") or str(Path(sys.executable).parent / "sushy-static")
 PORT = 19851
 PASSWORD = "Rf-Secret-42"
 pytestmark = pytest.mark.skipif(
-    not Path(SUSHY).exists() or shutil.which("openssl") is None,
+    not redfishsim.available(),
     reason="sushy-tools or openssl not installed",
 )
 
@@ -32,57 +26,8 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """(served mockup copy, CA certificate): sushy-static over HTTPS on loopback."""
-    d = tmp_path_factory.mktemp("redfish")
-    root = d / "redfish-v1"
-    shutil.copytree(MOCKUP, root)
-    cert, key = d / "bmc.crt", d / "bmc.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    p = subprocess.Popen(
-        [
-            SUSHY,
-            "-i",
-            "127.0.0.1",
-            "-p",
-            str(PORT),
-            "-m",
-            str(root),
-            "-c",
-            str(cert),
-            "-k",
-            str(key),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    p, root, cert = redfishsim.start(tmp_path_factory.mktemp("redfish"), "127.0.0.1", PORT)
     try:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", PORT), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         yield root, cert
     finally:
         p.terminate()

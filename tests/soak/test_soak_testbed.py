@@ -11,9 +11,7 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,77 +25,18 @@ from aibench.runners.stress_ng import StressNgOptions
 from aibench.soak.engine import SoakOptions, load_state, run_soak
 from aibench.soak.judge import Limits, judge
 from aibench.telemetry import Store, compact
-from tests import bmcsim
+from tests import bmcsim, redfishsim
 from tests.testbed import net
 from tests.testbed.bed import TestBed
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
-MOCKUP = Path(__file__).resolve().parents[1] / "data" / "redfish" / "public-rackmount1"
-SUSHY = shutil.which("sushy-static") or str(Path(sys.executable).parent / "sushy-static")
 IPMI_PW, RF_PW = "Soak-Ipmi-Pw-1", "Soak-Rf-Pw-2"
 CGROUP = Path("/sys/fs/cgroup/cpu/aibench-soak-test")
 
 
-def _wait_port(host: str, port: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host, port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{host}:{port} did not open")
-
-
 def _sushy(h: net.Host, d: Path) -> subprocess.Popen[bytes]:
-    root = d / "redfish-v1"
-    shutil.copytree(MOCKUP, root)
-    cert, key = d / "bmc.crt", d / "bmc.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            f"/CN={h.address}",
-            "-addext",
-            f"subjectAltName=IP:{h.address}",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    p = subprocess.Popen(
-        [
-            "ip",
-            "netns",
-            "exec",
-            h.netns,
-            SUSHY,
-            "-i",
-            h.address,
-            "-p",
-            "8443",
-            "-m",
-            str(root),
-            "-c",
-            str(cert),
-            "-k",
-            str(key),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _wait_port(h.address, 8443)
+    p, _, _ = redfishsim.start(d, h.address, 8443, prefix=("ip", "netns", "exec", h.netns))
     return p
 
 
@@ -134,7 +73,7 @@ def _unthrottle() -> None:
 def test_two_minute_soak_interrupted_and_resumed(
     testbed_hosts: TestBed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not (bmcsim.available() and Path(SUSHY).exists() and shutil.which("stress-ng")):
+    if not (bmcsim.available() and redfishsim.available() and shutil.which("stress-ng")):
         pytest.skip("ipmi_sim, ipmitool, sushy-static or stress-ng missing")
     monkeypatch.setenv("AIBENCH_SOAK_IPMI_PW", IPMI_PW)
     monkeypatch.setenv("AIBENCH_SOAK_RF_PW", RF_PW)
