@@ -159,15 +159,20 @@ def execute(
     progress: Progress | None = None,
     resume: bool = False,
     telemetry: float | None = None,
+    environment_facts: bool = True,
+    executor_for: Any = None,
 ) -> Executed:
     """Run the plan (only what the journal lacks, with ``resume``); a Ctrl-C keeps what
     finished and marks the result interrupted. With ``telemetry`` (seconds), every node is
-    sampled beside the steps (aibench.telemetry); a sampler that fails never fails a step."""
+    sampled beside the steps (aibench.telemetry); a sampler that fails never fails a step.
+    ``environment_facts``: collect the facts recorded with every run after the steps
+    (the preflight, whose steps are those facts, does without). ``executor_for``: the
+    executors to use (default: one per node, as the inventory says)."""
     from aibench import envfacts
     from aibench.orchestrator import Execution
     from aibench.orchestrator import execute as run_rounds
 
-    executors = Executors(plan.inventory)
+    executors = executor_for if executor_for is not None else Executors(plan.inventory)
     ex = Execution(run_dir=run_dir, plan=plan, executor_for=executors, progress=progress)
     if resume:
         ex.load_journal()
@@ -183,9 +188,12 @@ def execute(
                     await run_rounds(ex)
             else:
                 await run_rounds(ex)
-            environment = await envfacts.collect(ex, run_dir / "raw")
+            if environment_facts:
+                environment = await envfacts.collect(ex, run_dir / "raw")
         finally:
-            await executors.close()
+            close = getattr(executors, "close", None)
+            if close is not None:
+                await close()
 
     interrupted = False
     try:
@@ -198,7 +206,11 @@ def execute(
         tool_versions={k: dict(v) for k, v in ex.tool_versions.items()},
         unreachable=dict(ex.unreachable),
         interrupted=interrupted,
-        skipped={n: r for n, r in executors.skipped().items() if n not in ex.unreachable},
+        skipped={
+            n: r
+            for n, r in getattr(executors, "skipped", dict)().items()
+            if n not in ex.unreachable
+        },
     )
 
 

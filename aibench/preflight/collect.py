@@ -1,6 +1,6 @@
 """Run the preflight suite over an inventory and keep what it found.
 
-:func:`collect` drives the orchestrator (plan, execute, one executor per node) with the
+:func:`collect` runs the pipeline's plan and execute stages (aibench/pipeline.py) with the
 ``preflight`` suite and returns the step results; :func:`table` renders the per-node
 table that ``aibench preflight`` prints, marking the values that differ from the fleet's
 majority.
@@ -8,7 +8,6 @@ majority.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,23 +31,21 @@ def collect(
     executor_for: Any,
     progress: Callable[[str, StepResult | None, int, int], None] | None = None,
 ) -> tuple[list[StepResult], dict[str, str]]:
-    """Run ``suite`` (the preflight suite or one like it); results and unreachable nodes."""
-    from aibench.orchestrator import Execution, execute
+    """Run ``suite`` (the preflight suite or one like it) through the pipeline's execute
+    stage; results and unreachable nodes. A Ctrl-C is raised on, as from any command."""
+    from aibench.pipeline import execute
     from aibench.plan import build_plan
 
-    plan = build_plan(suite, inventory)
-    ex = Execution(run_dir=run_dir, plan=plan, executor_for=executor_for, progress=progress)
-
-    async def main() -> None:
-        try:
-            await execute(ex)
-        finally:
-            close = getattr(executor_for, "close", None)
-            if close is not None:
-                await close()
-
-    asyncio.run(main())
-    return ex.results(), dict(ex.unreachable)
+    done = execute(
+        build_plan(suite, inventory),
+        run_dir,
+        progress=progress,
+        environment_facts=False,
+        executor_for=executor_for,
+    )
+    if done.interrupted:
+        raise KeyboardInterrupt
+    return done.results, done.unreachable
 
 
 def facts_of(results: Sequence[StepResult]) -> list[Fact]:
