@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic import field_validator
+
+from aibench.config import Strict
+
 VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
 PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
 FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
@@ -52,3 +56,23 @@ def flags(v: list[str], pattern: re.Pattern[str] = FLAG) -> list[str]:
         if not pattern.match(a):
             raise ValueError(f"option {a!r} must look like -x, --name, --name=value or a word")
     return v
+
+
+class LaunchedOptions(Strict):
+    """The checks every options model of a launched program shares, on its fields ``env``
+    and ``mca`` (variables), ``bin_dir`` and ``extra``/``launcher_args`` (flags)."""
+
+    @field_validator("env", "mca", check_fields=False)
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        return env(v)
+
+    @field_validator("bin_dir", check_fields=False)
+    @classmethod
+    def _bin_dir(cls, v: str | None) -> str | None:
+        return bin_dir(v)
+
+    @field_validator("extra", "launcher_args", check_fields=False)
+    @classmethod
+    def _flags(cls, v: list[str]) -> list[str]:
+        return flags(v)

@@ -68,7 +68,7 @@ Collective = Literal[
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 
 
-class HcclTestsOptions(Strict):
+class HcclTestsOptions(checks.LaunchedOptions):
     """Options of an hccl-tests step (suite ``options:``)."""
 
     collective: Collective = Field("all_reduce", description="which binary: <collective>_test")
@@ -119,21 +119,6 @@ class HcclTestsOptions(Strict):
     @classmethod
     def _value(cls, v: str | None) -> str | None:
         return checks.value(v)
-
-    @field_validator("env", "mca")
-    @classmethod
-    def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        return checks.env(v)
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _bin_dir(cls, v: str | None) -> str | None:
-        return checks.bin_dir(v)
-
-    @field_validator("extra", "launcher_args")
-    @classmethod
-    def _flags(cls, v: list[str]) -> list[str]:
-        return checks.flags(v)
 
 
 def binary(o: HcclTestsOptions, node: Node) -> str:

@@ -77,9 +77,7 @@ _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
 
 
-
-
-class NcclTestsOptions(Strict):
+class NcclTestsOptions(checks.LaunchedOptions):
     """Options of an nccl-tests step (suite ``options:``)."""
 
     # the collectives this tool's binaries exist for (a subclass widens it: rccl-tests)
@@ -172,21 +170,6 @@ class NcclTestsOptions(Strict):
     @classmethod
     def _value(cls, v: str | None) -> str | None:
         return checks.value(v)
-
-    @field_validator("env", "mca")
-    @classmethod
-    def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        return checks.env(v)
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _bin_dir(cls, v: str | None) -> str | None:
-        return checks.bin_dir(v)
-
-    @field_validator("extra", "launcher_args")
-    @classmethod
-    def _flags(cls, v: list[str]) -> list[str]:
-        return checks.flags(v)
 
     @field_validator("collective")
     @classmethod
