@@ -42,7 +42,13 @@ class BmcModel(Strict):
     cipher_suite: Annotated[int, Field(ge=0, le=17)] | None = Field(
         None, description="ipmi: ipmitool -C (e.g. 17 or 3); default ipmitool's choice"
     )
-    scheme: Literal["https", "http"] = Field("https", description="redfish: https (default)")
+    scheme: Literal["https", "http"] = Field(
+        "https", description="redfish: https (default); http only with insecure_http: true"
+    )
+    insecure_http: bool = Field(
+        False,
+        description="redfish: allow scheme http, which sends the BMC password in clear text",
+    )
     ca_bundle: Annotated[str, Field(pattern=_PATH)] | None = Field(
         None, description="redfish: CA bundle to verify the BMC's certificate with"
     )
@@ -66,6 +72,11 @@ class BmcModel(Strict):
     def _one_secret(self) -> BmcModel:
         if (self.password_env is None) == (self.password_file is None):
             raise ValueError("give password_env or password_file (one of them)")
+        if self.scheme == "http" and not self.insecure_http:
+            raise ValueError(
+                "scheme http sends the BMC password in clear text; use https, or set "
+                "insecure_http: true to accept that"
+            )
         return self
 
 
@@ -84,6 +95,7 @@ class BmcTarget:
     scheme: str = "https"
     ca_bundle: str | None = None
     timeout: float = 10.0
+    insecure_http: bool = False
 
     def password(self) -> str:
         """The secret, read now from the environment or the file; never stored."""
@@ -124,6 +136,7 @@ def target_for(node: Node) -> BmcTarget | None:
         scheme=m.scheme,
         ca_bundle=m.ca_bundle,
         timeout=m.timeout,
+        insecure_http=m.insecure_http,
     )
 
 

@@ -31,6 +31,11 @@ _BAD = ("Warning", "Critical")
 class _Client:
     def __init__(self, t: BmcTarget) -> None:
         self.t = t
+        if t.scheme != "https" and not t.insecure_http:
+            raise BmcError(
+                f"{t.node}: Redfish over {t.scheme} refused: the password would travel in "
+                "clear text (bmc.insecure_http: true accepts that)"
+            )
         port = f":{t.port}" if t.port else ""
         self.base = f"{t.scheme}://{t.address}{port}"
         self.s = requests.Session()

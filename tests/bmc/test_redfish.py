@@ -119,3 +119,28 @@ def test_an_inventory_cannot_hold_the_password(tmp_path: Path) -> None:
     nodes = load_inventory(inv).nodes
     targets = [bmc.target_for(n) for n in nodes]
     assert [t.address for t in targets if t] == ["gpu01-bmc", "gpu02-bmc"]
+
+
+def test_redfish_over_http_is_refused_unless_the_inventory_accepts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inv = tmp_path / "inv.yaml"
+    head = "schema_version: 1\nname: t\nnodes:\n  - name: gpu01\n    executor: local\n"
+    bmc_block = (
+        "    bmc: {address: 127.0.0.1, protocol: redfish, scheme: http, port: 19852,"
+        " username: admin, password_env: AIBENCH_TEST_RF_PW%s}\n"
+    )
+    inv.write_text(head + bmc_block % "")
+    with pytest.raises(ConfigError, match=r"nodes\[0\]\.bmc.*insecure_http: true"):
+        load_inventory(inv)
+    inv.write_text(head + bmc_block % ", insecure_http: true")
+    (node,) = load_inventory(inv).nodes
+    assert bmc.target_for(node) is not None
+    monkeypatch.setenv("AIBENCH_TEST_RF_PW", PASSWORD)
+    plain = bmc.BmcTarget(
+        node="gpu01", address="127.0.0.1", protocol="redfish", username="admin",
+        port=19852, password_env="AIBENCH_TEST_RF_PW", scheme="http",
+    )  # fmt: skip
+    with pytest.raises(bmc.BmcError, match="refused") as e:
+        bmc.read(plain)
+    assert PASSWORD not in str(e.value)
