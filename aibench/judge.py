@@ -17,13 +17,16 @@ way to judge a run. A verdict comes from one of five origins (``Verdict.origin``
 ``history``
     regressions against earlier good runs in a history database (:mod:`aibench.history`);
 ``telemetry``
-    the series a soak sampled (temperatures, clocks, fans, BMC events), judged against
-    the soak profile's limits (:mod:`aibench.soak.judge`).
+    the series sampled by a soak or beside a run (temperatures, clocks, throttling, fans,
+    BMC events), judged by the ``telemetry`` rows of a spec (:mod:`aibench.soak.judge`):
+    the spec's own (the ``soak`` profile), else the rows recorded with the series
+    (``run --telemetry`` records the ``telemetry`` profile there).
 
 The first four are recomputed from the stored steps on every judgement. History verdicts
 are recomputed when a history database is given and carried over from the run otherwise;
-:attr:`Judgement.history` says which. Telemetry verdicts are carried over (their limits
-are the soak profile's, not the spec's). So a re-judge can never drop a class of verdicts.
+:attr:`Judgement.history` says which. Telemetry verdicts are recomputed from the stored
+series (carried over only when neither the spec nor the record has telemetry rows). So a
+re-judge can never drop a class of verdicts.
 
 :func:`record` puts a judgement into a run: the verdicts replace the run's, and the run's
 record of judgements (``Run.judgements``) keeps who judged, when, with which spec (and its
@@ -130,7 +133,7 @@ def judge_run(
         if carried:
             verdicts += carried
             mode = HISTORY_CARRIED
-    verdicts += [v for v in run.verdicts if v.origin == "telemetry"]
+    verdicts += telemetry_verdicts(run, spec)
     judged = run.replace(verdicts=tuple(verdicts))
     return Judgement(
         verdicts=tuple(verdicts),
@@ -154,6 +157,23 @@ def _fleet(run: Run) -> list[Verdict]:
 
     declared = Inventory.from_dict(run.inventory)
     return [*check_results(run.steps), *expected.check(declared, facts)]
+
+
+def telemetry_verdicts(run: Run, spec: Any) -> list[Verdict]:
+    """The series judged by the spec's telemetry rows, else by the rows recorded with the
+    series (``Run.telemetry["profile"]``); the stored ones when there are neither."""
+    from aibench.telemetry.hook import recorded_rows
+
+    rows = list(getattr(spec, "telemetry", ())) or recorded_rows(run)
+    if not rows:
+        return [v for v in run.verdicts if v.origin == "telemetry"]
+    from aibench.inventory import Inventory
+    from aibench.soak.judge import judge_rows
+    from aibench.telemetry import has_gpus
+
+    declared = Inventory.from_dict(run.inventory)
+    gpus = {n.name for n in declared.nodes if has_gpus(n)}
+    return judge_rows(run.telemetry, [n.name for n in declared.nodes], gpus, rows)
 
 
 def _history_verdicts(run: Run, db: Path) -> tuple[list[Verdict], list[str]]:

@@ -33,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from aibench.commands.run import load_inputs, print_plan
     from aibench.plan import build_plan
 
+    if args.suite == "soak":  # the soak's own plan: chunks, stressors and sampler per node
+        from aibench.commands.run import soak_suite
+
+        args.dry_run = True
+        return soak_suite(args)
     inputs = load_inputs(args)
     print_plan(build_plan(inputs.suite, inputs.inventory), full=args.full)
     return 0

@@ -104,9 +104,11 @@ def run(args: argparse.Namespace) -> int:
     from aibench.plan import build_plan, fmt_seconds
     from aibench.progress import Reporter
 
-    if args.suite == "soak":
-        return _soak(args)
     resume_dir: Path | None = Path(args.resume) if args.resume else None
+    if args.suite == "soak" or (resume_dir is not None and _is_soak(resume_dir)):
+        return soak_suite(args)
+    if args.duration:
+        raise UserError("--duration applies to --suite soak only")
     if resume_dir is not None:
         cfg = _load_config(resume_dir)
         for key in ("suite", "inventory", "spec", "steps", "tool", "nodes"):
@@ -162,20 +164,31 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _soak(args: argparse.Namespace) -> int:
+# run's options that mean nothing to a soak: refused with one line (exit 2)
+SOAK_REFUSED = {"tool": "a tool", "steps": "--steps", "history": "--history"}
+
+
+def soak_suite(args: argparse.Namespace) -> int:
     """``aibench run --suite soak``: the soak (aibench soak) with its defaults, stress on
-    every node for --duration with the sampler beside; --resume continues one."""
+    every node for --duration with the sampler beside; --resume continues one. --dry-run,
+    --nodes, --spec, --lang, --telemetry (the sample interval) and the sign-off names are
+    honoured; --steps, a tool and --history are refused (a soak has no steps to choose and
+    no history verdicts)."""
     from aibench.commands import soak
 
+    for key, flag in SOAK_REFUSED.items():
+        if getattr(args, key, None):
+            raise UserError(f"{flag} does not apply to the soak (aibench soak --help)")
     p = argparse.ArgumentParser()
     soak.add_arguments(p)
     own = p.parse_args([])
-    for key in ("inventory", "output_dir", "resume", "quiet"):
-        setattr(own, key, getattr(args, key))
-    if args.duration:
-        own.duration = args.duration
-    if args.telemetry:
-        own.interval = args.telemetry
+    for key in ("inventory", "output_dir", "resume", "quiet", "dry_run", "nodes", "spec", "lang"):
+        setattr(own, key, getattr(args, key, None))
+    for key in ("vendor", "customer", "cluster"):
+        setattr(own, key, getattr(args, key, ""))
+    own.output_dir = own.output_dir or "runs"
+    own.duration = args.duration
+    own.interval = args.telemetry
     return soak.run(own)
 
 
@@ -223,6 +236,12 @@ def _config(args: argparse.Namespace, inputs: Any) -> dict[str, Any]:
         "suite_sha256": inputs.suite.sha256,
         "spec_sha256": inputs.spec.sha256,
     }
+
+
+def _is_soak(run_dir: Path) -> bool:
+    from aibench.commands.soak import PARAMS
+
+    return (run_dir / PARAMS).exists()
 
 
 def _load_config(run_dir: Path) -> dict[str, Any]:

@@ -1,14 +1,20 @@
 """``aibench soak``: stress every node at once for hours, sample GPUs, hosts and BMCs every
 few seconds, judge the series, write run.json and the reports.
 
-The soak runs stress-ng on every node of the inventory in chunks (:mod:`aibench.soak.engine`)
-with the telemetry sampler beside it, checkpointing after every chunk; ``--resume RUN_DIR``
-continues an interrupted soak (Ctrl-C keeps what was measured, exit 130). The verdicts come
-from :func:`aibench.soak.judge.judge` with the limits of the soak profile (the built-in one
-cites the guide section of every row); run.json holds the compact series
-(``telemetry``); the HTML report has the per-node plots, the BMC events and the failing
-parts. BMC passwords are named in the inventory (``password_env`` / ``password_file``) and
-never written anywhere.
+The soak runs stress-ng on every node of the inventory in chunks (:mod:`aibench.soak.engine`),
+gpu-burn beside it on the nodes whose inventory declares GPUs (``--no-gpu-burn`` turns it
+off; those nodes' ``soak.gpu_burn`` is then MISSING), with the telemetry sampler beside
+both, checkpointing after every chunk; ``--resume RUN_DIR`` continues an interrupted soak
+(Ctrl-C keeps what was measured, exit 130); a new ``--duration`` given with it replaces the
+soak's, every other setting is the soak's own. ``--dry-run`` prints the plan (every node's
+commands, the chunks, the sampler) and starts nothing.
+
+The run is assembled and judged like any other (:mod:`aibench.pipeline`,
+:func:`aibench.judge.judge_run`): the suite is the built-in ``soak`` suite, the spec the
+built-in ``soak`` profile (or ``--spec``), whose ``telemetry`` rows judge the series; the
+judgement is recorded in run.json and ``aibench check RUN_DIR`` re-judges it. BMC
+passwords are named in the inventory (``password_env`` / ``password_file``) and never
+written anywhere.
 """
 
 from __future__ import annotations
@@ -18,13 +24,24 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from aibench.commands import Command
-from aibench.errors import EXIT_CHECKS_FAILED, EXIT_INTERRUPTED, EXIT_OK, UserError
+from aibench.errors import EXIT_OK, UserError
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d)?$")
 _FACTOR = {"s": 1, None: 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 PARAMS = "soak-params.json"
+# The soak's settings and their defaults; a new soak records them in soak-params.json.
+DEFAULTS: dict[str, Any] = {
+    "interval": 2.0,
+    "chunk": 60.0,
+    "cpu": 0,
+    "cpu_load": None,
+    "vm": 1,
+    "vm_bytes": "10%",
+    "gpu_burn": True,
+}
 
 
 def parse_duration(text: str) -> float:
@@ -37,27 +54,34 @@ def parse_duration(text: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", help="inventory file (default: this machine)")
-    p.add_argument("--duration", default="4h", help="how long to stress: 90s, 30m, 4h (default 4h)")
+    p.add_argument("--nodes", metavar="HOSTLIST", help="only these nodes, e.g. gpu[01-04]")
+    p.add_argument("--duration", help="how long to stress: 90s, 30m, 4h (default 4h)")
+    p.add_argument("--interval", type=float, help="seconds between samples (default 2)")
     p.add_argument(
-        "--interval", type=float, default=2.0, help="seconds between samples (default 2)"
+        "--chunk", type=float, help="seconds per stress-ng run; its rate is one sample (default 60)"
+    )
+    p.add_argument("--cpu", type=int, help="stress-ng CPU workers per node (0: all CPUs)")
+    p.add_argument("--cpu-load", type=int, help="stress-ng --cpu-load percent")
+    p.add_argument("--vm", type=int, help="stress-ng memory workers per node (default 1)")
+    p.add_argument("--vm-bytes", help="memory per vm worker (default 10%%)")
+    p.add_argument(
+        "--gpu-burn",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="gpu-burn beside stress-ng on the nodes whose inventory declares GPUs "
+        "(default: on; --no-gpu-burn: off, and those nodes' soak.gpu_burn is MISSING)",
     )
     p.add_argument(
-        "--chunk",
-        type=float,
-        default=60.0,
-        help="seconds per stress-ng run; its rate is one sample (default 60)",
-    )
-    p.add_argument(
-        "--cpu", type=int, default=0, help="stress-ng CPU workers per node (0: all CPUs)"
-    )
-    p.add_argument("--cpu-load", type=int, default=None, help="stress-ng --cpu-load percent")
-    p.add_argument("--vm", type=int, default=1, help="stress-ng memory workers per node")
-    p.add_argument("--vm-bytes", default="10%", help="memory per vm worker (default 10%%)")
-    p.add_argument(
-        "--profile", help="soak profile YAML (default: the built-in, with guide sections)"
+        "--spec",
+        "--profile",
+        dest="spec",
+        metavar="NAME|FILE",
+        help="spec whose telemetry rows judge the soak (default: the built-in soak profile)",
     )
     p.add_argument("--output-dir", default="runs", help="where run directories go (default runs)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted soak")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and start nothing")
+    p.add_argument("--lang", choices=("en", "zh"), help="report language (default: en)")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -76,47 +100,66 @@ def _progress(quiet: bool):  # type: ignore[no-untyped-def]
     return show
 
 
-def run(args: argparse.Namespace) -> int:
-    import asyncio
-    from datetime import UTC, datetime
+def _new_params(args: argparse.Namespace) -> dict[str, Any]:
+    def absolute(p: str | None) -> str | None:
+        if p and ("/" in p or p.endswith((".yaml", ".yml"))):
+            return str(Path(p).resolve())
+        return p
 
-    from aibench import __version__, reports, store
-    from aibench.executors.select import for_node, forget
-    from aibench.inventory import load_inventory, local_inventory
-    from aibench.model import Run
+    params: dict[str, Any] = {
+        "inventory": absolute(args.inventory),
+        "nodes": getattr(args, "nodes", None),
+        "duration": parse_duration(args.duration or "4h"),
+        "spec": absolute(getattr(args, "spec", None)) or "soak",
+        "lang": getattr(args, "lang", None) or "en",
+    }
+    for key, default in DEFAULTS.items():
+        given = getattr(args, key, None)
+        params[key] = default if given is None else given
+    return params
+
+
+def _resume_params(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
+    """The interrupted soak's settings; ``--duration`` replaces its duration, any other
+    setting given is refused (the series must stay one series)."""
+    params_file = run_dir / PARAMS
+    if not params_file.exists():
+        raise UserError(f"{run_dir}: not a soak run directory (no {PARAMS})")
+    params: dict[str, Any] = json.loads(params_file.read_text())
+    params.setdefault("spec", params.pop("profile", None) or "soak")
+    params.setdefault("gpu_burn", False)
+    given = [k for k in (*DEFAULTS, "inventory", "nodes", "spec") if getattr(args, k, None)]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise UserError(
+            f"--resume {run_dir}: {flags} cannot change on resume (the soak keeps its own "
+            "settings; only --duration can be given)"
+        )
+    if args.duration:
+        params["duration"] = parse_duration(args.duration)
+    return params
+
+
+def _inputs(params: dict[str, Any]) -> Any:
+    """The soak suite, the inventory (narrowed by ``nodes``) and the spec, validated."""
+    from aibench.pipeline import load_inputs
+
+    inputs = load_inputs(
+        "soak", inventory=params["inventory"], spec=params["spec"], nodes=params["nodes"]
+    )
+    if not inputs.spec.telemetry:
+        raise UserError(
+            f"--spec {params['spec']}: has no telemetry rows, so it cannot judge a soak "
+            "(see the built-in soak profile)"
+        )
+    return inputs
+
+
+def _options(params: dict[str, Any]) -> Any:
+    from aibench.runners.gpu_burn import GpuBurnOptions
     from aibench.runners.stress_ng import StressNgOptions
     from aibench.soak import engine
-    from aibench.soak.judge import load_profile
-    from aibench.telemetry import Store, compact
 
-    if args.resume:
-        run_dir = Path(args.resume)
-        params_file = run_dir / PARAMS
-        if not params_file.exists():
-            raise UserError(f"{run_dir}: not a soak run directory (no {PARAMS})")
-        params = json.loads(params_file.read_text())
-    else:
-        params = {
-            "inventory": str(Path(args.inventory).resolve()) if args.inventory else None,
-            "duration": parse_duration(args.duration),
-            "interval": args.interval,
-            "chunk": args.chunk,
-            "cpu": args.cpu,
-            "cpu_load": args.cpu_load,
-            "vm": args.vm,
-            "vm_bytes": args.vm_bytes,
-            "profile": str(Path(args.profile).resolve()) if args.profile else None,
-        }
-    inv = load_inventory(params["inventory"]) if params["inventory"] else local_inventory()
-    profile = (
-        Path(params["profile"])
-        if params["profile"]
-        else Path(engine.__file__).with_name("profile.yaml")
-    )
-    try:
-        limits, sources = load_profile(profile)
-    except (OSError, ValueError, KeyError) as e:
-        raise UserError(f"{profile}: {e}") from None
     stress = StressNgOptions(
         cpu=params["cpu"],
         cpu_load=params["cpu_load"],
@@ -124,74 +167,117 @@ def run(args: argparse.Namespace) -> int:
         vm_bytes=params["vm_bytes"],
         duration=1,
     )
-    opts = engine.SoakOptions(
+    return engine.SoakOptions(
         duration=params["duration"],
         interval=params["interval"],
         chunk=params["chunk"],
         stress=stress,
+        gpu_burn=GpuBurnOptions() if params["gpu_burn"] else None,
     )
-    if not args.resume:
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.resume:
+        run_dir: Path | None = Path(args.resume)
+        params = _resume_params(args, Path(args.resume))
+    else:
+        run_dir, params = None, _new_params(args)
+    inputs = _inputs(params)
+    opts = _options(params)
+    if args.dry_run:
+        from aibench.soak.engine import plan_lines
+
+        for line in plan_lines(inputs.inventory, opts, inputs.spec):
+            print(line)
+        return EXIT_OK
+    return _soak(args, params, inputs, opts, run_dir)
+
+
+def _soak(
+    args: argparse.Namespace, params: dict[str, Any], inputs: Any, opts: Any, run_dir: Path | None
+) -> int:
+    import asyncio
+
+    from aibench import pipeline, store
+    from aibench.soak import engine
+
+    if run_dir is None:
         run_dir = store.new_run_dir(Path(args.output_dir), "soak")
-        store.write_json_atomic(run_dir / PARAMS, params)
-    started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(params, inputs))
+    store.write_json_atomic(run_dir / PARAMS, params)
+    started = pipeline.now_text()
     if not args.quiet:
         print(
-            f"aibench soak: {len(inv)} node(s) for {opts.duration:g} s; results in {run_dir}",
+            f"aibench soak: {len(inputs.inventory)} node(s) for {opts.duration:g} s; "
+            f"results in {run_dir}",
             file=sys.stderr,
         )
-    nodes = list(inv.nodes)
+    nodes = list(inputs.inventory.nodes)
+    executors = pipeline.Executors(inputs.inventory)
 
     async def main() -> None:
         try:
-            await engine.run_soak(
-                run_dir, nodes, lambda n: for_node(n, inv), opts, _progress(args.quiet)
-            )
+            await engine.run_soak(run_dir, nodes, executors, opts, _progress(args.quiet))
         finally:
-            for ex in {id(for_node(n, inv)): for_node(n, inv) for n in nodes}.values():
-                await ex.close()
-            forget(inv)
+            await executors.close()
 
     interrupted = False
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
         interrupted = True
-    from aibench.soak.judge import judge
-
-    tel = compact(Store(run_dir / "telemetry"))
-    verdicts = judge(tel, [n.name for n in nodes], limits, sources)
-    state = engine.load_state(run_dir)
-    notes = [
-        f"soak: {state['elapsed']:g} of {opts.duration:g} s of stress, {state['chunks']} chunks"
-    ]
-    if interrupted:
-        notes.append(
-            "interrupted before the end; resume with: aibench soak --resume " + str(run_dir)
-        )
-    run_obj = Run(
-        id=run_dir.name,
-        suite="soak",
-        spec=profile.stem,
-        started=started,
-        finished=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        aibench_version=__version__,
-        inventory=inv.to_dict(),
-        verdicts=tuple(verdicts),
-        notes=tuple(notes),
-        telemetry=tel,
-    )
-    store.save_run(run_obj, run_dir)
-    reports.write_all(run_obj, run_dir)
-    if interrupted:
-        return EXIT_INTERRUPTED
-    failing = [v for v in verdicts if v.outcome.failing]
+    executed = pipeline.Executed(results=[], interrupted=interrupted)
+    run = _judged(inputs, executed, run_dir, started, opts, args)
+    pipeline.store_and_report(run, run_dir, lang=params.get("lang") or "en")
+    code = pipeline.exit_code(run, executed)
     if not args.quiet:
-        print(
-            f"{'FAIL' if failing else 'PASS'}: soak ({len(verdicts) - len(failing)} PASS, "
-            f"{len(failing)} failing)\nreport: {run_dir / 'report.html'}",
-            file=sys.stderr,
-        )
-    return EXIT_CHECKS_FAILED if failing or not verdicts else EXIT_OK
+        print(f"{run.outcome.value}: soak against {run.spec}\nreport: {run_dir / 'report.html'}")
+    return code
+
+
+def _judged(
+    inputs: Any,
+    executed: Any,
+    run_dir: Path,
+    started: str,
+    opts: Any,
+    args: argparse.Namespace,
+) -> Any:
+    """The soak's Run, assembled and judged by the pipeline like any run."""
+    from aibench import pipeline, store
+    from aibench.soak import engine
+    from aibench.telemetry.hook import attach
+
+    prev = store.load_run(run_dir) if (run_dir / store.RUN_JSON).exists() else None
+    run = pipeline.assemble(
+        inputs,
+        executed,
+        run_id=run_dir.name,
+        started=prev.started if prev else started,
+        resume_hint=f"aibench soak --resume {run_dir}",
+        signoff={"cluster": getattr(args, "cluster", "") or inputs.inventory.name}
+        | {k: getattr(args, k, "") for k in ("vendor", "customer")},
+    )
+    state = engine.load_state(run_dir)
+    note = f"soak: {state['elapsed']:g} of {opts.duration:g} s of stress, {state['chunks']} chunks"
+    run = run.replace(notes=(note, *run.notes))
+    run = attach(run, run_dir, profile=inputs.spec)
+    judged, _ = pipeline.judge(run, inputs, by="aibench soak")
+    return judged
+
+
+def _config(params: dict[str, Any], inputs: Any) -> dict[str, Any]:
+    """run-config.json of a soak: what ``aibench check`` needs to re-judge it."""
+    return {
+        "suite": "soak",
+        "inventory": params["inventory"],
+        "spec": params["spec"],
+        "nodes": params["nodes"],
+        "steps": None,
+        "tool": None,
+        "suite_sha256": inputs.suite.sha256,
+        "spec_sha256": inputs.spec.sha256,
+    }
 
 
 COMMAND = Command(
@@ -201,6 +287,7 @@ COMMAND = Command(
     run=run,
     description=__doc__ or "",
     epilog="examples:\n  aibench soak --inventory cluster.yaml --duration 4h\n"
-    "  aibench soak --resume runs/20261203-140000-soak",
+    "  aibench soak --inventory cluster.yaml --dry-run\n"
+    "  aibench soak --resume runs/20261203-140000-soak --duration 6h",
     order=25,
 )

@@ -204,3 +204,38 @@ async def run_soak(
     finally:
         await sampler.stop()
     return state
+
+
+def plan_lines(inventory: Any, opts: SoakOptions, spec: Any) -> list[str]:
+    """What a soak would do, node by node, without starting anything (``--dry-run``)."""
+    import shlex
+
+    from aibench.telemetry import gpu, host
+
+    chunks = max(1, -int(-opts.duration // opts.chunk))
+    lines = [
+        f"soak: {len(inventory)} node(s), {opts.duration:g} s of stress in {chunks} "
+        f"chunk(s) of at most {opts.chunk:g} s, samples every {opts.interval:g} s; "
+        f"judged by {spec.name} ({len(spec.telemetry)} telemetry checks)",
+        "nothing is started (dry run)",
+    ]
+    first = min(opts.chunk, opts.duration)
+    stress = stress_argv(opts.stress.model_copy(update={"duration": first}))
+    for node in inventory.nodes:
+        how = node.executor if node.executor == "local" else f"{node.executor} {node.host}"
+        where = f"{node.name} ({how})"
+        lines.append(f"{where}:")
+        lines.append(f"  each chunk: {shlex.join(stress)}")
+        if has_gpus(node) and opts.gpu_burn is not None:
+            o = opts.gpu_burn.model_copy(update={"duration": max(1, int(opts.chunk))})
+            lines.append(f"  each chunk: {shlex.join(burn_argv(o, node))}")
+        elif has_gpus(node):
+            lines.append("  no GPU stress (--no-gpu-burn): soak.gpu_burn will be MISSING")
+        lines.append(f"  sampler: host probe ({shlex.join(host.argv(opts.interval)[:2])} ...)")
+        if has_gpus(node):
+            lines.append(f"  sampler: {shlex.join(gpu.argvs(opts.interval, opts.gpu_binary)[0])}")
+        b = node.facts.get("bmc")
+        if isinstance(b, dict):
+            bmc = f"{b.get('protocol', '')} at {b.get('address', '')}"
+            lines.append(f"  sampler: BMC {bmc} (read from here)")
+    return lines

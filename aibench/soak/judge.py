@@ -1,7 +1,9 @@
 """Judging a soak on its series: each check names the node, the part and the time it failed.
 
 Input: the compact telemetry (:func:`aibench.telemetry.compact`) and :class:`Limits` (from
-the soak profile, :func:`load_profile`; each row carries its guide section as ``source``).
+the ``telemetry`` rows of a spec, :func:`limits_of`: the built-in ``soak`` and ``telemetry``
+profiles; each row carries its guide section as ``source``). :func:`judge_rows` judges
+exactly a spec's rows; :func:`aibench.judge.judge_run` calls it.
 Checks, each a Verdict per node (``subject`` the node, ``culprits`` ``node`` or ``node:part``,
 ``observed_text`` says when, in seconds from the soak's start):
 
@@ -30,12 +32,9 @@ A check with no series for a node is MISSING for it, never PASS.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from aibench.model import Outcome, Verdict
 
@@ -59,20 +58,51 @@ class Limits:
     event_types: tuple[str, ...] = ("Fan", "Power Supply", "Power Unit", "Memory", "Cooling Device")
 
 
-def load_profile(path: Path) -> tuple[Limits, dict[str, str]]:
-    """The limits and, per check, its source (the guide section) from a soak profile:
-    ``checks: [{id, source, limits: {...}}]``."""
-    doc: Any = yaml.safe_load(path.read_text())
-    known = {f.name for f in fields(Limits)}
+def limit_names() -> set[str]:
+    return {f.name for f in fields(Limits)}
+
+
+def limits_of(rows: Iterable[Any]) -> tuple[Limits, dict[str, str]]:
+    """The limits and, per check, its source (the guide section) from a spec's
+    ``telemetry`` rows (:class:`aibench.thresholds.spec.TelemetryRow`)."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for i, row in enumerate(doc.get("checks", [])):
-        for k, v in (row.get("limits") or {}).items():
-            if k not in known:
-                raise ValueError(f"{path}: checks[{i}].limits.{k}: unknown limit")
+    for row in rows:
+        for k, v in row.limits.items():
             values[k] = tuple(v) if isinstance(v, list) else v
-        sources[str(row["id"])] = str(row.get("source", ""))
+        sources[row.id] = row.source
     return Limits(**values), sources
+
+
+def judge_rows(
+    tel: Mapping[str, Any],
+    nodes: Iterable[str],
+    gpu_nodes: Collection[str],
+    rows: Iterable[Any],
+) -> list[Verdict]:
+    """The verdicts of a spec's telemetry rows: only the rows' checks, a ``nodes: gpu``
+    row only on ``gpu_nodes``; ``soak.gpu_burn`` is MISSING on a GPU node with no
+    gpu-burn series (its soak had no GPU stress)."""
+    rows = list(rows)
+    lim, src = limits_of(rows)
+    scope = {r.id: r.nodes for r in rows}
+    out: list[Verdict] = []
+    for node in nodes:
+        wanted = {c for c, where in scope.items() if where == "all" or node in gpu_nodes}
+        found = [v for v in judge(tel, [node], lim, src) if v.check in wanted]
+        burned = any(v.check == "soak.gpu_burn" for v in found)
+        if "soak.gpu_burn" in wanted and node in gpu_nodes and not burned:
+            found.append(
+                _v(
+                    "soak.gpu_burn",
+                    Outcome.MISSING,
+                    node,
+                    "no GPU stress ran on a node the inventory declares GPUs for",
+                    src=src,
+                )
+            )
+        out += found
+    return out
 
 
 def _series(tel: Mapping[str, Any], **match: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@
 or 0: nothing is started) and stops it when the block ends, however it ends; a sampler that
 cannot start is recorded in the telemetry's errors, never raised. ``attach`` puts the
 compact series of ``run_dir/telemetry`` (this execution's and an interrupted one's before
-it, for ``--resume``) into ``Run.telemetry``.
+it, for ``--resume``) into ``Run.telemetry``, with the telemetry rows that judge them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from aibench.executors.base import Executor
 from aibench.inventory import Node
@@ -51,8 +52,30 @@ async def sampling(
             await sampler.stop()
 
 
-def attach(run: Run, run_dir: Path) -> Run:
+def attach(run: Run, run_dir: Path, profile: Any = None) -> Run:
+    """``run`` with the compact series of ``run_dir``, and the telemetry rows of
+    ``profile`` (a loaded spec; default the built-in ``telemetry`` profile) recorded with
+    them (``telemetry["profile"]``: name, sha256, rows), so that a re-judge of the run
+    judges the series with the same rows, whatever spec judges its steps."""
     d = run_dir / DIRNAME
     if not d.exists():
         return run
-    return run.replace(telemetry=compact(Store(d)))
+    if profile is None:
+        from aibench.thresholds import load_spec
+
+        profile = load_spec("telemetry")
+    tel = dict(compact(Store(d)))
+    tel["profile"] = {
+        "name": profile.name,
+        "sha256": profile.sha256,
+        "rows": [r.model_dump(mode="json") for r in profile.telemetry],
+    }
+    return run.replace(telemetry=tel)
+
+
+def recorded_rows(run: Run) -> list[Any]:
+    """The telemetry rows recorded with a run's series (none: an older run)."""
+    from aibench.thresholds.spec import TelemetryRow
+
+    prof = (run.telemetry or {}).get("profile") or {}
+    return [TelemetryRow.model_validate(r) for r in prof.get("rows", [])]

@@ -383,6 +383,50 @@ class Hardware(Strict):
     drives: list[Drive] = Field(default_factory=list, description="local drives")
 
 
+TELEMETRY_CHECKS = (
+    "soak.temperature.max",
+    "soak.temperature.p99",
+    "soak.inlet.band",
+    "soak.clock.drop",
+    "soak.throttle",
+    "soak.stress.rate",
+    "soak.power.band",
+    "soak.fan.floor",
+    "soak.bmc.events",
+    "soak.ecc",
+    "soak.gpu_burn",
+)
+
+
+class TelemetryRow(Strict):
+    """One check of the series sampled beside a run or a soak (aibench.soak.judge)."""
+
+    id: Literal[TELEMETRY_CHECKS] = Field(  # type: ignore[valid-type]
+        description="the series check: " + ", ".join(TELEMETRY_CHECKS)
+    )
+    source: str = Field("", description="where its limits come from (a guide section)")
+    limits: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the check's limits (temp_max, throttle_s, clock_drop_pct, baseline_s ...)",
+    )
+    nodes: Literal["all", "gpu"] = Field(
+        "all",
+        description="judged on every node (all) or only on nodes whose inventory declares "
+        "GPUs (gpu); a node judged with no series for it is MISSING",
+    )
+
+    @field_validator("limits")
+    @classmethod
+    def _known(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from aibench.soak.judge import limit_names
+
+        unknown = sorted(set(v) - limit_names())
+        if unknown:
+            known = ", ".join(sorted(limit_names()))
+            raise ValueError(f"unknown limit {unknown[0]!r}; known: {known}")
+        return v
+
+
 class SpecModel(Strict):
     """A spec file."""
 
@@ -391,15 +435,24 @@ class SpecModel(Strict):
     description: str = Field("", description="what the spec accepts, in a sentence or two")
     source: str = Field("", description="where its numbers come from")
     hardware: Hardware | None = Field(None, description="the node class it is written for")
-    checks: list[Check] = Field(min_length=1, description="the rules")
+    checks: list[Check] = Field(
+        default_factory=list, description="the rules (at least one, or telemetry rows)"
+    )
+    telemetry: list[TelemetryRow] = Field(
+        default_factory=list,
+        description="checks of the series sampled beside the run (aibench soak, "
+        "aibench run --telemetry)",
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> SpecModel:
+        if not self.checks and not self.telemetry:
+            raise ValueError("checks: give at least one check (or telemetry rows)")
         seen: set[str] = set()
-        for c in self.checks:
-            if c.id in seen:
-                raise ValueError(f"duplicate check id {c.id!r}")
-            seen.add(c.id)
+        for cid in [*(c.id for c in self.checks), *(r.id for r in self.telemetry)]:
+            if cid in seen:
+                raise ValueError(f"duplicate check id {cid!r}")
+            seen.add(cid)
         return self
 
 
@@ -417,6 +470,10 @@ class Spec:
     @property
     def hardware(self) -> Hardware | None:
         return self.model.hardware
+
+    @property
+    def telemetry(self) -> tuple[TelemetryRow, ...]:
+        return tuple(self.model.telemetry)
 
 
 def load_spec(name_or_path: str | Path) -> Spec:

@@ -23,7 +23,7 @@ AIBENCH = [sys.executable, "-m", "aibench"]
 def test_interrupted_soak_resumed_by_the_cli(tmp_path: Path) -> None:
     profile = tmp_path / "profile.yaml"
     profile.write_text(
-        "checks:\n"
+        "schema_version: 1\nname: soak-short\ntelemetry:\n"
         "  - {id: soak.stress.rate, source: 'guide §3.3', limits: {rate_min_pct: 5, baseline_s: 6}}\n"
     )
     args = [
