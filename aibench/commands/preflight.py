@@ -51,13 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aibench import __version__, store
+    from aibench import store
     from aibench.inventory import load_inventory, local_inventory
-    from aibench.judge import judge_run, record
-    from aibench.model import Run, StepStatus
-    from aibench.pipeline import Executors, select_nodes
+    from aibench.model import StepStatus
+    from aibench.pipeline import Executed, Executors, Inputs, select_nodes
     from aibench.plan import build_plan
-    from aibench.preflight import environment_from_facts
     from aibench.preflight.collect import collect, facts_of, table
     from aibench.progress import Reporter
     from aibench.suite import load_suite
@@ -82,27 +80,9 @@ def run(args: argparse.Namespace) -> int:
             )
     facts = facts_of(results)
     nodes = [n.name for n in inventory.nodes]
-    environment: dict[str, Any] = dict(environment_from_facts(facts))
-    for node, reason in unreachable.items():
-        environment.setdefault(node, {})["unreachable"] = reason
-    run_obj = Run(
-        id=f"preflight-{started.replace(':', '').replace('-', '')}",
-        suite=suite.name,
-        suite_sha256=suite.sha256,
-        spec=spec.name,
-        spec_sha256=spec.sha256,
-        started=started,
-        finished=_now(),
-        aibench_version=__version__,
-        inventory=inventory.to_dict(),
-        environment=environment,
-        steps=tuple(results),
-        notes=tuple(f"{n} unreachable: {r}" for n, r in sorted(unreachable.items())),
+    run_obj, judgement = _judged(
+        Inputs(suite, inventory, spec), Executed(results=results, unreachable=unreachable), started
     )
-    # The same judgement as aibench run, of the spec's fact checks: the benchmark checks
-    # belong to aibench run (a note says how many were left out).
-    judgement = judge_run(run_obj, spec, facts_only=True)
-    run_obj = record(run_obj, judgement, "aibench preflight")
     out = sys.stdout
     print(table(facts, nodes), file=out)
     problems = [r for r in results if r.status is not StepStatus.OK]
@@ -131,6 +111,19 @@ def run(args: argparse.Namespace) -> int:
         print("aibench: error: no node could be reached", file=sys.stderr)
         return EXIT_CANNOT_RUN
     return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run_obj.verdicts) else EXIT_OK
+
+
+def _judged(inputs: Any, executed: Any, started: str) -> tuple[Any, Any]:
+    """The preflight's Run, assembled by the pipeline like any run, and its judgement:
+    the spec's fact checks (the benchmark checks belong to aibench run; a note says how
+    many were left out), recorded in the run's judgements."""
+    from aibench.judge import judge_run, record
+    from aibench.pipeline import assemble
+
+    run_id = f"preflight-{started.replace(':', '').replace('-', '')}"
+    run_obj = assemble(inputs, executed, run_id=run_id, started=started)
+    judgement = judge_run(run_obj, inputs.spec, facts_only=True)
+    return record(run_obj, judgement, "aibench preflight"), judgement
 
 
 def _now() -> str:

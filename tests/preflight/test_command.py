@@ -33,8 +33,9 @@ def test_this_machine_table_and_json(tmp_path: Path) -> None:
     assert run.suite == "preflight"
     assert run.steps
     assert all(s.status is StepStatus.OK for s in run.steps)
-    (node,) = run.environment
+    (node,) = [n for n in run.environment if n != "_controller"]  # assembled like any run
     assert run.environment[node]["sysctl.vm.swappiness"] == SWAPPINESS
+    assert [j["by"] for j in run.judgements] == ["aibench preflight"]
     assert any(f.name == "vm.swappiness" for f in run.facts)
 
 
