@@ -50,6 +50,18 @@ class Consistent:
 
 
 @dataclass(frozen=True)
+class Declares:
+    """A tool's fact that answers a declaration of the inventory (``what``: gpu_count,
+    hca_count, hca_state, hca_rate, data_dir), read by aibench.preflight.expected;
+    ``active``: for hca_state, the value of a port that is up."""
+
+    what: str
+    source: str
+    name: str
+    active: str = ""
+
+
+@dataclass(frozen=True)
 class Traits:
     units: Mapping[str, str] = field(default_factory=dict)
     lower_is_better: frozenset[str] = frozenset()
@@ -59,6 +71,7 @@ class Traits:
     title: str = ""  # the report section's title
     key_facts: tuple[str, ...] = ()  # flattened fact names; a name ending in "." a prefix
     consistency: tuple[Consistent, ...] = ()
+    declares: tuple[Declares, ...] = ()  # facts that answer the inventory's declarations
 
 
 NONE = Traits()

@@ -4,16 +4,21 @@ The inventory may declare per node ``gpus: {model, count}``, ``hcas: [{name, por
 rate_gbps}]`` and ``data_dirs``. :func:`check` returns one :class:`Verdict` per declared
 item and node (PASS or FAIL; benchmark ``preflight``):
 
-* ``inventory.gpu_count``: ``nvidia-smi.gpu_count`` equals ``gpus.count`` (an absent
-  nvidia-smi where GPUs are declared is a FAIL, with the reason);
-* ``inventory.hca_state``: the declared HCA port is Active (``ibstat.state``, else
-  ``ibv_devinfo.state`` PORT_ACTIVE); a port that is not listed at all is a FAIL, and
-  MISSING when neither tool could be read on the node (not installed: never a PASS);
-* ``inventory.hca_rate``: the port's ``ibstat.rate`` is at least ``rate_gbps``;
-* ``inventory.data_dir``: the data directory exists, i.e. ``mount.target`` is known for it.
+Which fact answers which declaration is declared by the tools, not here: the preflight's
+traits (``Traits.declares``) name, per declaration, the facts of every tool that can
+answer it (the GPU count of each vendor's GPU or NPU tool, the port state of each HCA
+tool ...); the first tool that could be read on the node answers.
+
+* ``inventory.gpu_count``: the node's GPU (or NPU) count equals ``gpus.count`` (no GPU
+  tool readable where GPUs are declared is a FAIL, with each tool's reason);
+* ``inventory.hca_state``: the declared HCA port is up (its tool's ``active`` state); a
+  port that is not listed at all is a FAIL, and MISSING when no HCA tool could be read on
+  the node (not installed: never a PASS);
+* ``inventory.hca_rate``: the port's rate is at least ``rate_gbps``;
+* ``inventory.data_dir``: the data directory exists, i.e. its mount target is known.
 
 The GPU model name is not compared: inventories use marketing names (H100-SXM5-80GB) and
-nvidia-smi its own (NVIDIA H100 80GB HBM3); the spec's fact checks can match it.
+the tools their own (NVIDIA H100 80GB HBM3); the spec's fact checks can match it.
 A node that did not report the source at all (its step failed or was unreachable) gets
 no verdict here; the failed step says why.
 """
@@ -25,8 +30,15 @@ from typing import Any
 
 from aibench.inventory import Inventory
 from aibench.model import Fact, Outcome, Verdict
+from aibench.tools import Declares
 
 BENCHMARK = "preflight"
+
+
+def _declared(what: str) -> tuple[Declares, ...]:
+    from aibench.tools import traits
+
+    return tuple(d for d in traits("preflight").declares if d.what == what)
 
 
 def _find(facts: list[Fact], source: str, name: str, **dims: object) -> list[Fact]:
@@ -37,6 +49,11 @@ def _find(facts: list[Fact], source: str, name: str, **dims: object) -> list[Fac
         and f.name == name
         and all(f.dims.get(k) == v for k, v in dims.items())
     ]
+
+
+def _answers(facts: list[Fact], what: str, **dims: object) -> list[tuple[Declares, Fact]]:
+    """The facts that answer ``what``, in the order the tools declare them."""
+    return [(d, f) for d in _declared(what) for f in _find(facts, d.source, d.name, **dims)]
 
 
 def _verdict(
@@ -85,20 +102,23 @@ def _gpus(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
     gpus = declared.get("gpus")
     if not isinstance(gpus, Mapping) or "count" not in gpus:
         return []
-    found = _find(facts, "nvidia-smi", "gpu_count")
+    found = _answers(facts, "gpu_count")
     if not found:
         return []
     want = int(gpus["count"])
-    f = found[0]
-    ok = f.value == want
+    readable = [(d, f) for d, f in found if f.value is not None]
+    d, f = (readable or found)[0]
+    shown = _shown(f) if readable else "; ".join(f"{d.source} {_shown(f)}" for d, f in found)
     return [
         _verdict(
             "inventory.gpu_count",
             node,
-            ok,
+            f.value == want,
             f"{want} (inventory)",
-            _shown(f),
-            f"{node}: nvidia-smi reports {_shown(f)} GPUs, the inventory {want}",
+            shown,
+            f"{node}: {d.source} reports {shown} GPUs, the inventory {want}"
+            if readable
+            else f"{node}: no GPU tool could be read ({shown}); the inventory declares {want}",
             "GPUs per node, as the inventory declares them",
         )
     ]
@@ -106,23 +126,18 @@ def _gpus(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
 
 def _hcas(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Verdict]:
     hcas = declared.get("hcas") or []
-    have_ibstat = bool(_find(facts, "ibstat", "hca_count"))
-    have_verbs = bool(_find(facts, "ibv_devinfo", "hca_count"))
-    if not hcas or not (have_ibstat or have_verbs):
+    counts = [f for _, f in _answers(facts, "hca_count")]
+    if not hcas or not counts:
         return []
     out = []
     for h in hcas:
         name, port = str(h.get("name")), int(h.get("port", 1))
         where = f"{name} port {port}"
-        state = [f for f in _find(facts, "ibstat", "state", hca=name, port=port) if f.value]
-        verbs = [f for f in _find(facts, "ibv_devinfo", "state", hca=name, port=port) if f.value]
-        counts = _find(facts, "ibstat", "hca_count") + _find(facts, "ibv_devinfo", "hca_count")
+        state = [(d, f) for d, f in _answers(facts, "hca_state", hca=name, port=port) if f.value]
         readable = [f for f in counts if f.value is not None]
         if state:
-            ok, seen = state[0].value == "Active", str(state[0].value)
-        elif verbs:
-            ok, seen = verbs[0].value == "PORT_ACTIVE", str(verbs[0].value)
-        elif not readable:  # neither ibstat nor ibv_devinfo could be read: not verified
+            ok, seen = state[0][1].value == state[0][0].active, str(state[0][1].value)
+        elif not readable:  # no HCA tool could be read: not verified
             why = "; ".join(sorted({f.reason for f in counts if f.reason})) or "no HCA tool"
             out.append(
                 Verdict(
@@ -155,12 +170,13 @@ def _hcas(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
         if rate_want is None:
             continue
         rates = [
-            f
-            for f in _find(facts, "ibstat", "rate", hca=name, port=port)
+            (d, f)
+            for d, f in _answers(facts, "hca_rate", hca=name, port=port)
             if isinstance(f.value, int | float)
         ]
+        rate_tools = {d.source for d in _declared("hca_rate")}
         if not rates:
-            if any(f.value is not None for f in _find(facts, "ibstat", "hca_count")):
+            if any(f.value is not None and f.source in rate_tools for f in counts):
                 out.append(
                     _verdict(
                         "inventory.hca_rate",
@@ -168,12 +184,12 @@ def _hcas(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
                         False,
                         f">= {rate_want:g} Gbit/s",
                         "not listed",
-                        f"{node}: ibstat lists no rate for {where}",
+                        f"{node}: {', '.join(sorted(rate_tools))} lists no rate for {where}",
                         "declared HCA port runs at its nominal rate",
                     )
                 )
             continue
-        got = float(rates[0].value)  # type: ignore[arg-type]
+        got = float(rates[0][1].value)  # type: ignore[arg-type]
         out.append(
             _verdict(
                 "inventory.hca_rate",
@@ -194,10 +210,10 @@ def _dirs(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
         dirs = [dirs]
     out = []
     for d in dirs:
-        found = _find(facts, "mount", "target", path=str(d))
+        found = _answers(facts, "data_dir", path=str(d))
         if not found:
             continue
-        f = found[0]
+        f = found[0][1]
         out.append(
             _verdict(
                 "inventory.data_dir",

@@ -50,7 +50,7 @@ from aibench.parsers.sysinfo import NODE_FILES, TOOLS_SCRIPT
 from aibench.preflight import vendor
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot
 from aibench.textio import tail
-from aibench.tools import Consistent, Traits
+from aibench.tools import Consistent, Declares, Traits
 
 CLOCK_FIELDS = "index,pci.bus_id,clocks_event_reasons.active,clocks_event_reasons.supported"
 LSBLK_COLUMNS = "NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA"
@@ -151,6 +151,20 @@ def kind_of(inv: Invocation) -> str:
 # The node facts the history compares across runs (a changed driver makes a regression a
 # WARN that names it) and those that must be the same on every node (golden config).
 PREFLIGHT_TRAITS = Traits(
+    # whichever of these tools a node has answers the inventory's gpus.count, hcas and
+    # data_dirs (aibench.preflight.expected): NVIDIA, AMD (amd-smi, rocm-smi), Ascend
+    declares=(
+        Declares("gpu_count", "nvidia-smi", "gpu_count"),
+        Declares("gpu_count", "amd-smi", "gpu_count"),
+        Declares("gpu_count", "rocm-smi", "gpu_count"),
+        Declares("gpu_count", "npu-smi", "npu_count"),
+        Declares("hca_count", "ibstat", "hca_count"),
+        Declares("hca_count", "ibv_devinfo", "hca_count"),
+        Declares("hca_state", "ibstat", "state", active="Active"),
+        Declares("hca_state", "ibv_devinfo", "state", active="PORT_ACTIVE"),
+        Declares("hca_rate", "ibstat", "rate"),
+        Declares("data_dir", "mount", "target"),
+    ),
     key_facts=(
         "kernel.release",
         "os.pretty_name",

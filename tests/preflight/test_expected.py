@@ -92,3 +92,45 @@ def test_ibv_devinfo_is_used_where_ibstat_is_missing() -> None:
 def test_nothing_declared_nothing_judged() -> None:
     facts = real("nvidia-smi-q", "nvidia-smi-q/h100-mig-590.48.01-load.txt", "n1")
     assert check(Inventory(name="t", nodes=(Node(name="n1"),)), facts) == []
+
+
+def _absent(source: str, name: str, node: str) -> Fact:
+    return Fact(source, name, None, nodes=(node,), reason=f"{source}: not installed")
+
+
+def test_amd_and_ascend_nodes_with_the_right_count_pass() -> None:
+    """The GPU count comes from whichever GPU tool the node has (real captures): an
+    absent nvidia-smi on an AMD or Ascend node is not the answer."""
+    cases = {
+        "amd-smi": real("amd-smi-static", "amd-smi-static/mi210-gpu_data-rocm6.4.json", "n1"),
+        "rocm-smi": real("rocm-smi-json", "rocm-smi-json/rx6600-showallinfo-jq.json", "n1"),
+        "npu-smi": real("npu-smi-info", "npu-smi-info/910b2-23.0.7-eight-npus-idle.txt", "n1"),
+    }
+    for tool, facts in cases.items():
+        count = next(f.value for f in facts if f.name in ("gpu_count", "npu_count"))
+        node = Node(name="n1", facts={"gpus": {"model": "x", "count": count}})
+        found = [_absent("nvidia-smi", "gpu_count", "n1"), *facts]
+        (v,) = check(Inventory(name="t", nodes=(node,)), found)
+        assert v.outcome is Outcome.PASS, (tool, v)
+        assert v.observed_text == str(count)
+        wrong = Node(name="n1", facts={"gpus": {"model": "x", "count": int(count) + 1}})
+        (v,) = check(Inventory(name="t", nodes=(wrong,)), found)
+        assert v.outcome is Outcome.FAIL
+        assert tool in v.reason
+
+
+def test_no_gpu_tool_readable_names_every_tool() -> None:
+    node = Node(name="n1", facts={"gpus": {"model": "x", "count": 8}})
+    found = [_absent("nvidia-smi", "gpu_count", "n1"), _absent("amd-smi", "gpu_count", "n1")]
+    (v,) = check(Inventory(name="t", nodes=(node,)), found)
+    assert v.outcome is Outcome.FAIL
+    assert "nvidia-smi" in v.reason
+    assert "amd-smi" in v.reason
+
+
+def test_expected_names_no_tool() -> None:
+    import aibench.preflight.expected as mod
+
+    text = Path(mod.__file__).read_text()
+    for tool in ("nvidia-smi", "amd-smi", "rocm-smi", "npu-smi", "ibstat", "ibv_devinfo"):
+        assert tool not in text, tool
