@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from aibench.errors import UserError
-from aibench.executors.base import Command, Executor, ServerNotReady, redact_env
+from aibench.executors.base import (
+    Command,
+    Executor,
+    ServerNotReady,
+    redact_env,
+    scrub,
+    scrub_files,
+    secret_values,
+)
 from aibench.interpret import interpret, version_fact
 from aibench.inventory import Node
 from aibench.model import Fact, Measurement, ProcessRecord, StepResult, StepStatus
@@ -135,6 +144,22 @@ async def check_nodes(ex: Execution) -> None:
             ex.unreachable[name] = reason
 
     await asyncio.gather(*(one(n) for n in sorted(nodes)))
+
+
+def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:
+    """The values of secret variables (by name, or marked by the suite's
+    ``settings.secret_env``) scrubbed from the invocation's raw output and its reason."""
+    marked = getattr(ex.plan.suite.settings, "secret_env", ())
+    values = secret_values((p.env for p in (*inv.setup, *inv.servers, inv.client)), marked)
+    if not values:
+        return res
+    raw = ex.run_dir / "raw" / inv.step
+    scrub_files(raw.glob(f"{inv.label}.r{inv.repeat}.*"), values)
+    processes = tuple(
+        dataclasses.replace(p, env={k: scrub(v, values) for k, v in p.env.items()})
+        for p in res.processes
+    )
+    return dataclasses.replace(res, reason=scrub(res.reason, values), processes=processes)
 
 
 async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
@@ -276,6 +301,7 @@ async def execute(ex: Execution) -> list[StepResult]:
                     res = await run_invocation(ex, inv)
             else:
                 res = await run_invocation(ex, inv)
+        res = _scrubbed(ex, inv, res)
         await ex._record(res)
         if ex.progress:
             ex.progress("done", res, len(ex.done), total)

@@ -61,6 +61,12 @@ class Settings(Strict):
         description="language of report.html and summary.md (en, zh); aibench run --lang "
         "overrides it",
     )
+    secret_env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=list,
+        description="environment variables (of the steps' env) whose values are secret: "
+        "shown as *** and scrubbed from raw outputs and logs, besides every variable whose "
+        "name looks secret (TOKEN, PASSWORD, API_KEY ...)",
+    )
 
 
 class StepModel(Strict):
