@@ -156,7 +156,9 @@ def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:
     raw = ex.run_dir / "raw" / inv.step
     scrub_files(raw.glob(f"{inv.label}.r{inv.repeat}.*"), values)
     processes = tuple(
-        dataclasses.replace(p, env={k: scrub(v, values) for k, v in p.env.items()})
+        dataclasses.replace(
+            p, env=redact_env({k: scrub(v, values) for k, v in p.env.items()}, marked)
+        )
         for p in res.processes
     )
     return dataclasses.replace(res, reason=scrub(res.reason, values), processes=processes)

@@ -587,6 +587,7 @@ def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
     ``***``). ``full``: instead of the example, every round and every run of it, made one
     round at a time."""
     limits = plan.inventory.limits
+    marked = tuple(plan.suite.settings.secret_env)
     yield (
         f"suite {plan.suite.name} ({plan.suite.source}) on {len(plan.inventory)} node(s) "
         f"of {plan.inventory.name}: {plan.run_count()} runs in {plan.round_count()} rounds, "
@@ -607,7 +608,7 @@ def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
                 concurrency = f"{n} run(s) at once" if k >= n else f"{n} run(s), {k} at once"
                 yield f"  repeat {rnd.repeat + 1} round {rnd.round + 1}: {concurrency}"
                 for inv in rnd.invocations:
-                    yield from _run_lines(inv, "    ")
+                    yield from _run_lines(inv, "    ", marked)
             continue
         shapes = step.shapes()
         repeats = f" ({step.repeats} repeats of {len(shapes)})" if step.repeats > 1 else ""
@@ -625,7 +626,7 @@ def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
             yield f"  rounds of {sizes[0]} to {sizes[-1]} run(s), at most {most} at once"
         if first is not None:
             yield "  for example:"
-            yield from _run_lines(first, "    ")
+            yield from _run_lines(first, "    ", marked)
     if not full:
         yield "\n(aibench plan --full lists every run of every round)"
 
@@ -634,21 +635,22 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
-def _run_lines(inv: Invocation, indent: str) -> Iterator[str]:
+def _run_lines(inv: Invocation, indent: str, marked: tuple[str, ...] = ()) -> Iterator[str]:
     for s in inv.setup:
-        yield f"{indent}{s.host:<16} setup   {_command(s)}"
+        yield f"{indent}{s.host:<16} setup   {_command(s, marked)}"
     for s in inv.servers:
-        yield f"{indent}{s.host:<16} server  {_command(s)}"
-    yield f"{indent}{inv.client.host:<16} {inv.client.role:<7} {_command(inv.client)}"
+        yield f"{indent}{s.host:<16} server  {_command(s, marked)}"
+    yield f"{indent}{inv.client.host:<16} {inv.client.role:<7} {_command(inv.client, marked)}"
 
 
-def _command(spec: Any) -> str:
-    """``NAME=value ... argv`` as a shell would read it; secret-looking values as ***."""
+def _command(spec: Any, marked: tuple[str, ...] = ()) -> str:
+    """``NAME=value ... argv`` as a shell would read it; secret values (a secret-looking
+    name, or one the suite marks in ``settings.secret_env``) as ***."""
     from aibench.executors.base import REDACTED, redact_env
 
     env = " ".join(
         f"{k}={v if v == REDACTED else shlex.quote(v)}"
-        for k, v in sorted(redact_env(spec.env).items())
+        for k, v in sorted(redact_env(spec.env, marked).items())
     )
     return f"{env} {shlex.join(spec.argv)}".strip()
 

@@ -90,3 +90,18 @@ def test_secret_values_are_scrubbed_from_raw_outputs(tmp_path: Path, env_runner:
     assert TOKEN not in everything
     assert MARKED not in everything
     assert all(MARKED not in v for p in res.processes for v in p.env.values())
+
+
+def test_the_plan_shows_marked_secrets_as_stars(env_runner: None) -> None:
+    from aibench.plan import plan_lines
+
+    opts = EnvOptions(env={"DB_DSN": MARKED, "PLAIN": "visible"})
+    step = Step(model=StepModel(name="s", tool="test-env", options=opts.model_dump()), options=opts)
+    suite = Suite(
+        name="t", description="", source="-", sha256="", spec=None,
+        settings=Settings(secret_env=["DB_DSN"]), steps=(step,), raw={},
+    )  # fmt: skip
+    text = "\n".join(plan_lines(build_plan(suite, Inventory(name="t", nodes=(Node("n1"),)))))
+    assert "DB_DSN=***" in text
+    assert "PLAIN=visible" in text
+    assert MARKED not in text

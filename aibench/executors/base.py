@@ -24,8 +24,10 @@ SECRET_NAME = re.compile(
 REDACTED = "***"
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if SECRET_NAME.search(k) else v) for k, v in env.items()}
+def redact_env(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:
+    """``env`` with the values of secret-looking names, and of ``marked`` ones, as ***."""
+    names = set(marked)
+    return {k: (REDACTED if SECRET_NAME.search(k) or k in names else v) for k, v in env.items()}
 
 
 def secret_values(envs: Iterable[Mapping[str, str]], marked: Iterable[str] = ()) -> list[str]:
@@ -34,9 +36,7 @@ def secret_values(envs: Iterable[Mapping[str, str]], marked: Iterable[str] = ())
     (they would blank ordinary output); the longest first, so that one holding another
     is replaced whole."""
     names = set(marked)
-    found = {
-        v for env in envs for k, v in env.items() if (SECRET_NAME.search(k) or k in names)
-    }
+    found = {v for env in envs for k, v in env.items() if (SECRET_NAME.search(k) or k in names)}
     return sorted((v for v in found if len(v) >= 4), key=len, reverse=True)
 
 
