@@ -1,7 +1,9 @@
 """Local executor: runs an argv as a subprocess of this machine.
 
-Each process starts in a new session (its own process group). A timeout, an interrupt or
-a server stop sends SIGTERM to the whole group, waits ``kill_grace`` seconds, then
+Each process starts in a new session (its own process group) and is sent SIGTERM by the
+kernel when aibench goes away, however it ends (``kill -9`` included: PR_SET_PDEATHSIG).
+A timeout, an interrupt or a server stop sends SIGTERM to the whole group, waits
+``kill_grace`` seconds, then
 SIGKILL, so a tool that forks (mpirun, a shell wrapper, fio's job processes) leaves
 nothing behind. stdout and stderr are file descriptors of the raw log files, so the
 output is on disk as it arrives.
@@ -15,6 +17,7 @@ import os
 import re
 import signal
 import socket
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +31,21 @@ if TYPE_CHECKING:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _lease() -> None:
+    """In the child before exec: SIGTERM it when aibench exits or is killed (Linux
+    PR_SET_PDEATHSIG), so nothing started here outlives aibench; a parent already gone
+    ends it at once."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(143)
 
 
 def _kill_group(pid: int, sig: int) -> None:
@@ -98,6 +116,7 @@ class LocalExecutor:
             cwd=cmd.cwd,
             env=self._env(cmd),
             start_new_session=True,
+            preexec_fn=_lease,
         )
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
