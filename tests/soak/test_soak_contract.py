@@ -57,6 +57,7 @@ def test_dry_run_prints_the_plan_and_makes_nothing(tmp_path: Path, inventory: Pa
         (("run", "--suite", "soak", "--history", "h.sqlite"), "--history"),
         (("run", "--suite", "smoke", "--duration", "3s"), "--duration"),
         (("soak", "--spec", "default", "--dry-run"), "no telemetry rows"),
+        (("run", "--suite", "soak", "--nodes", "nope", "--dry-run"), "--nodes"),  # honoured
     ],
 )
 def test_options_a_soak_cannot_use_are_refused(
