@@ -4,6 +4,9 @@ Contract:
 
 * **Connections** are made on first use, one per node, and reused by every later step
   (``check``, ``run``, ``start``); ``close`` closes them all. A jump host is supported.
+  The ssh_config file (the inventory's ``ssh.config_file``, else ``~/.ssh/config``) is
+  read as OpenSSH reads it (asyncssh): ``HostName``, ``User``, ``Port``, ``IdentityFile``
+  and ``ProxyJump`` apply where the inventory does not say otherwise.
 * **Host keys are always checked** against the node's ``known_hosts`` (default
   ``~/.ssh/known_hosts``). An unknown host or a changed key is refused with one line
   naming the node; nothing is ever accepted automatically.
@@ -12,16 +15,22 @@ Contract:
   ``NAME=value`` (names checked) and every argv element, so an argument with spaces,
   quotes, ``$(...)`` or ``;`` arrives verbatim. The node's login shell must be a POSIX
   shell (sh, bash, dash, zsh).
+* **Environment values never travel on a command line**: the wrapper gets the names,
+  the values come on the session's stdin (:func:`env_input`), so ``ps`` on the node
+  shows no secret.
+* **Nothing outlives aibench (the lease).** The session's stdin stays open while the step
+  runs; a watcher in the wrapper TERMs (then KILLs) the whole remote process group when
+  it reaches end of file: aibench exited, was killed (``kill -9``) or lost the connection.
 * **Every remote process is its own process group.** The wrapper is
-  ``exec setsid -w sh -c '<report $$ on stderr>; cd; env -- NAME=value... argv & wait;
-  kill the rest of the group'`` (util-linux ``setsid``): the wrapper sh leads a new
-  session and process group, whose PGID comes back as the first stderr line (not written
-  to the log). When the tool exits, whatever it forked and left running is sent TERM (as
-  the local executor does), so a leftover child cannot hold the session open. A
-  timeout, a cancellation or a server stop sends ``kill -TERM -- -PGID`` over the same
+  ``exec setsid -w sh -c '<report $$ on stderr>; read the env values; cd; env -- argv &
+  watch stdin; wait; kill the rest of the group'`` (util-linux ``setsid``): the wrapper sh
+  leads a new session and process group, whose PGID comes back as the first stderr line
+  (not written to the log). When the tool exits, whatever it forked and left running is
+  sent TERM (as the local executor does), so a leftover child cannot hold the session
+  open. A timeout, a cancellation or a server stop sends ``kill -TERM -- -PGID`` over the same
   connection, then ``kill -KILL`` after ``kill_grace`` seconds. A tool killed by a signal
   reports the shell's status 128+N. If the connection itself is lost, the remote group
-  cannot be signalled; it is left to end on its own (no SIGHUP reaches it: no tty).
+  cannot be signalled from here; the lease ends it on the node.
 * **Output is streamed**: stdout and stderr are written to the raw log files as the data
   arrives, so an interrupted run keeps what it measured.
 * **Unreachable**: a refused, timed-out or rejected connection, or a connection lost
@@ -73,15 +82,26 @@ if TYPE_CHECKING:
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PGID_MARK = b"AIBENCH-PGID "
-# The fixed part of every remote command. $1 is the working directory ("" for none);
-# the rest is env's argument list. No inventory or suite value is ever part of it.
-# The tool runs as a child of that sh (the group leader); when it exits, the sh TERMs
-# what is left of the group (forked children that kept running), ignoring TERM itself,
-# and exits with the tool's status.
+# The fixed part of every remote command. $1 is the working directory ("" for none), $2
+# the number of environment variables, then their names, then env's argument list. The
+# values come on stdin, one line each (backslash and newline escaped, turned back by
+# printf %b), never on a command line, so ``ps`` on the node never shows them. No
+# inventory or suite value is ever part of the script. The tool runs as a child of that sh
+# (the group leader) with stdin from /dev/null; when it exits, the sh TERMs what is left
+# of the group (forked children that kept running), ignoring TERM itself, and exits with
+# the tool's status. The lease: a watcher reads the rest of stdin, which aibench keeps
+# open for as long as the step runs; end of file (aibench closed the session, exited or
+# was killed, the connection dropped) TERMs the whole group, then KILLs it 3 s later.
 _INNER = (
-    'printf "AIBENCH-PGID %s\\n" "$$" >&2; d=$1; shift; '
+    'printf "AIBENCH-PGID %s\\n" "$$" >&2; d=$1; n=$2; shift 2; '
+    'while [ "$n" -gt 0 ]; do IFS= read -r v || exit 125; v=$(printf "%b." "$v"); '
+    'export "$1=${v%.}"; shift; n=$((n - 1)); done; '
     'if [ -n "$d" ]; then cd -- "$d" || exit 126; fi; '
-    'env "$@" & p=$!; wait "$p"; rc=$?; trap "" TERM; kill -TERM 0 2>/dev/null; exit "$rc"'
+    "exec 3<&0; "
+    'env "$@" </dev/null 3<&- & p=$!; '
+    '(while read -r _; do :; done; trap "" TERM; kill -TERM 0; sleep 3; kill -KILL 0) '
+    "<&3 >/dev/null 2>&1 & exec 3<&-; "
+    'wait "$p"; rc=$?; trap "" TERM; kill -TERM 0 2>/dev/null; exit "$rc"'
 )
 _NOT_FOUND = re.compile(rb"env: .*No such file or directory")
 _CIPHERS = (
@@ -94,11 +114,12 @@ _CIPHERS = (
 
 
 def remote_command(cmd: Command) -> str:
-    """The command line sent to the node: the fixed wrapper plus every value quoted."""
+    """The command line sent to the node: the fixed wrapper plus every value quoted; the
+    environment's names only (their values go on stdin, :func:`env_input`)."""
     for name in cmd.env:
         if not ENV_NAME.match(name):
             raise ValueError(f"invalid environment variable name {name!r}")
-    args = [cmd.cwd or "", "--", *(f"{k}={v}" for k, v in cmd.env.items()), *cmd.argv]
+    args = [cmd.cwd or "", str(len(cmd.env)), *cmd.env, "--", *cmd.argv]
     return (
         "exec setsid -w sh -c "
         + shlex.quote(_INNER)
@@ -245,12 +266,14 @@ class SSHExecutor:
             if s.known_hosts
             else os.path.expanduser("~/.ssh/known_hosts")
         )
+        config = os.path.expanduser(s.config_file or "~/.ssh/config")
         opts: dict[str, Any] = {
-            "port": s.port,
             "known_hosts": known,
             "connect_timeout": s.connect_timeout,
             "login_timeout": s.connect_timeout,
-            "config": None,
+            # the ssh_config (ssh.config_file, else ~/.ssh/config) fills in what the
+            # inventory leaves out: HostName, User, Port, IdentityFile, ProxyJump
+            "config": [config] if os.path.isfile(config) else None,
             "keepalive_interval": 15,
             "keepalive_count_max": 3,
             # AES-GCM first: one OpenSSL call per packet (3.8 us for 1 KiB here), where
@@ -259,6 +282,8 @@ class SSHExecutor:
             # other choices stay acceptable.
             "encryption_algs": _CIPHERS,
         }
+        if s.port != 22:
+            opts["port"] = s.port
         if s.user:
             opts["username"] = s.user
         if s.identity_file:
@@ -400,17 +425,21 @@ class SSHExecutor:
         caller releases the returned gate when the session is over."""
         line = remote_command(cmd)
         gate = self._gate(node)
-        proc = await self._open_session(node, gate, line)
+        proc = await self._open_session(node, gate, line, env_input(cmd.env))
         return proc, _Streams(proc, out, err), gate
 
-    async def _open_session(self, node: Node, gate: SessionGate, line: str) -> Any:
-        """A session on the host's connection, with a slot of its gate held."""
+    async def _open_session(
+        self, node: Node, gate: SessionGate, line: str, stdin: bytes = b""
+    ) -> Any:
+        """A session on the host's connection, with a slot of its gate held; ``stdin`` is
+        written to the process and its stdin left open (the node-side lease)."""
 
         async def attempt() -> Any:
             await gate.acquire()
             try:
                 conn = await self._connect(node)
-                proc = await conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL)
+                proc = await conn.create_process(line, encoding=None)
+                proc.stdin.write(stdin)  # the env values; the channel stays open: the lease
             except asyncssh.ChannelOpenError:
                 # the server's MaxSessions: hold later sessions in our queue instead
                 gate.refused()
@@ -566,9 +595,8 @@ class SSHExecutor:
                 await asyncio.wait_for(c.wait_closed(), 2.0)
 
 
-def env_assignments(env: Mapping[str, str]) -> list[str]:
-    """``NAME=value`` strings for ``env`` (names checked), as the wrapper passes them."""
-    for name in env:
-        if not ENV_NAME.match(name):
-            raise ValueError(f"invalid environment variable name {name!r}")
-    return [f"{k}={v}" for k, v in env.items()]
+def env_input(env: Mapping[str, str]) -> bytes:
+    """What the wrapper reads on stdin before it starts the tool: each value of ``env``
+    on one line, backslashes and newlines escaped (``printf %b`` turns them back)."""
+    lines = [v.replace("\\", "\\\\").replace("\n", "\\n") for v in env.values()]
+    return "".join(line + "\n" for line in lines).encode()

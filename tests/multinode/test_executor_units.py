@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,7 @@ from aibench.executors.base import Command
 from aibench.executors.local import LocalExecutor
 from aibench.executors.select import for_node, forget
 from aibench.executors.slurm import SlurmExecutor, srun_argv
-from aibench.executors.ssh import SSHExecutor, remote_command
+from aibench.executors.ssh import SSHExecutor, env_input, remote_command
 from aibench.inventory import Inventory, Node, SlurmSettings
 
 
@@ -20,28 +21,109 @@ def test_remote_command_quotes_every_value() -> None:
     line = remote_command(cmd)
     assert line.startswith("exec setsid -w sh -c ")
     words = shlex.split(line)
-    assert words[-8:] == [
+    assert words[-9:] == [
         "aibench",
         "/tmp/d ir",
+        "1",
+        "X",  # the name only: the value goes on stdin, never on a command line
         "--",
-        "X=1; reboot",
         "echo",
         "a b",
         "$(id)",
         "it's",
     ]
+    assert "reboot" not in line
 
 
 def test_remote_command_runs_verbatim_in_a_local_shell() -> None:
     """The exact line the node's shell gets, run by sh here: argv arrives unchanged."""
     hostile = ["a b", "'", '"', "$(echo pwned)", "`id`", ";", "&&", "\\", "\n", "", "-e"]
     py = "import json,sys; print(json.dumps(sys.argv[1:]))"
-    line = remote_command(Command(("python3", "-c", py, *hostile), env={"AB": "x y"}))
-    r = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True)
+    cmd = Command(("python3", "-c", py, *hostile), env={"AB": "x y"})
+    p = subprocess.Popen(
+        ["sh", "-c", remote_command(cmd)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdin is not None
+    assert p.stdout is not None
+    assert p.stderr is not None
+    p.stdin.write(env_input(cmd.env).decode())
+    p.stdin.flush()  # kept open while the tool runs: the lease
+    out = p.stdout.read()
+    p.stdin.close()
+    assert p.wait(10) == 0
     import json
 
-    assert json.loads(r.stdout) == hostile
-    assert r.stderr.startswith("AIBENCH-PGID ")
+    assert json.loads(out) == hostile
+    assert p.stderr.read().startswith("AIBENCH-PGID ")
+
+
+def test_env_values_arrive_through_stdin_verbatim() -> None:
+    """Values with spaces, quotes, backslashes, escapes and newlines reach the tool as they
+    were, and none of them is on the command line ``ps`` shows."""
+    env = {
+        "A": "p w",
+        "B": "back\\slash \\n not a newline",
+        "C": "two\nlines\n",
+        "D": "",
+        "E": "%b \\c",
+    }
+    py = "import json,os; print(json.dumps({k: os.environ[k] for k in 'ABCDE'}))"
+    cmd = Command(("python3", "-c", py), env=env)
+    line = remote_command(cmd)
+    assert not any(v in line for v in env.values() if v)
+    p = subprocess.Popen(
+        ["sh", "-c", line], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert p.stdin is not None
+    assert p.stdout is not None
+    p.stdin.write(env_input(env))
+    p.stdin.flush()
+    out = p.stdout.read()
+    p.stdin.close()
+    assert p.wait(10) == 0
+    import json
+
+    assert json.loads(out) == env
+
+
+def test_the_lease_ends_the_tool_when_stdin_closes() -> None:
+    """aibench gone (its end of stdin closed): the whole process group is TERMed."""
+    import time
+
+    cmd = Command(("sh", "-c", "sleep 300 & sleep 301; wait"))
+    p = subprocess.Popen(
+        ["sh", "-c", remote_command(cmd)], stdin=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert p.stdin is not None
+    assert p.stderr is not None
+    pgid = int(p.stderr.readline().split()[1])
+    time.sleep(0.5)
+    assert _group(pgid)
+    p.stdin.close()
+    p.wait(10)
+    deadline = time.monotonic() + 8
+    while _group(pgid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _group(pgid)
+
+
+def _group(pgid: int) -> list[int]:
+    import os
+
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+                out.append(int(d))
+    return out
 
 
 def test_srun_argv_inside_and_outside_an_allocation() -> None:

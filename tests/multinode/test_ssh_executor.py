@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from aibench.executors.base import Command, NodeUnreachable, ReadyCheck, ServerNotReady
 from aibench.executors.ssh import SSHExecutor, remote_command
 from aibench.inventory import Inventory, load_inventory
+from tests.testbed import net
 from tests.testbed.bed import TestBed
 
 pytestmark = pytest.mark.netns
@@ -381,3 +383,86 @@ def test_children_left_behind_are_ended_when_the_tool_exits(
     while testbed_hosts.pids("abt-h4") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert testbed_hosts.pids("abt-h4") == []
+
+
+def test_ssh_config_supplies_hostname_user_key_and_proxyjump(
+    testbed_hosts: TestBed, inventory: Inventory, tmp_path: Path
+) -> None:
+    """A node known by a Host alias of the ssh_config only (no user, no key in the
+    inventory): HostName, User, IdentityFile and ProxyJump come from the file, as ssh
+    takes them; the host key is still checked against known_hosts."""
+    from dataclasses import replace
+
+    h1, h2 = testbed_hosts.host("abt-h1"), testbed_hosts.host("abt-h2")
+    key = testbed_hosts.ssh.identity
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host cfg-h2\n  HostName {h2.address}\n  User root\n  IdentityFile {key}\n"
+        f"  ProxyJump {h1.address}\n"
+        f"Host {h1.address}\n  User root\n  IdentityFile {key}\n"
+    )
+    # the host key is looked up under the name aibench was given (the Host alias)
+    known = tmp_path / "known_hosts"
+    lines = testbed_hosts.ssh.known_hosts.read_text().splitlines()
+    h2_key = next(ln.split(" ", 1)[1] for ln in lines if ln.startswith("abt-h2 "))
+    known.write_text("\n".join([*lines, f"cfg-h2 {h2_key}"]) + "\n")
+    n = inventory.node("abt-h2")
+    node = replace(
+        n,
+        name="cfg-h2",
+        address="cfg-h2",
+        ssh=replace(
+            n.ssh, user=None, identity_file=None, config_file=str(cfg), known_hosts=str(known)
+        ),
+    )
+    log = testbed_hosts.ssh.host_dir(h2) / "sshd.log"
+    before = log.read_text()
+
+    async def main() -> tuple[int | None, str, str]:
+        ex = SSHExecutor()
+        try:
+            res = await ex.run(node, Command(("hostname",)), tmp_path / "o", tmp_path / "e")
+        finally:
+            await ex.close()
+        return res.exit_code, (tmp_path / "o").read_text(), res.reason
+
+    code, out, reason = arun(main())
+    assert (code, out) == (0, "abt-h2\n"), reason
+    assert f"Accepted publickey for root from {h1.address} " in log.read_text()[len(before) :]
+
+
+def test_env_values_are_not_on_the_remote_command_line(
+    testbed_hosts: TestBed, inventory: Inventory, tmp_path: Path
+) -> None:
+    """While the step runs, no process on the node shows the value in its argv; the tool
+    gets it in its environment."""
+    node = inventory.node("abt-h1")
+    secret = "Sekr1t-value with spaces"
+    py = "import os, time; print(os.environ['SOME_TOKEN'], flush=True); time.sleep(3)"
+
+    async def main() -> tuple[int | None, list[str]]:
+        ex = SSHExecutor()
+        try:
+            task = asyncio.ensure_future(
+                ex.run(
+                    node,
+                    Command(("python3", "-c", py), env={"SOME_TOKEN": secret}),
+                    tmp_path / "o",
+                    tmp_path / "e",
+                )
+            )
+            await asyncio.sleep(1.5)
+            argvs = []
+            for pid in net.netns_pids(testbed_hosts.host("abt-h1")):
+                with contextlib.suppress(OSError):
+                    argvs.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
+            res = await task
+        finally:
+            await ex.close()
+        return res.exit_code, argvs
+
+    code, argvs = arun(main())
+    assert code == 0
+    assert (tmp_path / "o").read_text() == secret + "\n"
+    assert any("SOME_TOKEN" in a for a in argvs)  # the wrapper was seen, with the name
+    assert not any(secret in a for a in argvs)

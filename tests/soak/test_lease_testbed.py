@@ -1,0 +1,136 @@
+"""Nothing aibench starts on a node outlives it: ``kill -9`` of aibench in the middle of a
+soak, and in the middle of ``aibench run --telemetry``, on the SSH test bed; within a few
+seconds no process of aibench's is left on any host (only the hosts' own sshd), and a
+``soak --resume`` afterwards finds no stale sampler; a dry run starts nothing on any
+host."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.testbed import net
+from tests.testbed.bed import TestBed
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed"),
+]
+AIBENCH = [sys.executable, "-m", "aibench"]
+SUITE = """\
+schema_version: 1
+name: long-step
+steps:
+  - name: stress
+    tool: stress-ng
+    options: {cpu: 1, cpu_load: 10, vm: 0, duration: 120}
+"""
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _left_on(bed: TestBed) -> dict[str, list[str]]:
+    """Every process in a host's namespace that is not the host's sshd."""
+    out: dict[str, list[str]] = {}
+    for h in bed.hosts:
+        names = [_comm(p) for p in net.netns_pids(h)]
+        left = [n for n in names if n and n != "sshd" and not n.startswith("sshd")]
+        if left:
+            out[h.name] = left
+    return out
+
+
+def _wait(cond: Callable[[], bool], seconds: float) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        if cond():
+            return time.monotonic() - t0
+        time.sleep(0.2)
+    return -1.0
+
+
+def _kill_when_running(argv: list[str], bed: TestBed, *want: str) -> float:
+    """Start aibench, wait until every host runs ``want`` (and the host probe), kill -9
+    aibench, and return how long the hosts took to be clean."""
+    assert _left_on(bed) == {}, "the bed was not clean before the test"
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def running() -> bool:
+        left = _left_on(bed)
+        return len(left) == len(bed.hosts) and all(
+            all(w in names for w in (*want, "sh")) for names in left.values()
+        )
+
+    try:
+        assert _wait(running, 60) >= 0, _left_on(bed)
+        time.sleep(2)  # the samplers have written a few blocks
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+    took = _wait(lambda: not _left_on(bed), 15)
+    assert took >= 0, f"left running after kill -9: {_left_on(bed)}"
+    return took
+
+
+def test_a_dry_run_starts_nothing_on_any_host(testbed_hosts: TestBed, tmp_path: Path) -> None:
+    """``soak --dry-run`` and ``run --suite soak --dry-run``: the plan names every host, and
+    no host sees a login (its sshd log) or a process."""
+    inv = testbed_hosts.write_inventory(tmp_path / "inv.yaml")
+    logs = [testbed_hosts.ssh.host_dir(h) / "sshd.log" for h in testbed_hosts.hosts]
+    before = [log.read_text() for log in logs]
+    for args in (("soak",), ("run", "--suite", "soak")):
+        r = subprocess.run(
+            [*AIBENCH, *args, "--dry-run", "--inventory", str(inv), "--duration", "4h",
+             "--output-dir", str(tmp_path / "runs")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert all(f"{h.name} (ssh {h.address})" in r.stdout for h in testbed_hosts.hosts)
+    assert [log.read_text() for log in logs] == before
+    assert _left_on(testbed_hosts) == {}
+    assert not (tmp_path / "runs").exists()
+
+
+def test_kill_9_mid_soak_and_mid_run_with_telemetry_leaves_nothing(
+    testbed_hosts: TestBed, tmp_path: Path
+) -> None:
+    inv = testbed_hosts.write_inventory(tmp_path / "inv.yaml")
+    out = tmp_path / "runs"
+    soak = [
+        *AIBENCH, "soak", "--inventory", str(inv), "--duration", "120s", "--chunk", "60",
+        "--interval", "1", "--cpu", "1", "--cpu-load", "10", "--vm", "0",
+        "--output-dir", str(out), "--quiet",
+    ]  # fmt: skip
+    took = _kill_when_running(soak, testbed_hosts, "stress-ng")
+    assert took < 8, took
+    [run_dir] = list(out.iterdir())
+    # the hosts are clean (above), so --resume finds no stale sampler; it runs to its end
+    resume = subprocess.run(
+        [*AIBENCH, "soak", "--resume", str(run_dir), "--duration", "3s", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resume.returncode in (0, 1), resume.stderr
+    assert _wait(lambda: not _left_on(testbed_hosts), 10) >= 0, _left_on(testbed_hosts)
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    run = [
+        *AIBENCH, "run", "--suite", str(suite), "--inventory", str(inv), "--telemetry", "1",
+        "--output-dir", str(tmp_path / "runs2"), "--quiet",
+    ]  # fmt: skip
+    took = _kill_when_running(run, testbed_hosts, "stress-ng")
+    assert took < 8, took
