@@ -5,8 +5,8 @@ Contract:
 * **Connections** are made on first use, one per node, and reused by every later step
   (``check``, ``run``, ``start``); ``close`` closes them all. A jump host is supported.
   The ssh_config file (the inventory's ``ssh.config_file``, else ``~/.ssh/config``) is
-  read as OpenSSH reads it (asyncssh): ``HostName``, ``User``, ``Port``, ``IdentityFile``
-  and ``ProxyJump`` apply where the inventory does not say otherwise.
+  read (asyncssh): ``HostName``, ``User``, ``Port`` and ``IdentityFile`` apply where the
+  inventory does not say otherwise; host keys are looked up under the inventory's name.
 * **Host keys are always checked** against the node's ``known_hosts`` (default
   ``~/.ssh/known_hosts``). An unknown host or a changed key is refused with one line
   naming the node; nothing is ever accepted automatically.
@@ -272,7 +272,7 @@ class SSHExecutor:
             "connect_timeout": s.connect_timeout,
             "login_timeout": s.connect_timeout,
             # the ssh_config (ssh.config_file, else ~/.ssh/config) fills in what the
-            # inventory leaves out: HostName, User, Port, IdentityFile, ProxyJump
+            # inventory leaves out: HostName, User, Port, IdentityFile
             "config": [config] if os.path.isfile(config) else None,
             "keepalive_interval": 15,
             "keepalive_count_max": 3,
