@@ -396,9 +396,7 @@ def test_ssh_config_supplies_hostname_user_and_key(
     h2 = testbed_hosts.host("abt-h2")
     key = testbed_hosts.ssh.identity
     cfg = tmp_path / "ssh_config"
-    cfg.write_text(
-        f"Host cfg-h2\n  HostName {h2.address}\n  User root\n  IdentityFile {key}\n"
-    )
+    cfg.write_text(f"Host cfg-h2\n  HostName {h2.address}\n  User root\n  IdentityFile {key}\n")
     # the host key is looked up under the name aibench was given (the Host alias)
     known = tmp_path / "known_hosts"
     lines = testbed_hosts.ssh.known_hosts.read_text().splitlines()
