@@ -69,7 +69,7 @@ from aibench.parsers import Record
 from aibench.parsers._nccl_table import COLLECTIVES, RCCL_ONLY
 from aibench.runners import _checks as checks
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
-from aibench.tools import PairSeries, Traits
+from aibench.traits import PairSeries, Traits
 
 TOOL = "nccl-tests"
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")

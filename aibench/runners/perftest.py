@@ -51,7 +51,7 @@ from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.iperf3 import data_address
-from aibench.tools import PairSeries, Traits
+from aibench.traits import PairSeries, Traits
 
 TOOL = "perftest"
 RAIL_STRIDE = 32
