@@ -40,7 +40,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from aibench.bmc.config import BmcModel
 from aibench.config import Strict, read_yaml, validate
 from aibench.errors import ConfigError
 
@@ -339,6 +338,56 @@ class EndpointModel(Strict):
         return self
 
 
+_BMC_HOST = re.compile(r"^[A-Za-z0-9_.:\[\]{}][A-Za-z0-9_.:\-\[\]{}]*$")
+_BMC_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class BmcModel(Strict):
+    """A node's BMC (inventory ``bmc:``; read by :mod:`aibench.bmc`). The password is named,
+    never given."""
+
+    address: str = Field(
+        description="BMC host or IP; {name} and {n} (the node name's last number) are replaced"
+    )
+    protocol: Literal["ipmi", "redfish"] = Field(description="ipmi (ipmitool lanplus) | redfish")
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        None, description="default 623 (ipmi), 443/80 (redfish https/http)"
+    )
+    username: str = Field(pattern=r"^[A-Za-z0-9_.@\-]+$", max_length=64)
+    password_env: str | None = Field(None, description="environment variable holding the password")
+    password_file: Annotated[str, Field(pattern=_SAFE_PATH)] | None = Field(
+        None, description="file whose first line is the password"
+    )
+    cipher_suite: Annotated[int, Field(ge=0, le=17)] | None = Field(
+        None, description="ipmi: ipmitool -C (e.g. 17 or 3); default ipmitool's choice"
+    )
+    scheme: Literal["https", "http"] = Field("https", description="redfish: https (default)")
+    ca_bundle: Annotated[str, Field(pattern=_SAFE_PATH)] | None = Field(
+        None, description="redfish: CA bundle to verify the BMC's certificate with"
+    )
+    timeout: float = Field(10.0, gt=0, le=120, description="seconds per BMC request")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        if not _BMC_HOST.match(v) or re.search(r"\{(?!(?:name|n)\})", v):
+            raise ValueError(f"not a BMC address: {v!r} (a host, an IP, {{name}}, {{n}})")
+        return v
+
+    @field_validator("password_env")
+    @classmethod
+    def _env(cls, v: str | None) -> str | None:
+        if v is not None and not _BMC_ENV.match(v):
+            raise ValueError(f"not an environment variable name: {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> BmcModel:
+        if (self.password_env is None) == (self.password_file is None):
+            raise ValueError("give password_env or password_file (one of them)")
+        return self
+
+
 class NodeFields(Strict):
     """What a node entry and ``defaults`` may say about nodes."""
 
@@ -366,7 +415,7 @@ class NodeFields(Strict):
     endpoints: list[EndpointModel] | None = Field(
         None, description="inference endpoints this node serves (the serving step)"
     )
-    bmc: BmcModel | None = Field(None, description="the node's BMC (aibench.bmc.BmcModel)")
+    bmc: BmcModel | None = Field(None, description="the node's BMC (BmcModel)")
 
     @field_validator("data_address")
     @classmethod
