@@ -41,7 +41,14 @@ from aibench import units
 from aibench.model import Fact, Measurement, Outcome, Run, StepResult, Verdict
 from aibench.thresholds import stats
 from aibench.thresholds.outliers import fleet_outliers
-from aibench.thresholds.spec import FACT_SYMBOLS, Check, Spec, _version, dim_matches
+from aibench.thresholds.spec import (
+    FACT_SYMBOLS,
+    Check,
+    FactSelect,
+    Spec,
+    _version,
+    dim_matches,
+)
 
 Subject = tuple[str, ...]
 
@@ -580,29 +587,7 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
     fs = check.fact
     assert fs is not None
     base = _base(check)
-    unreachable: dict[str, str] = {}
-    if fs.source == "environment":
-        facts = _environment_facts(run, fs.name)
-        steps: list[StepResult] = []
-        env = run.environment if isinstance(run.environment, Mapping) else {}
-        unreachable = {
-            str(n): str(f["unreachable"])
-            for n, f in env.items()
-            if isinstance(f, Mapping) and f.get("unreachable")
-        }
-    else:
-        facts = [
-            f
-            for f in run.facts
-            if f.source == fs.source
-            and f.name == fs.name
-            and all(dim_matches(r, f.dims.get(k)) for k, r in fs.dims.items())
-        ]
-        steps = [
-            s
-            for s in run.steps
-            if s.tool == fs.source or any(f.source == fs.source for f in s.facts)
-        ]
+    facts, steps, unreachable = _fact_sources(fs, run)
     if fs.labels:
         labels = node_labels(run)
         inventory = [n for n in inventory if _has_labels(labels, [n], fs.labels)]
@@ -621,76 +606,111 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
         return [Verdict(**base, outcome=Outcome.MISSING, reason="no node in the run")]
     out = []
     for n in nodes:
-        items = by_node.get(n, [])
-        subj = (n,) if n else ()
         evidence = tuple(sorted(s.step_id for s in steps if n in s.nodes))
-        if not items:
-            if n in unreachable:
-                out.append(
-                    Verdict(
-                        **base,
-                        outcome=Outcome.ERROR,
-                        subject=subj,
-                        culprits=subj,
-                        reason=f"node unreachable: {unreachable[n]}",
-                    )
-                )
-            elif failed_by_node.get(n):
-                s = failed_by_node[n][0]
-                out.append(
-                    Verdict(
-                        **base,
-                        outcome=Outcome.ERROR,
-                        subject=subj,
-                        culprits=subj,
-                        evidence=evidence,
-                        reason=f"{s.step_id} {s.status.value}: {s.reason}".rstrip(": "),
-                    )
-                )
-            else:
-                out.append(
-                    Verdict(
-                        **base,
-                        outcome=Outcome.MISSING,
-                        subject=subj,
-                        evidence=evidence,
-                        reason=f"no {fs.source} fact {fs.name} recorded for {n or 'the run'}",
-                    )
-                )
-            continue
-        bad: list[str] = []
-        shown: list[str] = []
-        for f in items:
-            label = ",".join(f"{k}={v}" for k, v in f.dims.items())
-            text = "absent" if f.absent else str(f.value)
-            shown.append(f"{label}: {text}" if label else text)
-            if f.absent and check.op != "absent":
-                if not check.allow_absent:
-                    bad.append(
-                        f"{label or fs.name} absent" + (f" ({f.reason})" if f.reason else "")
-                    )
-                continue
-            ok, why = _fact_compare(check, f.value)
-            if not ok:
-                bad.append(f"{label + ': ' if label else ''}{text}" + (f" ({why})" if why else ""))
-        uniq = sorted(set(shown))
-        failed = Outcome.WARN if check.severity == "warn" else Outcome.FAIL
-        out.append(
-            Verdict(
-                **base,
-                outcome=failed if bad else Outcome.PASS,
-                subject=subj,
-                observed_text="; ".join(uniq[:8])
-                + (f" (+{len(uniq) - 8} more)" if len(uniq) > 8 else ""),
-                samples=len(items),
-                culprits=subj if bad and failed is Outcome.FAIL else (),
-                evidence=evidence,
-                reason=(
-                    f"{fs.name} {'; '.join(bad[:5])}, expected {base['expected']}" if bad else ""
-                ),
-            )
-        )
+        if n not in by_node:
+            why_not = unreachable.get(n)
+            failed = failed_by_node.get(n, [])
+            out.append(_fact_not_measured(check, base, n, evidence, why_not, failed))
+        else:
+            out.append(_fact_verdict(check, base, n, by_node[n], evidence))
     return out
+
+
+def _fact_sources(fs: FactSelect, run: Run) -> tuple[list[Fact], list[StepResult], dict[str, str]]:
+    """The facts a fact check reads, the steps that should have recorded them, and the
+    nodes the environment could not reach (with why)."""
+    if fs.source == "environment":
+        env = run.environment if isinstance(run.environment, Mapping) else {}
+        unreachable = {
+            str(n): str(f["unreachable"])
+            for n, f in env.items()
+            if isinstance(f, Mapping) and f.get("unreachable")
+        }
+        return _environment_facts(run, fs.name), [], unreachable
+    facts = [
+        f
+        for f in run.facts
+        if f.source == fs.source
+        and f.name == fs.name
+        and all(dim_matches(r, f.dims.get(k)) for k, r in fs.dims.items())
+    ]
+    steps = [
+        s for s in run.steps if s.tool == fs.source or any(f.source == fs.source for f in s.facts)
+    ]
+    return facts, steps, {}
+
+
+def _fact_not_measured(
+    check: Check,
+    base: dict[str, Any],
+    node: str,
+    evidence: tuple[str, ...],
+    unreachable: str | None,
+    failed: Sequence[StepResult],
+) -> Verdict:
+    """A node without the fact: unreachable, its step failed (both errors), or missing."""
+    fs = check.fact
+    assert fs is not None
+    subj = (node,) if node else ()
+    if unreachable is not None:
+        return Verdict(
+            **base,
+            outcome=Outcome.ERROR,
+            subject=subj,
+            culprits=subj,
+            reason=f"node unreachable: {unreachable}",
+        )
+    if failed:
+        s = failed[0]
+        return Verdict(
+            **base,
+            outcome=Outcome.ERROR,
+            subject=subj,
+            culprits=subj,
+            evidence=evidence,
+            reason=f"{s.step_id} {s.status.value}: {s.reason}".rstrip(": "),
+        )
+    return Verdict(
+        **base,
+        outcome=Outcome.MISSING,
+        subject=subj,
+        evidence=evidence,
+        reason=f"no {fs.source} fact {fs.name} recorded for {node or 'the run'}",
+    )
+
+
+def _fact_verdict(
+    check: Check, base: dict[str, Any], node: str, items: list[Fact], evidence: tuple[str, ...]
+) -> Verdict:
+    """A node's values of the fact, each held against the check."""
+    fs = check.fact
+    assert fs is not None
+    subj = (node,) if node else ()
+    bad: list[str] = []
+    shown: list[str] = []
+    for f in items:
+        label = ",".join(f"{k}={v}" for k, v in f.dims.items())
+        text = "absent" if f.absent else str(f.value)
+        shown.append(f"{label}: {text}" if label else text)
+        if f.absent and check.op != "absent":
+            if not check.allow_absent:
+                bad.append(f"{label or fs.name} absent" + (f" ({f.reason})" if f.reason else ""))
+            continue
+        ok, why = _fact_compare(check, f.value)
+        if not ok:
+            bad.append(f"{label + ': ' if label else ''}{text}" + (f" ({why})" if why else ""))
+    uniq = sorted(set(shown))
+    failed = Outcome.WARN if check.severity == "warn" else Outcome.FAIL
+    return Verdict(
+        **base,
+        outcome=failed if bad else Outcome.PASS,
+        subject=subj,
+        observed_text="; ".join(uniq[:8]) + (f" (+{len(uniq) - 8} more)" if len(uniq) > 8 else ""),
+        samples=len(items),
+        culprits=subj if bad and failed is Outcome.FAIL else (),
+        evidence=evidence,
+        reason=(f"{fs.name} {'; '.join(bad[:5])}, expected {base['expected']}" if bad else ""),
+    )
 
 
 # ---------------------------------------------------------------- waivers
