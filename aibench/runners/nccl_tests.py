@@ -72,7 +72,6 @@ from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_fo
 from aibench.traits import PairSeries, Traits
 
 TOOL = "nccl-tests"
-_SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
 
@@ -144,13 +143,7 @@ class NcclTestsOptions(checks.LaunchedOptions):
     @field_validator("min_bytes", "max_bytes", "step_bytes", mode="before")
     @classmethod
     def _size(cls, v: object) -> object:
-        if isinstance(v, int) and not isinstance(v, bool):
-            v = str(v)  # a plain byte count
-        if not isinstance(v, str | None):
-            return v
-        if v is not None and not _SIZE.match(v):
-            raise ValueError(f"not an nccl-tests size: {v!r} (examples: 8, 128K, 1M, 8G)")
-        return v
+        return checks.size(v, "an nccl-tests size", "8, 128K, 1M, 8G")
 
     @field_validator(
         "datatype",
