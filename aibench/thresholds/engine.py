@@ -257,11 +257,42 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
                 reason=f"no {sel.tool} step{where} in this run",
             )
         ]
-    groups: dict[Subject, _Group] = defaultdict(_Group)
     labels = node_labels(run)
     if sel.labels:
         inventory = [n for n in inventory if _has_labels(labels, [n], sel.labels)]
         steps = [s for s in steps if _has_labels(labels, s.nodes, sel.labels)]
+    groups = _groups(check, steps, labels)
+    if check.scope == "rail":
+        _failed_nodes_cover_their_rails(groups)
+    if check.scope == "fleet" and any(g.failed for g in groups.values()):
+        failed = [s for g in groups.values() for s in g.failed]
+        groups = defaultdict(_Group, {(): _Group(failed=failed)})
+    verdicts = [_verdict(check, subj, g) for subj, g in sorted(groups.items())]
+    if not verdicts:
+        verdicts = [
+            Verdict(
+                **base,
+                outcome=Outcome.MISSING,
+                reason=f"{len(steps)} {sel.tool} step result(s), none with a measurement "
+                f"matching {sel.metric} {_dims_text(check)}".rstrip(),
+                evidence=tuple(sorted(s.step_id for s in steps)),
+            )
+        ]
+    verdicts = _flag_outliers(check, verdicts)
+    if check.require:
+        verdicts.append(_coverage(check, groups, inventory, _declared_rails(check, run)))
+    return verdicts
+
+
+def _groups(
+    check: Check, steps: list[StepResult], labels: Mapping[str, Mapping[str, str]]
+) -> dict[Subject, _Group]:
+    """The selected values of the steps by subject (node, pair, rail, the fleet), in the
+    check's unit, and the failed steps of each subject."""
+    sel = check.select
+    assert sel is not None
+    assert check.unit is not None
+    groups: dict[Subject, _Group] = defaultdict(_Group)
     selected: list[tuple[StepResult, Measurement]] = []
     for s in steps:
         if not s.ok:
@@ -288,32 +319,17 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
             g = groups[subj]
             g.series.setdefault((m.nodes, m.step, m.dims), []).append(value)
             g.evidence.add(s.step_id)
-    # a failed step of a node also covers that node's rails
-    if check.scope == "rail":
-        for subj in [k for k in groups if len(k) == 1 and groups[k].failed]:
-            for other in list(groups):
-                if len(other) > 1 and other[0] == subj[0]:
-                    groups[other].failed.extend(groups[subj].failed)
-            if any(len(o) > 1 and o[0] == subj[0] for o in groups):
-                del groups[subj]
-    if check.scope == "fleet" and any(g.failed for g in groups.values()):
-        failed = [s for g in groups.values() for s in g.failed]
-        groups = defaultdict(_Group, {(): _Group(failed=failed)})
-    verdicts = [_verdict(check, subj, g) for subj, g in sorted(groups.items())]
-    if not verdicts:
-        verdicts = [
-            Verdict(
-                **base,
-                outcome=Outcome.MISSING,
-                reason=f"{len(steps)} {sel.tool} step result(s), none with a measurement "
-                f"matching {sel.metric} {_dims_text(check)}".rstrip(),
-                evidence=tuple(sorted(s.step_id for s in steps)),
-            )
-        ]
-    verdicts = _flag_outliers(check, verdicts)
-    if check.require:
-        verdicts.append(_coverage(check, groups, inventory, _declared_rails(check, run)))
-    return verdicts
+    return groups
+
+
+def _failed_nodes_cover_their_rails(groups: dict[Subject, _Group]) -> None:
+    """A failed step of a node also covers that node's rails (in place)."""
+    for subj in [k for k in groups if len(k) == 1 and groups[k].failed]:
+        for other in list(groups):
+            if len(other) > 1 and other[0] == subj[0]:
+                groups[other].failed.extend(groups[subj].failed)
+        if any(len(o) > 1 and o[0] == subj[0] for o in groups):
+            del groups[subj]
 
 
 def _declared_rails(check: Check, run: Run) -> dict[str, list[tuple[str, ...]]]:
@@ -356,21 +372,7 @@ def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
     base = _base(check)
     culprit_nodes = tuple(n for n in subj if "=" not in n)
     if g.failed:
-        first = sorted(g.failed, key=lambda s: s.step_id)
-        why = "; ".join(
-            f"{s.step_id} {s.status.value}" + (f": {s.reason}" if s.reason else "")
-            for s in first[:3]
-        )
-        more = f" (+{len(first) - 3} more)" if len(first) > 3 else ""
-        nodes = sorted({n for s in first for n in s.nodes})
-        return Verdict(
-            **base,
-            outcome=Outcome.ERROR,
-            subject=subj,
-            reason=f"the measuring step did not finish: {why}{more}",
-            culprits=tuple(nodes) if check.scope == "fleet" else culprit_nodes,
-            evidence=tuple(sorted({s.step_id for s in first} | g.evidence)),
-        )
+        return _unfinished(check, subj, g, culprit_nodes)
     if g.unit_error:
         return Verdict(
             **base,
@@ -381,36 +383,7 @@ def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
         )
     per_series = [stats.aggregate(check.aggregate, v) for v in g.series.values()]
     value = stats.aggregate(check.combine or check.aggregate, per_series)
-    samples = sum(len(v) for v in g.series.values())
-    repeats = max(len(v) for v in g.series.values())
-    if len(g.series) == 1:
-        (only,) = g.series.values()
-        agg = f"{check.aggregate} of {repeats} repeat(s)"
-        if len(only) > 1:
-            agg += f" ({num(min(only))}..{num(max(only))}, CV {stats.cv(only) * 100:.1f}%)"
-    else:
-        combine = check.combine or check.aggregate
-        agg = f"{check.aggregate} of repeats, {combine} of {len(g.series)} series"
-
-    lo, hi = check.fail_bounds()
-    wlo, whi = check.warn_bounds()
-    reason = ""
-    if lo is not None and value < lo:
-        outcome, reason = Outcome.FAIL, f"{num(value)} {check.unit} is below {num(lo)}"
-    elif hi is not None and value > hi:
-        outcome, reason = Outcome.FAIL, f"{num(value)} {check.unit} is above {num(hi)}"
-    elif wlo is not None and value < wlo:
-        outcome, reason = (
-            Outcome.WARN,
-            f"{num(value)} {check.unit} is below the warn bound {num(wlo)}",
-        )
-    elif whi is not None and value > whi:
-        outcome, reason = (
-            Outcome.WARN,
-            f"{num(value)} {check.unit} is above the warn bound {num(whi)}",
-        )
-    else:
-        outcome = Outcome.PASS
+    outcome, reason = _held_to_bounds(check, value)
     if check.max_cv is not None:
         worst = max(stats.cv(v) for v in g.series.values())
         if worst > check.max_cv:
@@ -423,12 +396,57 @@ def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
         outcome=outcome,
         subject=subj,
         observed=value,
-        aggregate=agg,
-        samples=samples,
+        aggregate=_aggregate_text(check, g),
+        samples=sum(len(v) for v in g.series.values()),
         culprits=culprit_nodes if outcome is Outcome.FAIL else (),
         evidence=tuple(sorted(g.evidence)),
         reason=reason,
     )
+
+
+def _unfinished(check: Check, subj: Subject, g: _Group, culprit_nodes: Subject) -> Verdict:
+    """An ERROR naming the steps of the subject that did not finish (the first three)."""
+    first = sorted(g.failed, key=lambda s: s.step_id)
+    why = "; ".join(
+        f"{s.step_id} {s.status.value}" + (f": {s.reason}" if s.reason else "") for s in first[:3]
+    )
+    more = f" (+{len(first) - 3} more)" if len(first) > 3 else ""
+    nodes = sorted({n for s in first for n in s.nodes})
+    return Verdict(
+        **_base(check),
+        outcome=Outcome.ERROR,
+        subject=subj,
+        reason=f"the measuring step did not finish: {why}{more}",
+        culprits=tuple(nodes) if check.scope == "fleet" else culprit_nodes,
+        evidence=tuple(sorted({s.step_id for s in first} | g.evidence)),
+    )
+
+
+def _aggregate_text(check: Check, g: _Group) -> str:
+    """How the observed value was made: of how many repeats, their range and CV."""
+    if len(g.series) == 1:
+        (only,) = g.series.values()
+        agg = f"{check.aggregate} of {len(only)} repeat(s)"
+        if len(only) > 1:
+            agg += f" ({num(min(only))}..{num(max(only))}, CV {stats.cv(only) * 100:.1f}%)"
+        return agg
+    combine = check.combine or check.aggregate
+    return f"{check.aggregate} of repeats, {combine} of {len(g.series)} series"
+
+
+def _held_to_bounds(check: Check, value: float) -> tuple[Outcome, str]:
+    """FAIL outside the fail bounds, WARN outside the warn bounds, else PASS; and why."""
+    lo, hi = check.fail_bounds()
+    wlo, whi = check.warn_bounds()
+    if lo is not None and value < lo:
+        return Outcome.FAIL, f"{num(value)} {check.unit} is below {num(lo)}"
+    if hi is not None and value > hi:
+        return Outcome.FAIL, f"{num(value)} {check.unit} is above {num(hi)}"
+    if wlo is not None and value < wlo:
+        return Outcome.WARN, f"{num(value)} {check.unit} is below the warn bound {num(wlo)}"
+    if whi is not None and value > whi:
+        return Outcome.WARN, f"{num(value)} {check.unit} is above the warn bound {num(whi)}"
+    return Outcome.PASS, ""
 
 
 def _flag_outliers(check: Check, verdicts: list[Verdict]) -> list[Verdict]:
