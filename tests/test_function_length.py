@@ -48,7 +48,6 @@ NOT_YET_SPLIT = {
     "aibench/soak/judge.py:_clock_and_throttle",
     "aibench/soak/judge.py:_temperatures",
     "aibench/thresholds/derive.py:derive",
-    "aibench/thresholds/localize.py:localize",
 }
 
 
