@@ -24,7 +24,6 @@ AFTER_THE_CONTRACT = {
 # Older long functions outside the commands, the pipeline and the judge; to be split by what
 # each part means, one module at a time.
 NOT_YET_SPLIT = {
-    "aibench/frames.py:load_history",
     "aibench/inventory.py:build_inventory",
     "aibench/parsers/_fio_text.py:parse_text",
     "aibench/parsers/_iperf3_json.py:end_records",
