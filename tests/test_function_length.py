@@ -42,7 +42,6 @@ NOT_YET_SPLIT = {
     "aibench/reports/sections/mlperf.py:training_results",
     "aibench/reports/sections/nccl.py:render",
     "aibench/reports/sections/soak.py:render",
-    "aibench/runners/nccl_tests.py:NcclTestsRunner.invocations",
     "aibench/soak/judge.py:_bmc",
     "aibench/soak/judge.py:_clock_and_throttle",
     "aibench/soak/judge.py:_temperatures",
