@@ -45,7 +45,6 @@ NOT_YET_SPLIT = {
     "aibench/soak/judge.py:_bmc",
     "aibench/soak/judge.py:_clock_and_throttle",
     "aibench/soak/judge.py:_temperatures",
-    "aibench/thresholds/derive.py:derive",
 }
 
 
