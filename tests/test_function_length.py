@@ -35,8 +35,6 @@ NOT_YET_SPLIT = {
     "aibench/parsers/perftest.py:parse",
     "aibench/parsers/sysinfo.py:parse_tool_versions",
     "aibench/preflight/expected.py:_hcas",
-    "aibench/reports/html.py:_render",
-    "aibench/reports/markdown.py:_render",
     "aibench/reports/plots.py:heatmap",
     "aibench/reports/sections/mlperf.py:_training_tables",
     "aibench/reports/sections/mlperf.py:training_results",
