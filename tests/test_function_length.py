@@ -38,7 +38,6 @@ NOT_YET_SPLIT = {
     "aibench/reports/plots.py:heatmap",
     "aibench/reports/sections/mlperf.py:_training_tables",
     "aibench/reports/sections/mlperf.py:training_results",
-    "aibench/reports/sections/nccl.py:render",
     "aibench/reports/sections/soak.py:render",
     "aibench/soak/judge.py:_bmc",
     "aibench/soak/judge.py:_clock_and_throttle",
