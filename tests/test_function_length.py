@@ -35,7 +35,6 @@ NOT_YET_SPLIT = {
     "aibench/parsers/perftest.py:parse",
     "aibench/parsers/sysinfo.py:parse_tool_versions",
     "aibench/preflight/expected.py:_hcas",
-    "aibench/reports/plots.py:heatmap",
     "aibench/reports/sections/soak.py:render",
     "aibench/soak/judge.py:_bmc",
     "aibench/soak/judge.py:_clock_and_throttle",
