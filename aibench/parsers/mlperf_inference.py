@@ -82,7 +82,7 @@ from aibench.errors import ParseError
 from aibench.model import Fact, FrozenDims, Measurement
 from aibench.parsers import Parser, Record
 from aibench.parsers._mlperf_loadgen import TOOL, constraint_name, mode, percentile
-from aibench.parsers._mlperf_mllog import number
+from aibench.parsers._mlperf_mllog import Event, number
 from aibench.parsers._mlperf_mllog import read as read_mllog
 
 # ---------------------------------------------------------------------------- summary
@@ -457,31 +457,7 @@ def _detail_mllog(text: str) -> list[Record]:
     first_value: dict[str, object] = {}
     for ev in events:
         first_value.setdefault(ev.key, ev.value)
-    scen = first_value.get("effective_scenario") or first_value.get("requested_scenario")
-    tmode = first_value.get("effective_test_mode") or first_value.get("requested_test_mode")
-    scen_s = scen if isinstance(scen, str) else ""
-    mode_s = mode(tmode) if isinstance(tmode, str) else ""
-    base: dict[str, str | float] = {}
-    if scen_s:
-        base["scenario"] = scen_s
-    if mode_s:
-        base["mode"] = mode_s
-
-    facts: list[Record] = [
-        _fact("scenario", scen_s or None, "" if scen_s else "no effective_scenario key"),
-        _fact("mode", mode_s or None, "" if mode_s else "no effective_test_mode key"),
-    ]
-    for key, name in (("sut_name", "sut_name"), ("loadgen_version", "loadgen_version")):
-        v = first_value.get(key)
-        if isinstance(v, str):
-            facts.append(_fact(name, v))
-    rv = first_value.get("result_validity")
-    if isinstance(rv, str):
-        facts.append(_fact("result_validity", rv))
-    else:
-        facts.append(
-            _fact("result_validity", None, "no result_validity key (accuracy mode or cut log)")
-        )
+    base, facts = _detail_head(first_value)
     meas: list[Record] = []
     errors = warnings = 0
     first_error: str | None = None
@@ -492,27 +468,7 @@ def _detail_mllog(text: str) -> list[Record]:
                 first_error = f"{ev.key}: {ev.value}"
         if ev.metadata.get("is_warning") is True:
             warnings += 1
-        if ev.key in _RESULT_FACTS:
-            b = _bool(ev.value)
-            facts.append(_fact(_RESULT_FACTS[ev.key], b, "" if b is not None else f"{ev.value!r}"))
-            continue
-        if ev.key.startswith("early_stopping_") and ev.key.endswith("_result"):
-            if isinstance(ev.value, str) and ev.value.strip():
-                facts.append(_fact(ev.key, " ".join(ev.value.split())))
-            continue
-        if ev.key == "result_invalid_reason":
-            if isinstance(ev.value, str) and ev.value.strip():
-                facts.append(_fact("recommendation", " ".join(ev.value.split())))
-            continue
-        if (
-            not ev.key.startswith("result_")
-            or ev.key in _RESULT_SKIP
-            or ev.key == "result_validity"
-        ):
-            continue
-        m = _result_measurement(ev.key, ev.value, ev.line, base)
-        if m is not None:
-            meas.append(m)
+        _detail_event(ev, base, facts, meas)
     if first_error is None:
         facts.append(_fact("first_error", None, "no message flagged is_error"))
     else:
@@ -537,6 +493,60 @@ def _detail_mllog(text: str) -> list[Record]:
         )
         facts.append(_fact("log_problem", f"line {problems[0].line}: {problems[0].reason}"))
     return facts + meas
+
+
+def _detail_head(first_value: dict[str, object]) -> tuple[dict[str, str | float], list[Record]]:
+    """The dims every measurement carries (scenario, mode) and the facts of the run: the
+    scenario, mode, SUT, LoadGen version and the result's validity."""
+    scen = first_value.get("effective_scenario") or first_value.get("requested_scenario")
+    tmode = first_value.get("effective_test_mode") or first_value.get("requested_test_mode")
+    scen_s = scen if isinstance(scen, str) else ""
+    mode_s = mode(tmode) if isinstance(tmode, str) else ""
+    base: dict[str, str | float] = {}
+    if scen_s:
+        base["scenario"] = scen_s
+    if mode_s:
+        base["mode"] = mode_s
+    facts: list[Record] = [
+        _fact("scenario", scen_s or None, "" if scen_s else "no effective_scenario key"),
+        _fact("mode", mode_s or None, "" if mode_s else "no effective_test_mode key"),
+    ]
+    for key, name in (("sut_name", "sut_name"), ("loadgen_version", "loadgen_version")):
+        v = first_value.get(key)
+        if isinstance(v, str):
+            facts.append(_fact(name, v))
+    rv = first_value.get("result_validity")
+    if isinstance(rv, str):
+        facts.append(_fact("result_validity", rv))
+    else:
+        facts.append(
+            _fact("result_validity", None, "no result_validity key (accuracy mode or cut log)")
+        )
+    return base, facts
+
+
+def _detail_event(
+    ev: Event, base: dict[str, str | float], facts: list[Record], meas: list[Record]
+) -> None:
+    """One event's record, if it is a result: a fact (constraints, early stopping, why
+    invalid) or a measurement (``result_*``)."""
+    if ev.key in _RESULT_FACTS:
+        b = _bool(ev.value)
+        facts.append(_fact(_RESULT_FACTS[ev.key], b, "" if b is not None else f"{ev.value!r}"))
+        return
+    if ev.key.startswith("early_stopping_") and ev.key.endswith("_result"):
+        if isinstance(ev.value, str) and ev.value.strip():
+            facts.append(_fact(ev.key, " ".join(ev.value.split())))
+        return
+    if ev.key == "result_invalid_reason":
+        if isinstance(ev.value, str) and ev.value.strip():
+            facts.append(_fact("recommendation", " ".join(ev.value.split())))
+        return
+    if not ev.key.startswith("result_") or ev.key in _RESULT_SKIP or ev.key == "result_validity":
+        return
+    m = _result_measurement(ev.key, ev.value, ev.line, base)
+    if m is not None:
+        meas.append(m)
 
 
 def _result_measurement(
