@@ -531,12 +531,58 @@ def _address_for(entry: NodeModel, name: str, index: int, addresses: list[str] |
     return entry.address or ""
 
 
+def _names_and_addresses(
+    entry: NodeModel, file: str, where: str
+) -> tuple[list[str], list[str] | None]:
+    """The names of a node entry's hostlist, and its addresses when they are a hostlist
+    too (one per name)."""
+    from aibench import hostlist
+
+    try:
+        names = hostlist.expand(entry.name)
+    except ValueError as exc:
+        raise ConfigError(file, f"{where}.name", str(exc)) from None
+    addresses = None
+    if entry.address is not None and hostlist.is_expression(entry.address):
+        try:
+            addresses = hostlist.expand(entry.address)
+        except ValueError as exc:
+            raise ConfigError(file, f"{where}.address", str(exc)) from None
+        if len(addresses) != len(names):
+            raise ConfigError(
+                file,
+                f"{where}.address",
+                f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
+            )
+    return names, addresses
+
+
+def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
+    """What a node entry (else the defaults) says of its hardware and tools, as facts."""
+    facts: dict[str, Any] = {}
+    for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc"):
+        value = _pick(entry, d, key)
+        if value is None:
+            continue
+        if key in ("gpus", "bmc"):
+            value = value.model_dump(exclude_none=key == "bmc")
+        elif key in ("hcas", "endpoints"):
+            value = [h.model_dump(exclude_none=True) for h in value]
+        elif key == "data_dirs":
+            value = list(value)
+        elif key == "tool_dirs":
+            value = dict(value)
+        facts[key] = value
+    old_dir = _pick(entry, d, "nccl_tests_dir")
+    if old_dir is not None:
+        facts["tool_dirs"] = {"nccl-tests": old_dir, **facts.get("tool_dirs", {})}
+    return facts
+
+
 def build_inventory(
     model: InventoryModel, file: str, raw: Mapping[str, Any] | None = None
 ) -> Inventory:
     """Expand hostlists, apply defaults, check names: the validated model as an Inventory."""
-    from aibench import hostlist
-
     d = model.defaults
     slurm = SlurmSettings(
         partition=model.slurm.partition,
@@ -548,40 +594,9 @@ def build_inventory(
     seen: dict[str, str] = {}
     for i, entry in enumerate(model.nodes):
         where = f"nodes[{i}]"
-        try:
-            names = hostlist.expand(entry.name)
-        except ValueError as exc:
-            raise ConfigError(file, f"{where}.name", str(exc)) from None
-        addresses = None
-        if entry.address is not None and hostlist.is_expression(entry.address):
-            try:
-                addresses = hostlist.expand(entry.address)
-            except ValueError as exc:
-                raise ConfigError(file, f"{where}.address", str(exc)) from None
-            if len(addresses) != len(names):
-                raise ConfigError(
-                    file,
-                    f"{where}.address",
-                    f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
-                )
+        names, addresses = _names_and_addresses(entry, file, where)
         labels = {**(d.labels or {}), **(entry.labels or {})}
-        facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc"):
-            value = _pick(entry, d, key)
-            if value is None:
-                continue
-            if key in ("gpus", "bmc"):
-                value = value.model_dump(exclude_none=key == "bmc")
-            elif key in ("hcas", "endpoints"):
-                value = [h.model_dump(exclude_none=True) for h in value]
-            elif key == "data_dirs":
-                value = list(value)
-            elif key == "tool_dirs":
-                value = dict(value)
-            facts[key] = value
-        old_dir = _pick(entry, d, "nccl_tests_dir")
-        if old_dir is not None:
-            facts["tool_dirs"] = {"nccl-tests": old_dir, **facts.get("tool_dirs", {})}
+        facts = _node_facts(entry, d)
         ssh = _merge_ssh(model.ssh, d.ssh, entry.ssh)
         executor = _pick(entry, d, "executor") or "ssh"
         for j, name in enumerate(names, start=1):

@@ -25,7 +25,6 @@ AFTER_THE_CONTRACT = {
 # reworked meanwhile (the parsers, the soak and preflight's expectations, the soak report,
 # the inventory's cluster block); to be split by what each part means with that work.
 NOT_YET_SPLIT = {
-    "aibench/inventory.py:build_inventory",
     "aibench/parsers/_fio_text.py:parse_text",
     "aibench/parsers/_iperf3_json.py:end_records",
     "aibench/parsers/_iperf3_text.py:parse_text",
