@@ -109,7 +109,7 @@ def judged(run: Run) -> str:
             "%(num)d earlier judgement kept in run.json",
             "%(num)d earlier judgements kept in run.json",
             earlier,
-        )
+        ) % {"num": earlier}
     return text
 
 

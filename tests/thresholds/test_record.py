@@ -107,7 +107,9 @@ def test_another_spec_is_a_new_judgement_stored_only_with_write(
     capsys.readouterr()
     rc, got = _check_json(capsys, str(run_dir))  # the new verdict, from the record
     assert (rc, got["label"], got["spec_sha256"]) == (0, "", lenient.sha256)
-    assert "new judgement" in (run_dir / "summary.md").read_text()
+    summary = (run_dir / "summary.md").read_text()
+    assert "new judgement" in summary
+    assert "1 earlier judgement kept in run.json" in summary
 
 
 def test_an_old_run_without_its_inputs_needs_spec_and_is_labelled_new(
