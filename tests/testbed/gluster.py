@@ -171,14 +171,15 @@ class GlusterVolume:
             (CGROUP_V1 / "cpu.cfs_period_us").write_text("100000")
             (CGROUP_V1 / "cpu.cfs_quota_us").write_text(str(percent * 1000))
             self.cgroup = CGROUP_V1
-        else:
+        else:  # the unified hierarchy: the cpu controller enabled for the children
+            (CGROUP_V2.parent / "cgroup.subtree_control").write_text("+cpu")
             CGROUP_V2.mkdir(exist_ok=True)
             (CGROUP_V2 / "cpu.max").write_text(f"{percent * 1000} 100000")
             self.cgroup = CGROUP_V2
+            (CGROUP_V2 / "cgroup.procs").write_text(str(pid))  # all its threads move
+            return
         for task in Path(f"/proc/{pid}/task").iterdir():
-            (self.cgroup / ("tasks" if self.cgroup is CGROUP_V1 else "cgroup.threads")).write_text(
-                task.name
-            )
+            (CGROUP_V1 / "tasks").write_text(task.name)
 
     # ------------------------------------------------------------------ teardown
 
