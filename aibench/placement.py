@@ -22,6 +22,7 @@ endpoint. A pair is ordered: the first node is the client, the second the server
   the matching finds a node whose path out of its group is bad at the cost of one pair
   per node. Nodes without the label form one group.
 * ``all``: one group of every node.
+* ``sweep``: the first 1, 2, 4 ... nodes and then all of them, one group per round.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ def each(nodes: Sequence[str]) -> list[Round]:
 
 def all_nodes(nodes: Sequence[str]) -> list[Round]:
     return [[tuple(nodes)]] if nodes else []
+
+
+def sweep(nodes: Sequence[str]) -> list[Round]:
+    """One round per size, the first 1, 2, 4 ... nodes and then all of them: where a
+    shared service (a file system) stops growing with its clients."""
+    sizes = [1 << i for i in range(max(len(nodes), 1).bit_length()) if 1 << i < len(nodes)]
+    return [[tuple(nodes[:k])] for k in (*sizes, len(nodes))] if nodes else []
 
 
 def pairs(nodes: Sequence[str]) -> list[Round]:
@@ -174,6 +182,7 @@ PLACEMENTS: dict[str, Placement] = {
     "sample": sample,
     "groups": groups,
     "all": all_nodes,
+    "sweep": sweep,
 }
 
 
