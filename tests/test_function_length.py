@@ -19,6 +19,7 @@ AFTER_THE_CONTRACT = {
     "aibench/commands/preflight.py:run",
     "aibench/commands/run.py:run",
     "aibench/commands/soak.py:run",
+    "aibench/judge.py:judge_run",
 }
 
 # Older long functions outside the commands, the pipeline and the judge, in modules being
