@@ -115,7 +115,7 @@ class Suite:
 
 
 def load_suite(name_or_path: str) -> Suite:
-    from aibench.plan import PLACEMENTS
+    from aibench.placement import PLACEMENTS
     from aibench.runners import RUNNERS
 
     path, display = resolve("suites", name_or_path)

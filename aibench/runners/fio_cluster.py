@@ -44,7 +44,7 @@ from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.fio import FioOptions
 from aibench.runners.iperf3 import data_address
-from aibench.tools import Traits
+from aibench.traits import Traits
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_.]+$")
 # write the job file: its lines are the arguments (no value is ever part of the script)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aibench.model import StepStatus
-from aibench.plan import sweep
+from aibench.placement import sweep
 from aibench.runners.fio_cluster import BYTES_PER_PARAM, DRIVER, JOB_WRITER
 from tests.runners.helpers import node, plan, run, suite_of
 
