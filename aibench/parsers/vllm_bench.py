@@ -59,7 +59,7 @@ from typing import Any
 from aibench.errors import ParseError
 from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.parsers import Parser
-from aibench.tools import Traits
+from aibench.traits import Traits
 
 TOOL = "vllm-bench-serve"
 BANNER = re.compile(r"^=+ Serving Benchmark Result =+\s*$")

@@ -30,7 +30,7 @@ from typing import Any
 
 from aibench.inventory import Inventory
 from aibench.model import Fact, Outcome, Verdict
-from aibench.tools import Declares
+from aibench.traits import Declares
 
 BENCHMARK = "preflight"
 
