@@ -173,6 +173,52 @@ def history_regression(tmp: Path, port: int) -> Made:
     return made
 
 
+GPU_NODE = """\
+schema_version: 1
+name: one-gpu-node
+nodes:
+  - {name: vm, address: 127.0.0.1, executor: local, gpus: {count: 1, model: H100}}
+"""
+
+
+def _gpu_inventory(tmp: Path) -> Path:
+    """This machine, declared with a GPU: the telemetry and soak rows that apply to GPU
+    nodes give verdicts (MISSING: no GPU series here)."""
+    inv = tmp / "inputs" / "inventory.yaml"
+    inv.parent.mkdir(exist_ok=True)
+    inv.write_text(GPU_NODE)
+    return inv
+
+
+def with_telemetry(tmp: Path, port: int) -> Made:
+    """aibench run --telemetry: the series judged by the telemetry profile recorded with
+    them, whatever spec judges the steps."""
+    suite, spec = _inputs(tmp, port)
+    inv = _gpu_inventory(tmp)
+    made = Made(_run(tmp, suite, "--telemetry", "0.5", "--inventory", str(inv)), (suite, spec, inv))
+    stored = load_run(made.run_dir)
+    assert stored.telemetry["profile"]["name"] == "telemetry"
+    assert {v.check for v in stored.verdicts if v.origin == "telemetry"} >= {"soak.temperature.max"}
+    return made
+
+
+def soak(tmp: Path, port: int) -> Made:
+    """aibench soak (stress-ng and the sampler for real, a few seconds): judged by the soak
+    profile; a GPU node without GPU stress is MISSING."""
+    inv = _gpu_inventory(tmp)
+    res = aibench(
+        "soak", "--inventory", str(inv), "--duration", "4s", "--chunk", "2", "--interval", "1",
+        "--cpu", "1", "--cpu-load", "10", "--vm", "0", "--no-gpu-burn",
+        "--output-dir", str(tmp / "runs"), "--quiet",
+    )  # fmt: skip
+    assert res.returncode in (0, 1), res.stderr
+    made = Made(only_run_dir(tmp / "runs"), (inv,), {"MISSING"})
+    stored = load_run(made.run_dir)
+    assert stored.spec == "soak"
+    assert {v.origin for v in stored.verdicts} == {"telemetry"}
+    return made
+
+
 def _faster(the_run: Run, i: int) -> Run:
     steps = tuple(
         replace(
@@ -194,6 +240,8 @@ KINDS = [
     Kind("history-regression", history_regression),
     Kind("expiring-waiver", expiring_waiver, waiver_expires=True),
     Kind("partial", partial),
+    Kind("with-telemetry", with_telemetry),
+    Kind("soak", soak),
 ]
 
 
