@@ -235,18 +235,18 @@ def _fleet(run: Run) -> list[Verdict]:
     from aibench.inventory import Inventory
     from aibench.preflight import expected
     from aibench.preflight.consistency import check_results
+    from aibench.tools import traits
 
     declared = Inventory.from_dict(run.inventory)
-    return [*check_results(run.steps), *expected.check(declared, facts)]
+    declares = traits("preflight").declares
+    return [*check_results(run.steps), *expected.check(declared, facts, declares)]
 
 
 def telemetry_verdicts(run: Run, spec: Any) -> list[Verdict] | None:
     """The series judged by the spec's telemetry rows, else by the rows recorded with the
     series (``Run.telemetry["profile"]``); None when there are neither (the stored
     telemetry verdicts are then carried over)."""
-    from aibench.telemetry.hook import recorded_rows
-
-    rows = list(getattr(spec, "telemetry", ())) or recorded_rows(run)
+    rows = list(getattr(spec, "telemetry", ())) or _recorded_rows(run)
     if not rows:
         return None
     from aibench.inventory import Inventory
@@ -256,6 +256,14 @@ def telemetry_verdicts(run: Run, spec: Any) -> list[Verdict] | None:
     declared = Inventory.from_dict(run.inventory)
     gpus = {n.name for n in declared.nodes if has_gpus(n)}
     return judge_rows(run.telemetry, [n.name for n in declared.nodes], gpus, rows)
+
+
+def _recorded_rows(run: Run) -> list[Any]:
+    """The telemetry rows recorded with a run's series (none: an older run)."""
+    from aibench.thresholds.spec import TelemetryRow
+
+    prof = (run.telemetry or {}).get("profile") or {}
+    return [TelemetryRow.model_validate(r) for r in prof.get("rows", [])]
 
 
 def _history_verdicts(run: Run, db: Path) -> tuple[list[Verdict], list[str]]:

@@ -391,8 +391,9 @@ def run_suite(
     )
     if telemetry:
         from aibench.telemetry.hook import attach
+        from aibench.thresholds import load_spec
 
-        run = attach(run, run_dir)
+        run = attach(run, run_dir, profile=load_spec("telemetry"))
     run, earlier = judge(run, inputs, history=history)
     store_and_report(run, run_dir, history=earlier, lang=lang)
     return Result(run=run, run_dir=run_dir, exit_code=exit_code(run, executed), executed=executed)

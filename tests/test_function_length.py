@@ -18,7 +18,6 @@ MAX_LINES = 60
 AFTER_THE_CONTRACT = {
     "aibench/commands/preflight.py:run",
     "aibench/commands/run.py:run",
-    "aibench/commands/soak.py:run",
     "aibench/judge.py:judge_run",
 }
 

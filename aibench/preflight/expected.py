@@ -35,10 +35,8 @@ from aibench.traits import Declares
 BENCHMARK = "preflight"
 
 
-def _declared(what: str) -> tuple[Declares, ...]:
-    from aibench.tools import traits
-
-    return tuple(d for d in traits("preflight").declares if d.what == what)
+def _declared(declares: Iterable[Declares], what: str) -> tuple[Declares, ...]:
+    return tuple(d for d in declares if d.what == what)
 
 
 def _find(facts: list[Fact], source: str, name: str, **dims: object) -> list[Fact]:
@@ -51,9 +49,11 @@ def _find(facts: list[Fact], source: str, name: str, **dims: object) -> list[Fac
     ]
 
 
-def _answers(facts: list[Fact], what: str, **dims: object) -> list[tuple[Declares, Fact]]:
+def _answers(
+    facts: list[Fact], ds: tuple[Declares, ...], what: str, **dims: object
+) -> list[tuple[Declares, Fact]]:
     """The facts that answer ``what``, in the order the tools declare them."""
-    return [(d, f) for d in _declared(what) for f in _find(facts, d.source, d.name, **dims)]
+    return [(d, f) for d in _declared(ds, what) for f in _find(facts, d.source, d.name, **dims)]
 
 
 def _verdict(
@@ -83,7 +83,12 @@ def _shown(f: Fact) -> str:
     return "absent" + (f" ({f.reason})" if f.reason else "") if f.value is None else str(f.value)
 
 
-def check(inventory: Inventory, facts: Iterable[Fact]) -> list[Verdict]:
+def check(
+    inventory: Inventory, facts: Iterable[Fact], declares: Iterable[Declares]
+) -> list[Verdict]:
+    """The inventory's declarations against ``facts``; ``declares``: which tool's fact
+    answers which declaration (the preflight's ``Traits.declares``)."""
+    ds = tuple(declares)
     facts = list(facts)
     by_node: dict[str, list[Fact]] = {}
     for f in facts:
@@ -92,17 +97,19 @@ def check(inventory: Inventory, facts: Iterable[Fact]) -> list[Verdict]:
     out: list[Verdict] = []
     for node in inventory.nodes:
         mine = by_node.get(node.name, [])
-        out += _gpus(node.name, node.facts, mine)
-        out += _hcas(node.name, node.facts, mine)
-        out += _dirs(node.name, node.facts, mine)
+        out += _gpus(node.name, node.facts, mine, ds)
+        out += _hcas(node.name, node.facts, mine, ds)
+        out += _dirs(node.name, node.facts, mine, ds)
     return out
 
 
-def _gpus(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Verdict]:
+def _gpus(
+    node: str, declared: Mapping[str, Any], facts: list[Fact], ds: tuple[Declares, ...]
+) -> list[Verdict]:
     gpus = declared.get("gpus")
     if not isinstance(gpus, Mapping) or "count" not in gpus:
         return []
-    found = _answers(facts, "gpu_count")
+    found = _answers(facts, ds, "gpu_count")
     if not found:
         return []
     want = int(gpus["count"])
@@ -124,16 +131,20 @@ def _gpus(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
     ]
 
 
-def _hcas(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Verdict]:
+def _hcas(
+    node: str, declared: Mapping[str, Any], facts: list[Fact], ds: tuple[Declares, ...]
+) -> list[Verdict]:
     hcas = declared.get("hcas") or []
-    counts = [f for _, f in _answers(facts, "hca_count")]
+    counts = [f for _, f in _answers(facts, ds, "hca_count")]
     if not hcas or not counts:
         return []
     out = []
     for h in hcas:
         name, port = str(h.get("name")), int(h.get("port", 1))
         where = f"{name} port {port}"
-        state = [(d, f) for d, f in _answers(facts, "hca_state", hca=name, port=port) if f.value]
+        state = [
+            (d, f) for d, f in _answers(facts, ds, "hca_state", hca=name, port=port) if f.value
+        ]
         readable = [f for f in counts if f.value is not None]
         if state:
             ok, seen = state[0][1].value == state[0][0].active, str(state[0][1].value)
@@ -171,10 +182,10 @@ def _hcas(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
             continue
         rates = [
             (d, f)
-            for d, f in _answers(facts, "hca_rate", hca=name, port=port)
+            for d, f in _answers(facts, ds, "hca_rate", hca=name, port=port)
             if isinstance(f.value, int | float)
         ]
-        rate_tools = {d.source for d in _declared("hca_rate")}
+        rate_tools = {d.source for d in _declared(ds, "hca_rate")}
         if not rates:
             if any(f.value is not None and f.source in rate_tools for f in counts):
                 out.append(
@@ -204,13 +215,15 @@ def _hcas(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Ver
     return out
 
 
-def _dirs(node: str, declared: Mapping[str, Any], facts: list[Fact]) -> list[Verdict]:
+def _dirs(
+    node: str, declared: Mapping[str, Any], facts: list[Fact], ds: tuple[Declares, ...]
+) -> list[Verdict]:
     dirs = declared.get("data_dirs") or []
     if isinstance(dirs, str):
         dirs = [dirs]
     out = []
     for d in dirs:
-        found = _answers(facts, "data_dir", path=str(d))
+        found = _answers(facts, ds, "data_dir", path=str(d))
         if not found:
             continue
         f = found[0][1]

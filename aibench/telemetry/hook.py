@@ -54,28 +54,18 @@ async def sampling(
 
 def attach(run: Run, run_dir: Path, profile: Any = None) -> Run:
     """``run`` with the compact series of ``run_dir``, and the telemetry rows of
-    ``profile`` (a loaded spec; default the built-in ``telemetry`` profile) recorded with
-    them (``telemetry["profile"]``: name, sha256, rows), so that a re-judge of the run
-    judges the series with the same rows, whatever spec judges its steps."""
+    ``profile`` (a loaded spec: the built-in ``telemetry`` profile beside a run, the
+    soak's spec for a soak) recorded with them (``telemetry["profile"]``: name, sha256,
+    rows), so that a re-judge of the run judges the series with the same rows, whatever
+    spec judges its steps."""
     d = run_dir / DIRNAME
     if not d.exists():
         return run
-    if profile is None:
-        from aibench.thresholds import load_spec
-
-        profile = load_spec("telemetry")
     tel = dict(compact(Store(d)))
-    tel["profile"] = {
-        "name": profile.name,
-        "sha256": profile.sha256,
-        "rows": [r.model_dump(mode="json") for r in profile.telemetry],
-    }
+    if profile is not None:
+        tel["profile"] = {
+            "name": profile.name,
+            "sha256": profile.sha256,
+            "rows": [r.model_dump(mode="json") for r in profile.telemetry],
+        }
     return run.replace(telemetry=tel)
-
-
-def recorded_rows(run: Run) -> list[Any]:
-    """The telemetry rows recorded with a run's series (none: an older run)."""
-    from aibench.thresholds.spec import TelemetryRow
-
-    prof = (run.telemetry or {}).get("profile") or {}
-    return [TelemetryRow.model_validate(r) for r in prof.get("rows", [])]

@@ -9,6 +9,9 @@ from aibench import parsers
 from aibench.inventory import Inventory, Node
 from aibench.model import Fact, Outcome
 from aibench.preflight.expected import check
+from aibench.tools import traits
+
+DECLARES = traits("preflight").declares
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -49,7 +52,7 @@ def test_declared_gpus_hcas_and_dirs_against_the_real_captures() -> None:
             )
         ]
     )
-    vs = check(Inventory(name="t", nodes=(node,)), facts)
+    vs = check(Inventory(name="t", nodes=(node,)), facts, DECLARES)
     got = {(v.check, v.expected): (v.outcome, v.observed_text) for v in vs}
     # the capture has one GPU (MIG enabled), the inventory says 8
     assert got[("inventory.gpu_count", "8 (inventory)")] == (Outcome.FAIL, "1")
@@ -72,7 +75,7 @@ def test_hcas_declared_but_no_tool_readable_is_missing_not_pass() -> None:
         Fact("ibstat", "hca_count", None, nodes=("n1",), reason="ibstat: not installed"),
         Fact("ibv_devinfo", "hca_count", None, nodes=("n1",), reason="ibv_devinfo: not installed"),
     ]
-    (v,) = check(Inventory(name="t", nodes=(node,)), facts)
+    (v,) = check(Inventory(name="t", nodes=(node,)), facts, DECLARES)
     assert v.outcome is Outcome.MISSING
     assert "ibstat: not installed" in v.observed_text
 
@@ -83,7 +86,7 @@ def test_ibv_devinfo_is_used_where_ibstat_is_missing() -> None:
         *real("ibv-devinfo", "ibv-devinfo/mlx4-2hca-2port-one-down.txt", "n1"),
         Fact("ibstat", "hca_count", None, nodes=("n1",), reason="ibstat: not installed"),
     ]
-    vs = check(Inventory(name="t", nodes=(node,)), facts)
+    vs = check(Inventory(name="t", nodes=(node,)), facts, DECLARES)
     assert [(v.check, v.outcome, v.observed_text) for v in vs] == [
         ("inventory.hca_state", Outcome.FAIL, "PORT_DOWN")
     ]
@@ -91,7 +94,7 @@ def test_ibv_devinfo_is_used_where_ibstat_is_missing() -> None:
 
 def test_nothing_declared_nothing_judged() -> None:
     facts = real("nvidia-smi-q", "nvidia-smi-q/h100-mig-590.48.01-load.txt", "n1")
-    assert check(Inventory(name="t", nodes=(Node(name="n1"),)), facts) == []
+    assert check(Inventory(name="t", nodes=(Node(name="n1"),)), facts, DECLARES) == []
 
 
 def _absent(source: str, name: str, node: str) -> Fact:
@@ -110,11 +113,11 @@ def test_amd_and_ascend_nodes_with_the_right_count_pass() -> None:
         count = next(f.value for f in facts if f.name in ("gpu_count", "npu_count"))
         node = Node(name="n1", facts={"gpus": {"model": "x", "count": count}})
         found = [_absent("nvidia-smi", "gpu_count", "n1"), *facts]
-        (v,) = check(Inventory(name="t", nodes=(node,)), found)
+        (v,) = check(Inventory(name="t", nodes=(node,)), found, DECLARES)
         assert v.outcome is Outcome.PASS, (tool, v)
         assert v.observed_text == str(count)
         wrong = Node(name="n1", facts={"gpus": {"model": "x", "count": int(count) + 1}})
-        (v,) = check(Inventory(name="t", nodes=(wrong,)), found)
+        (v,) = check(Inventory(name="t", nodes=(wrong,)), found, DECLARES)
         assert v.outcome is Outcome.FAIL
         assert tool in v.reason
 
@@ -122,7 +125,7 @@ def test_amd_and_ascend_nodes_with_the_right_count_pass() -> None:
 def test_no_gpu_tool_readable_names_every_tool() -> None:
     node = Node(name="n1", facts={"gpus": {"model": "x", "count": 8}})
     found = [_absent("nvidia-smi", "gpu_count", "n1"), _absent("amd-smi", "gpu_count", "n1")]
-    (v,) = check(Inventory(name="t", nodes=(node,)), found)
+    (v,) = check(Inventory(name="t", nodes=(node,)), found, DECLARES)
     assert v.outcome is Outcome.FAIL
     assert "nvidia-smi" in v.reason
     assert "amd-smi" in v.reason
