@@ -134,3 +134,29 @@ def test_kill_9_mid_soak_and_mid_run_with_telemetry_leaves_nothing(
     ]  # fmt: skip
     took = _kill_when_running(run, testbed_hosts, "stress-ng")
     assert took < 8, took
+
+
+def test_a_soak_on_the_bed_is_re_judged_from_its_record(
+    testbed_hosts: TestBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A short soak over SSH on the four hosts: ``aibench check RUN`` with no options
+    reproduces its stored verdicts, also from a copy with the inventory deleted."""
+    from aibench.store import load_run
+    from tests.test_rejudge_record import _check, _reproduces
+
+    inv = testbed_hosts.write_inventory(tmp_path / "inv.yaml")
+    r = subprocess.run(
+        [*AIBENCH, "soak", "--inventory", str(inv), "--duration", "4s", "--chunk", "2",
+         "--interval", "1", "--cpu", "1", "--cpu-load", "10", "--vm", "0",
+         "--output-dir", str(tmp_path / "runs"), "--quiet"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    stored = load_run(run_dir)
+    assert {v.subject[0] for v in stored.verdicts} == {h.name for h in testbed_hosts.hosts}
+    _reproduces(_check(capsys, run_dir), stored)
+    copy = tmp_path / "archive" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    inv.unlink()
+    _reproduces(_check(capsys, copy), stored)
