@@ -340,7 +340,23 @@ def _int(value: Any) -> int:
     return int(value) if math.isfinite(value) else 0
 
 
+# What says a log is RCCL-tests' (same tables): its version line or an RCCL banner, the
+# library, an AMD device name, or the "Device 738c" that HIP prints for an unnamed GPU.
+_RCCL = re.compile(
+    r"rccl-tests|\bRCCL\b|librccl|AMD Instinct|\bRadeon\b|\] Device [0-9a-f]{4}\b", re.I
+)
+
+
+def rccl_marked(text: str) -> bool:
+    return _RCCL.search(text[:20000]) is not None
+
+
 def detect(text: str) -> bool:
+    return _table_log(text) and not rccl_marked(text)
+
+
+def _table_log(text: str) -> bool:
+    """An NCCL-tests (or RCCL-tests) log or JSON result file."""
     head = text[:20000]
     if "# nThread" in head and ("busbw" in head or "Using devices" in head):
         return True
