@@ -119,7 +119,8 @@ PARSER = Parser(
     "hccl-tests",
     parse,
     "HCCL collective benchmarks (hccl_test all_reduce_test ...)",
-    lambda t: bool(_HEADER.search(t[:5000]) or _BANNER.search(t[:5000])) or (
-        _ERR.search(t[:5000]) is not None
+    lambda t: (
+        bool(_HEADER.search(t[:5000]) or _BANNER.search(t[:5000]))
+        or (_ERR.search(t[:5000]) is not None)
     ),
 )
