@@ -19,6 +19,10 @@ query              facts
 ``-link_stat -g``  ``link_up_count`` (count)
 =================  ==============================================================
 
+Problem states: a link not ``UP`` (critical) and a net health other than ``Success``
+(``Init``: warning; ``Fault``, ``Socket fail`` ...: critical) also give ``health_alarm``
+with the same dims; the node fact ``health_alarms`` counts them.
+
 Output saved without the command lines (``link status: UP``, ``ipaddr:10.86.1.80`` as
 printed) is read too: each line's key says which query it answers, and the facts have no
 ``device`` dim (the device is in the command line only). Other queries (``-stat``,
@@ -121,7 +125,25 @@ def parse(text: str) -> list[Fact]:
     close()
     if not query:
         raise ParseError(SOURCE, "no 'hccn_tool -i N -QUERY -g' section found")
-    return out
+    return out + _alarms(out)
+
+
+def _alarms(facts: list[Fact]) -> list[Fact]:
+    """hccn_tool's own verdicts as problem states: a link ``DOWN`` and a net health other
+    than ``Success`` (``Init``: not set up yet, a warning; any fault: critical) give
+    ``health_alarm`` beside the fact, and ``health_alarms`` counts them."""
+    out = []
+    for f in facts:
+        level = None
+        if f.name == "link_status" and f.value is not None and f.value != "UP":
+            level = "critical"
+        elif f.name == "net_health" and f.value is not None and f.value != "Success":
+            level = "warning" if f.value == "Init" else "critical"
+        if level:
+            out.append(
+                Fact(SOURCE, "health_alarm", level, None, f.dims, reason=f"{f.name} {f.value}")
+            )
+    return [*out, Fact(SOURCE, "health_alarms", len(out), "count")]
 
 
 def _fact(query: str, key: str, value: str, dims: FrozenDims, lineno: int) -> Fact | None:
