@@ -4,11 +4,15 @@
 Text: the lines ``stress-ng: metrc: [PID] <stressor> <bogo ops> <real time> <usr time>
 <sys time> <bogo ops/s real> <bogo ops/s usr+sys> [<CPU used per instance %> <RSS max KB>]``
 under the two header lines; ``--metrics`` adds the last two columns, ``--metrics-brief``
-leaves out stressors with no bogo ops. With ``--timestamp`` every line carries the time of
-day after ``stress-ng:``. The ``miscellaneous metrics:`` block after the table (figures of
-each stressor's own kind, "close calls per sec") is not read. YAML: the ``metrics:`` list
-(``bogo-ops``, ``bogo-ops-per-second-real-time`` ...). Tested on stress-ng 0.15.06 (Debian
-12), captured here, and on public outputs of 0.17.03 and 0.18.12 and of the colin-king PPA.
+leaves out stressors with no bogo ops. The columns are read by the labels of the header
+line (the first ``bogo ops/s`` over real time, the second over usr+sys time), so a
+version that prints fewer cannot shift a value into another's name. stress-ng before
+0.13 prints the table on ``info:`` lines; it is read the same. With ``--timestamp`` every
+line carries the time of day after ``stress-ng:``. The ``miscellaneous metrics:`` block
+after the table (figures of each stressor's own kind, "close calls per sec") is not read.
+YAML: the ``metrics:`` list (``bogo-ops``, ``bogo-ops-per-second-real-time`` ...). Tested
+on stress-ng 0.15.06 (Debian 12), captured here, and on public outputs of 0.03.11, 0.17.03
+and 0.18.12 and of the colin-king PPA.
 
 Emitted per stressor (dims ``stressor``): ``bogo_ops`` (count), ``bogo_ops_rate`` (ops/s,
 over the wall-clock time), ``bogo_ops_rate_cpu`` (ops/s, over usr+sys time), ``wall_time``,
@@ -70,6 +74,16 @@ _COLUMNS = (
     ("cpu_per_instance", "%"),
     ("max_rss", "KiB"),
 )
+# the column labels of the table's first header line, in the order printed
+_LABEL = re.compile(r"bogo ops/s|bogo ops|real time|usr time|sys time|CPU used per|RSS Max")
+_LABEL_COLUMN = {
+    "bogo ops": ("bogo_ops", "count"),
+    "real time": ("wall_time", "s"),
+    "usr time": ("usr_time", "s"),
+    "sys time": ("sys_time", "s"),
+    "CPU used per": ("cpu_per_instance", "%"),
+    "RSS Max": ("max_rss", "KiB"),
+}
 _YAML_KEYS = {
     "bogo-ops": ("bogo_ops", "count"),
     "wall-clock-time": ("wall_time", "s"),
@@ -98,6 +112,8 @@ class _Run:
     failures: list[str] = field(default_factory=list)
     misc: bool = False  # inside the "miscellaneous metrics:" block of the table
     rapl: str | None = None  # the stressor whose RAPL readings follow
+    columns: tuple[tuple[str, str], ...] | None = None  # from the header line, once seen
+    info_table: bool = False  # stress-ng before 0.13: the table on info: lines
 
 
 def _parse_text(text: str) -> list[Record]:
@@ -142,19 +158,43 @@ def _seconds(spelled: str, n: int) -> float:
     return sum(float(v) * _UNIT_SECONDS[u] for v, u in parts)
 
 
+def _header(text: str) -> tuple[tuple[str, str], ...]:
+    """The columns a header line names; the first ``bogo ops/s`` is over real time, the
+    second over usr+sys time (the second header line says so)."""
+    out: list[tuple[str, str]] = []
+    for label in _LABEL.findall(text):
+        if label == "bogo ops/s":
+            rated = any(m == "bogo_ops_rate" for m, _ in out)
+            out.append(("bogo_ops_rate_cpu" if rated else "bogo_ops_rate", "ops/s"))
+        else:
+            out.append(_LABEL_COLUMN[label])
+    return tuple(out)
+
+
 def _metrc(run: _Run, rest: str, n: int) -> None:
     cells = rest.split()
-    if not cells or cells[0] == "stressor" or cells[0].startswith("("):
+    if cells[:1] == ["stressor"]:
+        run.columns = _header(rest)
+        return
+    if not cells or cells[0].startswith("("):
         return
     if rest.strip() == "miscellaneous metrics:":
         run.misc = True  # per-stressor figures of its own kind ("close calls per sec"), not read
         return
     if not run.misc:
-        run.out += _row(cells, n)
+        run.out += _row(cells, n, run.columns)
 
 
 def _info(run: _Run, rest: str, n: int) -> None:
     text = rest.strip()
+    if text.startswith("stressor ") and "bogo ops" in text:  # before 0.13: on info: lines
+        run.info_table = True
+    if run.info_table:
+        cells = text.split()
+        if cells and (cells[0] == "stressor" or cells[0].startswith("(") or _is_row(cells)):
+            _metrc(run, text, n)
+            return
+        run.info_table = False
     summary = _SUMMARY.match(text)
     rapl = _RAPL.match(rest) if run.rapl else None
     if rapl and run.rapl:
@@ -198,13 +238,24 @@ def _verdict(run: _Run, text: str) -> list[Record]:
     return out
 
 
-def _row(cells: list[str], n: int) -> list[Measurement]:
+def _is_row(cells: list[str]) -> bool:
+    return len(cells) > 2 and all(re.fullmatch(r"[0-9.]+", c) for c in cells[1:])
+
+
+def _row(
+    cells: list[str], n: int, header: tuple[tuple[str, str], ...] | None = None
+) -> list[Measurement]:
     name, values = cells[0], cells[1:]
-    if len(values) not in (6, 8):
+    columns = header or _COLUMNS
+    if header and len(values) != len(header):
+        raise ParseError(
+            TOOL, f"a metrics row has {len(values)} numbers, its header {len(header)}", n
+        )
+    if not header and len(values) not in (6, 8):
         raise ParseError(TOOL, f"a metrics row has {len(values)} numbers, not 6 or 8", n)
     dims = FrozenDims({"stressor": name})
     out = []
-    for (metric, unit), cell in zip(_COLUMNS, values, strict=False):
+    for (metric, unit), cell in zip(columns, values, strict=False):
         try:
             v = float(cell)
         except ValueError:
