@@ -63,8 +63,10 @@ def _pair(names: tuple[str, str], cell: str, unit: str, dims: FrozenDims) -> lis
 
 
 def _gpu(first: str, second: str, n: int) -> list[Fact]:
-    left1, right1 = (c.strip() for c in first.strip().strip("|").split("|"))
-    left2, right2 = (c.strip() for c in second.strip().strip("|").split("|"))
+    halves = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in (first, second)]
+    if any(len(h) != 2 for h in halves):
+        raise ParseError(SOURCE, "a GPU row that is not the two lines of the table", n)
+    (left1, right1), (left2, right2) = halves
     ids, a, b = left2.split(), re.split(r"\s{2,}", right1), re.split(r"\s{2,}", right2)
     if len(ids) != 4 or len(a) != 4 or len(b) != 3 or not ids[0].isdigit():
         raise ParseError(SOURCE, "a GPU row that is not the two lines of the table", n)
