@@ -52,6 +52,8 @@ def _rows(lines: list[str], start: int) -> tuple[list[str], list[tuple[str, list
             stats = [c.lower() for c in _cells(line)[1:]]
         elif line.startswith("│"):
             cells = _cells(line)
+            if not cells:
+                raise ParseError(TOOL, "a table row without its cells: the output was cut", n + 1)
             if rows and not any(cells[1:]):
                 name, values, at = rows[-1]
                 rows[-1] = (f"{name} {cells[0]}", values, at)

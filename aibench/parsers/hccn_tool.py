@@ -160,6 +160,8 @@ def _fact(query: str, key: str, value: str, dims: FrozenDims, lineno: int) -> Fa
         name = "fec_mode"
     elif query == "link_stat" and low == "link up count":
         name, unit = "link_up_count", "count"
+        if not value.isdigit():
+            raise ParseError(SOURCE, f"link up count: not a number: {value!r}", line=lineno)
         v = int(value)
     elif query == "speed" and low == "speed":
         m = _SPEED.match(value)

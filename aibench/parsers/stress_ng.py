@@ -58,6 +58,7 @@ _COMPLETED = re.compile(r"\b(successful|unsuccessful) run completed in (.+?)\s*$
 # "2.97s", "300.13s (5 mins, 0.13 secs)", "1 min", "1 min, 0.02 secs", "1 hour, 30 mins"
 _PLAIN_SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*s\b")
 _SPELLED = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(day|hour|min|sec)[a-z]*")
+_ASKED = re.compile(r"(?:setting|defaulting) to a\s+(.+?)\s+run per stressor")
 _SUMMARY = re.compile(r"^(failed|metrics untrustworthy): (\d+)")
 _FAILED = re.compile(r"\b(FAILED|failed|FAIL:|aborted|cannot|not implemented)\b")
 # a RAPL reading under "<stressor>:" with --rapl: "pkg-0   51.78 W"
@@ -127,8 +128,9 @@ def _parse_text(text: str) -> list[Record]:
         if c:
             run.completed = (c.group(1), _seconds(c.group(2), n))
             continue
-        if "run per stressor" in line and ("setting to a" in line or "defaulting to a" in line):
-            run.requested = _seconds(line.split(" to a ", 1)[1].split(" run per")[0], n)
+        asked = _ASKED.search(line)
+        if asked:
+            run.requested = _seconds(asked.group(1), n)
             continue
         info = _INFO.match(line)
         if info:
