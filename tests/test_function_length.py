@@ -26,10 +26,6 @@ AFTER_THE_CONTRACT = {
 # reworked meanwhile (the parsers, the soak and preflight's expectations, the soak report,
 # the inventory's cluster block); to be split by what each part means with that work.
 NOT_YET_SPLIT = {
-    "aibench/parsers/nvidia_smi.py:_q_ecc",
-    "aibench/parsers/nvidia_smi.py:parse_topo",
-    "aibench/parsers/perftest.py:parse",
-    "aibench/parsers/sysinfo.py:parse_tool_versions",
     "aibench/preflight/expected.py:_hcas",
     "aibench/reports/sections/soak.py:render",
     "aibench/soak/judge.py:_bmc",
