@@ -23,7 +23,7 @@ AFTER_THE_CONTRACT = {
 }
 
 # Older long functions outside the commands, the pipeline and the judge, in modules being
-# reworked meanwhile (the parsers, the soak and preflight's expectations, the soak report,
+# reworked meanwhile (the soak and preflight's expectations, the soak report,
 # the inventory's cluster block); to be split by what each part means with that work.
 NOT_YET_SPLIT = {
     "aibench/preflight/expected.py:_hcas",
