@@ -42,7 +42,9 @@ class Layout:
 
 SMALL = Layout(prefix="abt-h", veth="abtv", bridge="abtbr0", subnet="10.213.7")
 BIG = Layout(prefix="abx-h", veth="abxv", bridge="abxbr0", subnet="10.213.8")
-LAYOUTS = (SMALL, BIG)
+# the object-storage and cache bed: clients and one storage host (tests/testbed/ceph.py)
+STORE = Layout(prefix="s3-h", veth="s3v", bridge="s3br0", subnet="10.213.30")
+LAYOUTS = (SMALL, BIG, STORE)
 BRIDGE = SMALL.bridge
 SUBNET = SMALL.subnet
 PREFIX = SMALL.prefix
