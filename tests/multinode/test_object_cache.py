@@ -17,7 +17,6 @@ parallel. The S3 key pair is made by the fixture and reaches aibench only as the
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.testbed import ceph
+from tests.testbed import ceph, redis
 from tests.testbed.bed import TestBed
 from tests.testbed.net import STORE, netns_available
 
@@ -67,15 +66,7 @@ def store_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
             f"[default]\naws_access_key_id = {cluster.access_key}\n"
             f"aws_secret_access_key = {cluster.secret_key}\n"
         )
-        redis = root / "redis"
-        redis.mkdir()
-        subprocess.run(
-            ["ip", "netns", "exec", server.netns, "redis-server", "--port", str(REDIS_PORT),
-             "--bind", server.address, "--protected-mode", "no", "--save", "",
-             "--appendonly", "no", "--daemonize", "yes", "--pidfile", str(redis / "pid"),
-             "--logfile", str(redis / "log"), "--dir", str(redis)],
-            check=True, timeout=30,
-        )  # fmt: skip
+        redis.start(root / "redis", server.netns, server.address, REDIS_PORT)
         yield {"bed": bed, "ceph": cluster, "creds": creds, "root": root}
     finally:
         try:
@@ -204,6 +195,9 @@ def test_s3_put_get_from_two_hosts(store_bed: dict[str, Any], tmp_path: Path) ->
     assert a0 < b1, spans
     assert b0 < a1, spans
     _no_secret(run_dir, store_bed["ceph"].secret_key, stdout, stderr)
+    report = (run_dir / "report.html").read_text()
+    assert "Object storage over S3 (s5cmd)" in report
+    assert "S3 load per node" in report
 
 
 def test_s3_gateway_stopped_mid_run_fails(store_bed: dict[str, Any], tmp_path: Path) -> None:
@@ -251,7 +245,7 @@ def test_redis_benchmark_from_two_hosts(store_bed: dict[str, Any], tmp_path: Pat
     ]  # fmt: skip
     proc = _run(_files(out, steps, checks, store_bed))
     stdout, stderr = proc.communicate(timeout=600)
-    _run_dir, run = _load(out)
+    run_dir, run = _load(out)
     outcomes = {v["check"]: v["outcome"] for v in run["verdicts"]}
     assert proc.returncode == 0, (stdout[-2000:], stderr[-2000:], outcomes)
     assert set(outcomes.values()) == {"PASS"}, outcomes
@@ -261,4 +255,5 @@ def test_redis_benchmark_from_two_hosts(store_bed: dict[str, Any], tmp_path: Pat
         assert all(v > 0 for v in rates.values()), rates
         for stat in ("mean", "p50", "p95", "p99", "max"):
             assert set(_values(run, "latency", op=op, stat=stat)) == set(CLIENTS)
-    assert os.path.exists(store_bed["root"] / "redis" / "pid")
+    assert (store_bed["root"] / "redis" / "redis.pid").exists()
+    assert "Cache load per node" in (run_dir / "report.html").read_text()

@@ -138,3 +138,22 @@ def test_redis_plan_and_collect() -> None:
 def test_redis_tests_option_is_checked() -> None:
     with pytest.raises(ValidationError):
         RedisBenchmarkOptions.model_validate({"endpoint": "cache", "tests": "set;rm -rf"})
+
+
+def test_the_object_cache_examples_load_and_plan() -> None:
+    from aibench.inventory import load_inventory
+    from aibench.plan import build_plan
+    from aibench.suite import load_suite
+    from aibench.thresholds.spec import load_spec
+
+    examples = FIX.parent.parent / "examples"
+    plan = build_plan(
+        load_suite(str(examples / "suite-object-cache.yaml")),
+        load_inventory(examples / "inventory-object-cache.yaml"),
+    )
+    assert {i.tool for i in plan.invocations} == {"s5cmd", "redis-benchmark"}
+    assert len(plan.invocations) == 32
+    s3 = next(i for i in plan.invocations if i.tool == "s5cmd")
+    assert "/etc/aibench/s3-credentials" in s3.client.argv
+    spec = load_spec(str(examples / "spec-object-cache.yaml"))
+    assert {c.id for c in spec.checks} >= {"s3-errors", "cache-get-rate"}
