@@ -66,6 +66,7 @@ fi
 set -- "$s5" --json --endpoint-url "$url" --retry-count "$retries"
 [ -n "$cred" ] && set -- "$@" --credentials-file "$cred"
 [ -n "$profile" ] && set -- "$@" --profile "$profile"
+command -v -- "$s5" > /dev/null || { echo "aibench: $s5: command not found" >&2; exit 127; }
 rm -rf -- "$wd" && mkdir -p -- "$wd/get" || exit 3
 head -c "$lsize" /dev/urandom > "$wd/large" && head -c "$ssize" /dev/urandom > "$wd/small" || exit 3
 say version "$("$s5" version)"
@@ -228,6 +229,8 @@ class S5cmdRunner:
 
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
         endpoint = _endpoint_of(inv)
+        if out.exit_code != 0 and "aibench-s5cmd phase " not in out.stdout:
+            raise ToolFailure(TOOL, out.failure())  # no load ran: the driver's own reason
         try:
             got = parse(out.stdout)
         except ToolFailure as exc:

@@ -157,3 +157,15 @@ def test_the_object_cache_examples_load_and_plan() -> None:
     assert "/etc/aibench/s3-credentials" in s3.client.argv
     spec = load_spec(str(examples / "spec-object-cache.yaml"))
     assert {c.id for c in spec.checks} >= {"s3-errors", "cache-get-rate"}
+
+
+def test_s5cmd_driver_without_the_binary_fails_with_its_reason(tmp_path: Path) -> None:
+    """The real driver script, run here: no s5cmd at the given path."""
+    import subprocess
+
+    o = S5cmdOptions.model_validate({"endpoint": "rgw", "bin_dir": str(tmp_path / "none")})
+    inv = S5.invocations("s3", o, _nodes(), Slot(workdir=str(tmp_path)))[0]
+    r = subprocess.run(inv.client.argv, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 127
+    with pytest.raises(ToolFailure, match="command not found"):
+        S5.collect(inv, Output(r.stdout, r.stderr, r.returncode, tmp_path))
