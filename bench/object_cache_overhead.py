@@ -1,9 +1,10 @@
 """What does aibench cost on top of s5cmd and redis-benchmark? The object-storage and cache
 steps against the same tools run directly, as a ratio.
 
-Brings up the storage test bed (a Ceph RADOS gateway and redis-server in a namespace host,
-:mod:`tests.testbed.ceph`, :mod:`tests.testbed.redis`; needs root), then, interleaved in
-one loop, ``--runs`` times each:
+Starts a one-host Ceph cluster with its RADOS gateway and a redis-server on 127.0.0.1
+(:mod:`tests.testbed.ceph`, :mod:`tests.testbed.redis`: Debian's ceph-mon, ceph-osd,
+radosgw, redis-server; root; ports 13300, 17480, 6800-6809 and 16379 must be free), then,
+interleaved in one loop, ``--runs`` times each:
 
 * ``direct``: the argv aibench plans for the step (its own planner), run here with
   subprocess, for the s5cmd step and for the redis-benchmark step;
@@ -32,13 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.testbed import ceph, redis  # noqa: E402
-from tests.testbed.bed import TestBed  # noqa: E402
-from tests.testbed.net import STORE, netns_available  # noqa: E402
 
 STEPS = {
     "s5cmd": {"endpoint": "rgw", "large_size": "8MiB", "large_count": 8, "small_size": 4096,
               "small_count": 200, "streams": 4},
     "redis-benchmark": {"endpoint": "cache", "requests": 50000, "clients": 20, "data_size": 64},
+}  # fmt: skip
+
+
+CHECKS = {
+    "s5cmd": {"id": "s3-errors", "select": {"tool": "s5cmd", "metric": "errors"},
+              "aggregate": "max", "max": 0, "unit": "count"},
+    "redis-benchmark": {"id": "cache-ops", "select": {"tool": "redis-benchmark",
+                        "metric": "ops_rate"}, "min": 1, "unit": "ops/s"},
 }  # fmt: skip
 
 
@@ -64,6 +71,8 @@ def write_files(work: Path, url: str, creds: Path, redis_host: str) -> dict[str,
                  "steps": [{"name": "step", "tool": tool, "options": options}]}  # fmt: skip
         suites[tool] = work / f"suite-{tool}.yaml"
         suites[tool].write_text(yaml.safe_dump(suite))
+        spec = {"schema_version": 1, "name": f"bench-{tool}", "checks": [CHECKS[tool]]}
+        (work / f"spec-{tool}.yaml").write_text(yaml.safe_dump(spec))
     return suites
 
 
@@ -94,7 +103,8 @@ def measure(work: Path, suites: dict[str, Path], runs: int) -> dict[str, dict[st
             out = work / f"runs-{tool}-{i}"
             times[tool]["aibench"].append(timed(
                 [sys.executable, "-m", "aibench", "run", "--suite", str(suite), "--inventory",
-                 str(inv), "--output-dir", str(out), "--quiet"], env=env))  # fmt: skip
+                 str(inv), "--spec", str(work / f"spec-{tool}.yaml"), "--output-dir", str(out),
+                 "--quiet"], env=env))  # fmt: skip
             print(f"run {i + 1}/{runs} {tool}: direct {times[tool]['direct'][-1]:.2f} s, "
                   f"aibench {times[tool]['aibench'][-1]:.2f} s", flush=True)  # fmt: skip
     return times
@@ -104,26 +114,25 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    reason = netns_available()
-    if reason:
-        print(f"cannot run: {reason}", file=sys.stderr)
+    if os.geteuid() != 0:
+        print("cannot run: Ceph's daemons and redis-server are started as root", file=sys.stderr)
         return 3
     with tempfile.TemporaryDirectory(prefix="aibench-bench-") as tmp:
         work = Path(tmp)
-        bed = TestBed.up(1, work / "bed", STORE)
+        cluster = ceph.start(work / "ceph", "", "127.0.0.1")
+        pidfile: Path | None = None
         try:
-            host = bed.host(f"{STORE.prefix}1")
-            cluster = ceph.start(work / "ceph", host.netns, host.address)
             creds = work / "s3-credentials"
             creds.touch(mode=0o600)
             creds.write_text(f"[default]\naws_access_key_id = {cluster.access_key}\n"
                              f"aws_secret_access_key = {cluster.secret_key}\n")  # fmt: skip
-            redis.start(work / "redis", host.netns, host.address)
-            suites = write_files(work, cluster.url, creds, host.address)
+            pidfile = redis.start(work / "redis", "", "127.0.0.1")
+            suites = write_files(work, cluster.url, creds, "127.0.0.1")
             times = measure(work, suites, args.runs)
-            ceph.stop(cluster)
         finally:
-            bed.down()
+            ceph.stop(cluster)
+            if pidfile is not None:
+                redis.stop(pidfile)
     print(f"\n{'step':<16} {'direct s':>9} {'aibench s':>10} {'cost s':>7} {'ratio':>6}")
     for tool, t in times.items():
         d, a = statistics.median(t["direct"]), statistics.median(t["aibench"])

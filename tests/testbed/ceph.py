@@ -3,7 +3,8 @@
 Debian's Ceph 16 packages (``ceph-mon``, ``ceph-osd``, ``radosgw``; ``ceph-common`` for the
 ``ceph``, ``ceph-authtool``, ``monmaptool`` and ``radosgw-admin`` commands): one monitor, one
 OSD on ``memstore`` (RAM, ``memstore device bytes``) and one ``radosgw`` (beast frontend),
-all in one network namespace of the test bed and bound to its address, everything (config,
+all in one network namespace of the test bed (or, with ``netns=""``, in this one, e.g. on
+127.0.0.1) and bound to its address, everything (config,
 keyrings, data, logs, sockets, pid files) under one directory. No manager daemon: S3 does
 not need it. The gateway answers about 15-20 s after the start on a 2-core machine.
 
@@ -32,6 +33,11 @@ from pathlib import Path
 READY_TIMEOUT = 120.0
 
 
+def in_netns(netns: str) -> list[str]:
+    """The argv prefix that runs a command in the namespace ("": this one)."""
+    return ["ip", "netns", "exec", netns] if netns else []
+
+
 @dataclass
 class CephS3:
     root: Path
@@ -53,7 +59,7 @@ class CephS3:
     def run(self, *argv: str, stdin: str | None = None, timeout: float = 60.0) -> str:
         """A Ceph command in the cluster's namespace, with its config; its stdout."""
         r = subprocess.run(
-            ["ip", "netns", "exec", self.netns, *argv],
+            [*in_netns(self.netns), *argv],
             input=stdin,
             capture_output=True,
             text=True,
@@ -186,7 +192,7 @@ def _answers(c: CephS3) -> bool:
         "except OSError:\n"
         "    sys.exit(1)\n"
     )
-    r = subprocess.run(["ip", "netns", "exec", c.netns, "python3", "-c", code],
+    r = subprocess.run([*in_netns(c.netns), "python3", "-c", code],
                        capture_output=True, check=False)  # fmt: skip
     return r.returncode == 0
 

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.testbed.ceph import _kill
+from tests.testbed.ceph import _kill, in_netns
 
 
 def start(root: Path, netns: str, address: str, port: int = 16379) -> Path:
@@ -19,7 +19,7 @@ def start(root: Path, netns: str, address: str, port: int = 16379) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     pidfile = root / "redis.pid"
     subprocess.run(
-        ["ip", "netns", "exec", netns, "redis-server", "--port", str(port), "--bind", address,
+        [*in_netns(netns), "redis-server", "--port", str(port), "--bind", address,
          "--protected-mode", "no", "--save", "", "--appendonly", "no", "--daemonize", "yes",
          "--pidfile", str(pidfile), "--logfile", str(root / "redis.log"), "--dir", str(root)],
         check=True, timeout=30,
