@@ -20,7 +20,8 @@ pool has a floor of two, whatever ``--numworkers`` says), so each stream is a cl
 of two: its k-th command starts when its (k-2)-th result line arrives (the first two at
 the stream's start), and its latency runs from then to its own result line; the command's
 place is its object number. The first two of each stream also carry s5cmd's start-up
-(0.3 s here) and are left out of the latency figures (they count for throughput).
+(its first connection) and are left out of the latency figures (they count for
+throughput).
 
 Failures: any failed operation, a stream with a non-zero exit code, a phase with fewer
 results than objects, or no phase at all is a ToolFailure naming the counts and the first
