@@ -61,6 +61,13 @@ def all_nodes(nodes: Sequence[str]) -> list[Round]:
     return [[tuple(nodes)]] if nodes else []
 
 
+def sweep(nodes: Sequence[str]) -> list[Round]:
+    """One round per size, the first 1, 2, 4 ... nodes and then all of them: where a
+    shared service (a file system) stops growing with its clients."""
+    sizes = [1 << i for i in range(max(len(nodes), 1).bit_length()) if 1 << i < len(nodes)]
+    return [[tuple(nodes[:k])] for k in (*sizes, len(nodes))] if nodes else []
+
+
 def pairs(nodes: Sequence[str]) -> list[Round]:
     """Round-robin tournament over ``nodes``: every unordered pair exactly once."""
     return list(PairRounds(tuple(nodes)))
@@ -190,6 +197,7 @@ PLACEMENTS: dict[str, Placement] = {
     "sample": sample,
     "groups": groups,
     "all": all_nodes,
+    "sweep": sweep,
 }
 
 
