@@ -77,7 +77,12 @@ def _latency(
     pct = lat.get("percentile")
     if isinstance(pct, Mapping):
         for key, raw in pct.items():
-            p = float(key)
+            try:
+                p = float(key)
+            except ValueError:
+                raise ParseError(
+                    TOOL, f"{what}.percentile key {key!r} is not a number", line=line
+                ) from None
             if p > 0:
                 value = number(raw, f"{what}.percentile[{key}]", line)
                 out.append(_m("clat_percentile", value, "ns", {**dims, "percentile": p}))
