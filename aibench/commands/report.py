@@ -5,12 +5,15 @@ fresh manifest.sha256.
 
 ``--spec P`` re-judges the run first, the way ``aibench run`` judged it (aibench/judge.py:
 the spec's checks and coverage, consistency, inventory, and the stored history verdicts
-carried over, or recomputed with ``--history-db DB``), and renders the reports from that
+carried over, or recomputed with ``--history DB``), and renders the reports from that
 judgement. run.json, the record of the run, is rewritten only with ``--write``; then the
 run's record of judgements keeps who judged, when, with which spec, and every verdict
 given before. Without ``--write`` the reports say that their judgement is not stored.
 
-``--history RUN_DIR`` (repeatable) adds earlier runs for the trend plots. ``--sign KEY``
+``--history DB`` is the history database, spelled as ``aibench run`` and ``aibench check``
+spell it (``--history-db DB`` is its old, deprecated spelling). ``--trend RUN_DIR``
+(repeatable) adds earlier runs for the trend plots; ``--history RUN_DIR``, its old spelling,
+still does that for a directory, with a note on stderr. ``--sign KEY``
 signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``). Exit code: 0 when the
 (re-)judged run passes, 1 when a check fails, 2 for a bad argument.
 """
@@ -18,6 +21,7 @@ signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``). Exit code: 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from aibench.commands import Command
@@ -28,7 +32,8 @@ examples:
   aibench report runs/20261202-101500-acceptance
   aibench report runs/20261202-101500-acceptance --spec h100-ndr            # re-judge, show
   aibench report runs/20261202-101500-acceptance --spec h100-ndr --write    # and store it
-  aibench report RUN_DIR --history runs/20261201-101500-acceptance --sign ~/.ssh/id_ed25519
+  aibench report RUN_DIR --spec nightly --history runs/history.sqlite     # recompute history
+  aibench report RUN_DIR --trend runs/20261201-101500-acceptance --sign ~/.ssh/id_ed25519
 """
 
 
@@ -45,12 +50,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="store the new judgement in run.json (earlier verdicts kept in its judgements)",
     )
     p.add_argument(
-        "--history-db",
+        "--history",
         metavar="DB",
+        action="append",
+        default=[],
         help="with --spec: recompute the history verdicts against this database",
     )
+    p.add_argument("--history-db", metavar="DB", help=argparse.SUPPRESS)  # deprecated spelling
     p.add_argument(
-        "--history",
+        "--trend",
         metavar="RUN_DIR",
         action="append",
         default=[],
@@ -62,6 +70,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="report language")
 
 
+def _history_args(args: argparse.Namespace) -> tuple[Path | None, list[Path]]:
+    """The history database and the trend run directories. ``--history`` names the
+    database, as it does for ``run`` and ``check``; a directory given to it is the old
+    spelling of ``--trend`` and ``--history-db`` the old spelling of ``--history``."""
+    trend = [Path(t) for t in args.trend]
+    db = Path(args.history_db) if args.history_db else None
+    if args.history_db:
+        print("aibench report: --history-db is deprecated; use --history DB", file=sys.stderr)
+    for given in map(Path, args.history):
+        if given.is_dir():
+            print(
+                f"aibench report: --history {given}: a run directory; --trend RUN_DIR adds "
+                "it to the trend plots (--history RUN_DIR is deprecated)",
+                file=sys.stderr,
+            )
+            trend.append(given)
+        elif db is not None:
+            raise UserError(f"--history {given}: one history database only (also {db})")
+        else:
+            db = given
+    return db, trend
+
+
 def run(args: argparse.Namespace) -> int:
     from aibench import manifest, reports
     from aibench.judge import judge_run, partial_run, record
@@ -71,14 +102,14 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: not a directory", hint="give a run directory")
-    if (args.write or args.history_db) and not args.spec:
-        raise UserError("--write and --history-db go with --spec (the spec to judge with)")
+    db, trend = _history_args(args)
+    if (args.write or db) and not args.spec:
+        raise UserError("--write and --history go with --spec (the spec to judge with)")
     the_run = load_run(run_dir)
     if args.spec:
         spec = load_spec(args.spec)
-        db = Path(args.history_db) if args.history_db else None
         if db is not None and not db.is_file():
-            raise UserError(f"--history-db {db}: no such history database")
+            raise UserError(f"--history {db}: no such history database")
         judgement = judge_run(the_run, spec, history_db=db, partial=partial_run(run_dir))
         by = "aibench report --write" if args.write else "aibench report (not stored)"
         the_run = record(the_run, judgement, by)
@@ -93,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                     "(its verdicts are the run's own): --write stores it",
                 )
             )
-    history = [load_run(Path(h)) for h in args.history]
+    history = [load_run(h) for h in trend]
     written = reports.write_all(the_run, run_dir, history=history, lang=args.lang)
     for name in written:
         print(f"wrote {run_dir / name}")
