@@ -20,6 +20,7 @@ pytest_plugins = ["tests.testbed.fixtures"]
 _BED_MARKERS = {
     "testbed_hosts": ("netns",),
     "testbed_big": ("netns",),
+    "testbed_serving": ("netns",),
     "testbed_slurm": ("netns", "slurm"),
 }
 
@@ -34,6 +35,7 @@ BED_GROUPS = {
     "testbed_hosts": "bed-abt",
     "testbed_slurm": "bed-abt",  # the Slurm cluster runs on the 4-host bed
     "testbed_big": "bed-abx",
+    "testbed_serving": "bed-abs",
 }
 
 
