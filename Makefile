@@ -17,7 +17,8 @@ APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slu
 	prometheus prometheus-pushgateway \
 	fonts-noto-cjk fonts-dejavu-core fontconfig \
 	haproxy nginx \
-	stress-ng openipmi ipmitool openssl
+	stress-ng openipmi ipmitool openssl \
+	glusterfs-server glusterfs-client
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -40,7 +40,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from aibench.bmc.config import BmcModel
 from aibench.config import Strict, read_yaml, validate
 from aibench.errors import ConfigError
 
@@ -339,6 +338,56 @@ class EndpointModel(Strict):
         return self
 
 
+_BMC_HOST = re.compile(r"^[A-Za-z0-9_.:\[\]{}][A-Za-z0-9_.:\-\[\]{}]*$")
+_BMC_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class BmcModel(Strict):
+    """A node's BMC (inventory ``bmc:``; read by :mod:`aibench.bmc`). The password is named,
+    never given."""
+
+    address: str = Field(
+        description="BMC host or IP; {name} and {n} (the node name's last number) are replaced"
+    )
+    protocol: Literal["ipmi", "redfish"] = Field(description="ipmi (ipmitool lanplus) | redfish")
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        None, description="default 623 (ipmi), 443/80 (redfish https/http)"
+    )
+    username: str = Field(pattern=r"^[A-Za-z0-9_.@\-]+$", max_length=64)
+    password_env: str | None = Field(None, description="environment variable holding the password")
+    password_file: Annotated[str, Field(pattern=_SAFE_PATH)] | None = Field(
+        None, description="file whose first line is the password"
+    )
+    cipher_suite: Annotated[int, Field(ge=0, le=17)] | None = Field(
+        None, description="ipmi: ipmitool -C (e.g. 17 or 3); default ipmitool's choice"
+    )
+    scheme: Literal["https", "http"] = Field("https", description="redfish: https (default)")
+    ca_bundle: Annotated[str, Field(pattern=_SAFE_PATH)] | None = Field(
+        None, description="redfish: CA bundle to verify the BMC's certificate with"
+    )
+    timeout: float = Field(10.0, gt=0, le=120, description="seconds per BMC request")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        if not _BMC_HOST.match(v) or re.search(r"\{(?!(?:name|n)\})", v):
+            raise ValueError(f"not a BMC address: {v!r} (a host, an IP, {{name}}, {{n}})")
+        return v
+
+    @field_validator("password_env")
+    @classmethod
+    def _env(cls, v: str | None) -> str | None:
+        if v is not None and not _BMC_ENV.match(v):
+            raise ValueError(f"not an environment variable name: {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> BmcModel:
+        if (self.password_env is None) == (self.password_file is None):
+            raise ValueError("give password_env or password_file (one of them)")
+        return self
+
+
 class NodeFields(Strict):
     """What a node entry and ``defaults`` may say about nodes."""
 
@@ -366,7 +415,7 @@ class NodeFields(Strict):
     endpoints: list[EndpointModel] | None = Field(
         None, description="inference endpoints this node serves (the serving step)"
     )
-    bmc: BmcModel | None = Field(None, description="the node's BMC (aibench.bmc.BmcModel)")
+    bmc: BmcModel | None = Field(None, description="the node's BMC (BmcModel)")
 
     @field_validator("data_address")
     @classmethod
@@ -482,12 +531,58 @@ def _address_for(entry: NodeModel, name: str, index: int, addresses: list[str] |
     return entry.address or ""
 
 
+def _names_and_addresses(
+    entry: NodeModel, file: str, where: str
+) -> tuple[list[str], list[str] | None]:
+    """The names of a node entry's hostlist, and its addresses when they are a hostlist
+    too (one per name)."""
+    from aibench import hostlist
+
+    try:
+        names = hostlist.expand(entry.name)
+    except ValueError as exc:
+        raise ConfigError(file, f"{where}.name", str(exc)) from None
+    addresses = None
+    if entry.address is not None and hostlist.is_expression(entry.address):
+        try:
+            addresses = hostlist.expand(entry.address)
+        except ValueError as exc:
+            raise ConfigError(file, f"{where}.address", str(exc)) from None
+        if len(addresses) != len(names):
+            raise ConfigError(
+                file,
+                f"{where}.address",
+                f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
+            )
+    return names, addresses
+
+
+def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
+    """What a node entry (else the defaults) says of its hardware and tools, as facts."""
+    facts: dict[str, Any] = {}
+    for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc"):
+        value = _pick(entry, d, key)
+        if value is None:
+            continue
+        if key in ("gpus", "bmc"):
+            value = value.model_dump(exclude_none=key == "bmc")
+        elif key in ("hcas", "endpoints"):
+            value = [h.model_dump(exclude_none=True) for h in value]
+        elif key == "data_dirs":
+            value = list(value)
+        elif key == "tool_dirs":
+            value = dict(value)
+        facts[key] = value
+    old_dir = _pick(entry, d, "nccl_tests_dir")
+    if old_dir is not None:
+        facts["tool_dirs"] = {"nccl-tests": old_dir, **facts.get("tool_dirs", {})}
+    return facts
+
+
 def build_inventory(
     model: InventoryModel, file: str, raw: Mapping[str, Any] | None = None
 ) -> Inventory:
     """Expand hostlists, apply defaults, check names: the validated model as an Inventory."""
-    from aibench import hostlist
-
     d = model.defaults
     slurm = SlurmSettings(
         partition=model.slurm.partition,
@@ -499,40 +594,9 @@ def build_inventory(
     seen: dict[str, str] = {}
     for i, entry in enumerate(model.nodes):
         where = f"nodes[{i}]"
-        try:
-            names = hostlist.expand(entry.name)
-        except ValueError as exc:
-            raise ConfigError(file, f"{where}.name", str(exc)) from None
-        addresses = None
-        if entry.address is not None and hostlist.is_expression(entry.address):
-            try:
-                addresses = hostlist.expand(entry.address)
-            except ValueError as exc:
-                raise ConfigError(file, f"{where}.address", str(exc)) from None
-            if len(addresses) != len(names):
-                raise ConfigError(
-                    file,
-                    f"{where}.address",
-                    f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
-                )
+        names, addresses = _names_and_addresses(entry, file, where)
         labels = {**(d.labels or {}), **(entry.labels or {})}
-        facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc"):
-            value = _pick(entry, d, key)
-            if value is None:
-                continue
-            if key in ("gpus", "bmc"):
-                value = value.model_dump(exclude_none=key == "bmc")
-            elif key in ("hcas", "endpoints"):
-                value = [h.model_dump(exclude_none=True) for h in value]
-            elif key == "data_dirs":
-                value = list(value)
-            elif key == "tool_dirs":
-                value = dict(value)
-            facts[key] = value
-        old_dir = _pick(entry, d, "nccl_tests_dir")
-        if old_dir is not None:
-            facts["tool_dirs"] = {"nccl-tests": old_dir, **facts.get("tool_dirs", {})}
+        facts = _node_facts(entry, d)
         ssh = _merge_ssh(model.ssh, d.ssh, entry.ssh)
         executor = _pick(entry, d, "executor") or "ssh"
         for j, name in enumerate(names, start=1):

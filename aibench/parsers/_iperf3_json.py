@@ -134,6 +134,7 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
         # iperf3 writes lost_percent 0 when it received nothing: that is no loss figure
         partial: list[object] = [r for r in out if r.metric != "lost_percent"]
         raise ToolFailure(TOOL, NO_DATAGRAMS, line=line, partial=partial)
+    out.extend(_cpu_records(end, dims, server, line))
     streams = end.get("streams", [])
     if not isinstance(streams, list):
         raise ParseError(TOOL, "end.streams is not a list", line=line)
@@ -163,6 +164,24 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
                 _m("stream_throughput", _num(part, "bits_per_second", what, line), "bit/s", sd)
             )
     return out
+
+
+def _cpu_records(
+    end: Mapping[str, Any], dims: Mapping[str, Scalar], server: bool, line: int | None
+) -> list[Measurement]:
+    """``cpu_utilization`` (%, dim ``cpu`` = host | remote): iperf3's
+    ``cpu_utilization_percent`` totals. A server's document has no figure for its client
+    (it writes 0 there), so the remote one is read from a client's document only."""
+    cpu = end.get("cpu_utilization_percent")
+    if not isinstance(cpu, Mapping):
+        return []
+    where = "end.cpu_utilization_percent"
+    sides = ("host",) if server else ("host", "remote")
+    return [
+        _m("cpu_utilization", _num(cpu, f"{side}_total", where, line), "%", {**dims, "cpu": side})
+        for side in sides
+        if f"{side}_total" in cpu
+    ]
 
 
 def parse_document(doc: Any, line: int | None) -> list[Measurement]:

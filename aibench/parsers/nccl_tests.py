@@ -69,7 +69,8 @@ Failed data checks (ToolFailure): a ``#wrong`` above 0 (JSON ``nwrong``), a pre-
 integers, times n-1), ``Out of bounds values : N FAILED`` and ``Avg bus bandwidth : X
 FAILED`` (the ``NCCL_TESTS_MIN_BW`` check). nccl-tests goes on after them, and so does the
 parser: every run of the log is read to its footer, the failing rows included, and all of
-it is the ``partial`` of one ToolFailure raised at the end, whose reason names each failed
+it is the ``partial`` of one ToolFailure raised at the end (with ``oob_values``, the count
+of an ``Out of bounds values : N`` above 0, per table), whose reason names each failed
 run by its collective (or ``table N``) with the tool's words: the first failed row (and how
 many more) and its footer. Lines that end the run at once are a ToolFailure right away
 with what was read before them: ``Test NCCL failure`` / ``Test CUDA failure`` / ``Test
@@ -197,6 +198,11 @@ def _parse_text(text: str) -> list[Record]:
                 continue
             m = _OOB.match(line) if "Out of bounds values" in line else None
             if m:
+                if int(m.group(1)) > 0:  # how many values were wrong: kept beside the failure
+                    oob = FrozenDims({"op": section.op} if section.op else {})
+                    section.records.append(
+                        Measurement(TOOL, "oob_values", int(m.group(1)), "count", oob)
+                    )
                 if int(m.group(1)) > 0 or m.group(2) == "FAILED":
                     section.failures.append((no, line.lstrip("# ").strip()))
                 continue
@@ -340,7 +346,23 @@ def _int(value: Any) -> int:
     return int(value) if math.isfinite(value) else 0
 
 
+# What says a log is RCCL-tests' (same tables): its version line or an RCCL banner, the
+# library, an AMD device name, or the "Device 738c" that HIP prints for an unnamed GPU.
+_RCCL = re.compile(
+    r"rccl-tests|\bRCCL\b|librccl|AMD Instinct|\bRadeon\b|\] Device [0-9a-f]{4}\b", re.I
+)
+
+
+def rccl_marked(text: str) -> bool:
+    return _RCCL.search(text[:20000]) is not None
+
+
 def detect(text: str) -> bool:
+    return _table_log(text) and not rccl_marked(text)
+
+
+def _table_log(text: str) -> bool:
+    """An NCCL-tests (or RCCL-tests) log or JSON result file."""
     head = text[:20000]
     if "# nThread" in head and ("busbw" in head or "Using devices" in head):
         return True
