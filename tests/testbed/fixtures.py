@@ -60,7 +60,7 @@ def testbed_big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
 
 @pytest.fixture(scope="session")
 def testbed_serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
-    """4 namespace hosts with sshd (``abs-h1`` .. ``abs-h4``, 10.213.9.0/24) for the
+    """4 namespace hosts with sshd (``abs-h1`` .. ``abs-h4``, 10.213.20.0/24) for the
     serving test, a bed of its own so that it runs beside the 4-host bed's tests."""
     reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
     if reason:

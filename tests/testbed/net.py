@@ -44,7 +44,7 @@ SMALL = Layout(prefix="abt-h", veth="abtv", bridge="abtbr0", subnet="10.213.7")
 BIG = Layout(prefix="abx-h", veth="abxv", bridge="abxbr0", subnet="10.213.8")
 # 4 hosts of their own for the serving test (AIPerf, HAProxy, Nginx), so that its minutes
 # of load run beside the tests of the 4-host bed, on another test worker
-SERVING = Layout(prefix="abs-h", veth="absv", bridge="absbr0", subnet="10.213.9")
+SERVING = Layout(prefix="abs-h", veth="absv", bridge="absbr0", subnet="10.213.20")
 LAYOUTS = (SMALL, BIG, SERVING)
 BRIDGE = SMALL.bridge
 SUBNET = SMALL.subnet

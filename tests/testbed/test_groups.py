@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import BED_GROUPS, xdist_group_of
 from tests.testbed.bed import lock_path
+from tests.testbed.gluster import GL
 from tests.testbed.net import LAYOUTS
 
 
@@ -41,7 +42,9 @@ def test_a_test_of_two_beds_is_refused_at_collection() -> None:
 
 def test_every_bed_has_a_lock_prefix_and_subnet_of_its_own() -> None:
     assert len({lock_path(x) for x in LAYOUTS}) == len(LAYOUTS)
-    assert len({x.prefix for x in LAYOUTS}) == len({x.subnet for x in LAYOUTS}) == len(LAYOUTS)
+    beds = (*LAYOUTS, GL)  # and the beds with fixtures of their own
+    for part in ("prefix", "veth", "bridge", "subnet"):
+        assert len({getattr(x, part) for x in beds}) == len(beds), part
     assert len(set(BED_GROUPS.values())) == len(LAYOUTS)
 
 
