@@ -18,6 +18,7 @@ APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slu
 	fonts-noto-cjk fonts-dejavu-core fontconfig \
 	haproxy nginx \
 	stress-ng openipmi ipmitool openssl \
+	ceph-mon ceph-osd radosgw redis-server redis-tools \
 	glusterfs-server glusterfs-client
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -388,6 +388,60 @@ class BmcModel(Strict):
         return self
 
 
+class S3EndpointModel(Strict):
+    """An S3 service (a Ceph RADOS gateway, MinIO ...) that the node's load reaches
+    (the s5cmd step); usually given once in ``defaults``.
+
+    Credentials are named, never given: ``credentials_file`` (an AWS credentials file on
+    the node, ``[profile]`` with ``aws_access_key_id`` and ``aws_secret_access_key``; keep
+    it 0600) or ``access_key_env`` and ``secret_key_env`` (variables in the environment of
+    the node). The S3 client reads them there, so the key reaches no argv, log, run.json
+    or report. With neither, the client's own defaults apply (``AWS_ACCESS_KEY_ID`` ...).
+    """
+
+    name: SafeWord = Field(description="the endpoint's name in suites, checks and reports")
+    url: str = Field(
+        pattern=r"^https?://[A-Za-z0-9_.:\-\[\]]+/?$",
+        max_length=2048,
+        description="the service's URL, e.g. http://10.0.0.9:7480",
+    )
+    credentials_file: SafePath | None = Field(None, description="AWS credentials file (a path)")
+    profile: SafeWord | None = Field(None, description="the profile of credentials_file")
+    access_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the key id"
+    )
+    secret_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the secret"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> S3EndpointModel:
+        by_env = self.access_key_env is not None or self.secret_key_env is not None
+        if by_env and (self.access_key_env is None or self.secret_key_env is None):
+            raise ValueError("give both access_key_env and secret_key_env")
+        if by_env and self.credentials_file:
+            raise ValueError("give credentials_file or the *_env variables, not both")
+        if self.profile and not self.credentials_file:
+            raise ValueError("profile needs credentials_file")
+        return self
+
+
+class RedisEndpointModel(Strict):
+    """A Redis server (the cache) that the node's redis-benchmark reaches; usually given
+    once in ``defaults``. No password: redis-benchmark 7 takes one only on its command
+    line (``-a``), where every user of the node can read it; benchmark a server (or an
+    ACL default user) that lets the benchmark's nodes in without one."""
+
+    name: SafeWord = Field(description="the endpoint's name in suites, checks and reports")
+    host: str = Field(max_length=253, description="address or name of the server")
+    port: Annotated[int, Field(ge=1, le=65535)] = Field(6379, description="its TCP port")
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        return safe_name(v, "redis host")
+
+
 class NodeFields(Strict):
     """What a node entry and ``defaults`` may say about nodes."""
 
@@ -416,6 +470,12 @@ class NodeFields(Strict):
         None, description="inference endpoints this node serves (the serving step)"
     )
     bmc: BmcModel | None = Field(None, description="the node's BMC (BmcModel)")
+    s3_endpoints: list[S3EndpointModel] | None = Field(
+        None, description="S3 services the node's load reaches (the s5cmd step)"
+    )
+    redis_endpoints: list[RedisEndpointModel] | None = Field(
+        None, description="Redis servers the node's redis-benchmark reaches (the cache step)"
+    )
 
     @field_validator("data_address")
     @classmethod
@@ -531,6 +591,12 @@ def _address_for(entry: NodeModel, name: str, index: int, addresses: list[str] |
     return entry.address or ""
 
 
+_FACT_KEYS = (
+    "gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc",
+    "s3_endpoints", "redis_endpoints",
+)  # fmt: skip
+
+
 def _names_and_addresses(
     entry: NodeModel, file: str, where: str
 ) -> tuple[list[str], list[str] | None]:
@@ -560,13 +626,13 @@ def _names_and_addresses(
 def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
     """What a node entry (else the defaults) says of its hardware and tools, as facts."""
     facts: dict[str, Any] = {}
-    for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc"):
+    for key in _FACT_KEYS:
         value = _pick(entry, d, key)
         if value is None:
             continue
         if key in ("gpus", "bmc"):
             value = value.model_dump(exclude_none=key == "bmc")
-        elif key in ("hcas", "endpoints"):
+        elif key in ("hcas", "endpoints", "s3_endpoints", "redis_endpoints"):
             value = [h.model_dump(exclude_none=True) for h in value]
         elif key == "data_dirs":
             value = list(value)

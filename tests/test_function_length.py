@@ -23,17 +23,9 @@ AFTER_THE_CONTRACT = {
 }
 
 # Older long functions outside the commands, the pipeline and the judge, in modules being
-# reworked meanwhile (the parsers, the soak and preflight's expectations, the soak report,
+# reworked meanwhile (the soak and preflight's expectations, the soak report,
 # the inventory's cluster block); to be split by what each part means with that work.
 NOT_YET_SPLIT = {
-    "aibench/parsers/_fio_text.py:parse_text",
-    "aibench/parsers/_iperf3_json.py:end_records",
-    "aibench/parsers/_iperf3_text.py:parse_text",
-    "aibench/parsers/nccl_tests.py:_parse_text",
-    "aibench/parsers/nvidia_smi.py:_q_ecc",
-    "aibench/parsers/nvidia_smi.py:parse_topo",
-    "aibench/parsers/perftest.py:parse",
-    "aibench/parsers/sysinfo.py:parse_tool_versions",
     "aibench/preflight/expected.py:_hcas",
     "aibench/reports/sections/soak.py:render",
     "aibench/soak/judge.py:_bmc",

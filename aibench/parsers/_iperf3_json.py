@@ -90,6 +90,28 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
     bidir = bool(dims.get("bidir")) or "sum_sent_bidir_reverse" in end
     if bidir:
         dims["bidir"] = True
+    out = _sum_records_of(end, dims, udp, server, bidir, line)
+    if udp and any(
+        r.metric == "packets" and r.dims.get("side") == "receiver" and r.value == 0 for r in out
+    ):
+        # iperf3 writes lost_percent 0 when it received nothing: that is no loss figure
+        partial: list[object] = [r for r in out if r.metric != "lost_percent"]
+        raise ToolFailure(TOOL, NO_DATAGRAMS, line=line, partial=partial)
+    out.extend(_cpu_records(end, dims, server, line))
+    out.extend(_stream_records(end, dims, server, bidir, line))
+    return out
+
+
+def _sum_records_of(
+    end: Mapping[str, Any],
+    dims: dict[str, Scalar],
+    udp: bool,
+    server: bool,
+    bidir: bool,
+    line: int | None,
+) -> list[Measurement]:
+    """The test's totals: the ``sum_sent``/``sum_received`` objects (and their
+    ``_bidir_reverse`` twins), or the one ``sum`` of an iperf3 < 3.12 UDP test."""
     out: list[Measurement] = []
     sums: list[tuple[str, str, str]] = [
         ("sum_sent", "sender", "forward"),
@@ -128,13 +150,14 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
             for r in _sum_records(s, "receiver", dims, True, "end.sum", line)
             if r.metric != "throughput"
         )
-    if udp and any(
-        r.metric == "packets" and r.dims.get("side") == "receiver" and r.value == 0 for r in out
-    ):
-        # iperf3 writes lost_percent 0 when it received nothing: that is no loss figure
-        partial: list[object] = [r for r in out if r.metric != "lost_percent"]
-        raise ToolFailure(TOOL, NO_DATAGRAMS, line=line, partial=partial)
-    out.extend(_cpu_records(end, dims, server, line))
+    return out
+
+
+def _stream_records(
+    end: Mapping[str, Any], dims: dict[str, Scalar], server: bool, bidir: bool, line: int | None
+) -> list[Measurement]:
+    """``stream_throughput`` of each stream of ``end.streams``, per side it reports."""
+    out: list[Measurement] = []
     streams = end.get("streams", [])
     if not isinstance(streams, list):
         raise ParseError(TOOL, "end.streams is not a list", line=line)
