@@ -127,3 +127,25 @@ def test_exit_reasons() -> None:
     late = _Obj(status=_Obj(reason="DeadlineExceeded", message="Pod was active too long"))
     _code, why = exit_and_reason(late, _Obj(exit_code=137, reason="Error", message=None))
     assert why == "DeadlineExceeded: Pod was active too long"
+
+
+def test_node_verdicts_never_pass_what_was_not_measured() -> None:
+    from datetime import UTC, datetime
+
+    from aibench.executors.kubernetes_labels import node_verdicts, patch_body
+    from aibench.model import Outcome, Verdict
+
+    verdicts = [
+        Verdict("fio-bw", Outcome.PASS, subject=("n1",)),
+        Verdict("fio-bw", Outcome.PASS, subject=("n2",)),
+        Verdict("iperf3", Outcome.FAIL, subject=("n2", "n3"), culprits=("n3",)),
+        Verdict("fio-bw", Outcome.MISSING, subject=("n4",)),
+    ]
+    got = node_verdicts(verdicts, ["n1", "n2", "n3", "n4", "n5"])
+    assert got == {"n1": "PASS", "n2": "PASS", "n3": "FAIL", "n4": "FAIL"}
+    # a failing verdict about the whole run, with no culprit named, fails every node
+    whole = [*verdicts[:2], Verdict("coverage", Outcome.FAIL)]
+    assert node_verdicts(whole, ["n1", "n2"]) == {"n1": "FAIL", "n2": "FAIL"}
+    body = patch_body("PASS", "20261203-run", 24, datetime(2026, 12, 3, 18, 0, tzinfo=UTC))
+    assert body["metadata"]["labels"] == {"aibench.io/acceptance": "PASS"}
+    assert body["metadata"]["annotations"]["aibench.io/valid-until"] == "2026-12-04T18:00:00Z"

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -47,6 +48,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -186,6 +188,14 @@ class KubernetesExecutor:
         self._lock = asyncio.Lock()
         self._renewer: asyncio.Task[None] | None = None
         self._pods: set[str] = set()
+        self._swept = False
+        # blocking API calls run here, not in the loop's default pool (a few threads on a
+        # small machine, which long calls could fill)
+        self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="aibench-k8s")
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
 
     # ------------------------------------------------------------------ the run's Lease
 
@@ -202,11 +212,18 @@ class KubernetesExecutor:
         self._core()
         return client.CoordinationV1Api(self._api)
 
+    async def _sweep_once(self) -> None:
+        """Remove what killed runs left in the namespace, once per run (before its first
+        Pod, or when the nodes are checked)."""
+        if not self._swept:
+            self._swept = True
+            await self._call(sweep_stale, self._core(), self._coord(), self.settings)
+
     async def _ensure_lease(self) -> str:
         async with self._lock:
             if self._lease_uid is None:
-                await asyncio.to_thread(sweep_stale, self._core(), self._coord(), self.settings)
-                self._lease_uid = await asyncio.to_thread(self._create_lease)
+                await self._sweep_once()
+                self._lease_uid = await self._call(self._create_lease)
                 self._renewer = asyncio.ensure_future(self._renew())
             return self._lease_uid
 
@@ -235,7 +252,7 @@ class KubernetesExecutor:
             await asyncio.sleep(RENEW_S)
             patch = {"spec": {"renewTime": datetime.now(UTC).isoformat().replace("+00:00", "Z")}}
             with contextlib.suppress(Exception):
-                await asyncio.to_thread(
+                await self._call(
                     self._coord().patch_namespaced_lease,
                     self.run_id,
                     self.settings.namespace,
@@ -257,7 +274,9 @@ class KubernetesExecutor:
 
     async def check(self, node: Node) -> str | None:
         try:
-            n = await asyncio.to_thread(self._core().read_node, node.name, _request_timeout=20)
+            async with self._lock:
+                await self._sweep_once()
+            n = await self._call(self._core().read_node, node.name, _request_timeout=20)
         except Exception as exc:
             return f"{node.name}: {api_error(exc)}"
         for cond in n.status.conditions or []:
@@ -278,18 +297,14 @@ class KubernetesExecutor:
         secret_env = {k: v for k, v in cmd.env.items() if SECRET_NAME.search(k)}
         if secret_env:
             body = secret_manifest(name, self.run_id, secret_env, self._owner())
-            await asyncio.to_thread(
-                self._core().create_namespaced_secret, ns, body, _request_timeout=30
-            )
+            await self._call(self._core().create_namespaced_secret, ns, body, _request_timeout=30)
         manifest = pod_manifest(
             name, node, cmd, self.settings, self.run_id, self._owner(), secret_env,
             deadline=int(cmd.timeout) + START_ALLOWANCE_S,
         )  # fmt: skip
         self._pods.add(name)
         try:
-            await asyncio.to_thread(
-                self._core().create_namespaced_pod, ns, manifest, _request_timeout=30
-            )
+            await self._call(self._core().create_namespaced_pod, ns, manifest, _request_timeout=30)
         except BaseException:
             self._pods.discard(name)
             raise
@@ -304,7 +319,7 @@ class KubernetesExecutor:
         opts = V1DeleteOptions(grace_period_seconds=self.kill_grace)
         for call in (core.delete_namespaced_pod, core.delete_namespaced_secret):
             with contextlib.suppress(Exception):
-                await asyncio.to_thread(call, name, ns, body=opts, _request_timeout=20)
+                await self._call(call, name, ns, body=opts, _request_timeout=20)
         self._pods.discard(name)
 
     async def _wait_started(self, name: str, deadline: float) -> str | None:
@@ -312,7 +327,7 @@ class KubernetesExecutor:
         core = self._core()
         ns = self.settings.namespace
         while time.monotonic() < deadline:
-            pod = await asyncio.to_thread(core.read_namespaced_pod, name, ns, _request_timeout=20)
+            pod = await self._call(core.read_namespaced_pod, name, ns, _request_timeout=20)
             state = _container_state(pod)
             if state is not None and (state.running or state.terminated):
                 return None
@@ -326,7 +341,7 @@ class KubernetesExecutor:
         from kubernetes.stream import stream
 
         core = self._core()
-        ws = await asyncio.to_thread(
+        ws = await self._call(
             stream,
             core.connect_get_namespaced_pod_attach,
             name,
@@ -347,7 +362,7 @@ class KubernetesExecutor:
         ns = self.settings.namespace
         deadline = time.monotonic() + wait
         while True:
-            pod = await asyncio.to_thread(core.read_namespaced_pod, name, ns, _request_timeout=20)
+            pod = await self._call(core.read_namespaced_pod, name, ns, _request_timeout=20)
             state = _container_state(pod)
             if state is not None and state.terminated is not None:
                 return exit_and_reason(pod, state.terminated)
@@ -400,7 +415,7 @@ class KubernetesExecutor:
             return result(reason=f"pod {name} on {node.name}: {why}")
         attached = await self._attach(name, out, err)
         stop = threading.Event()
-        pump = asyncio.ensure_future(asyncio.to_thread(attached.pump, stop))
+        pump = in_thread(attached.pump, stop)
         left = max(0.0, cmd.timeout - (time.monotonic() - t0))
         try:
             await asyncio.wait_for(asyncio.shield(pump), left)
@@ -454,7 +469,7 @@ class KubernetesExecutor:
             from kubernetes.client import V1DeleteOptions
 
             with contextlib.suppress(Exception):
-                await asyncio.to_thread(
+                await self._call(
                     self._coord().delete_namespaced_lease,
                     self.run_id,
                     self.settings.namespace,
@@ -466,6 +481,7 @@ class KubernetesExecutor:
             with contextlib.suppress(Exception):
                 self._api.close()
             self._api = None
+        self._pool.shutdown(wait=False)
 
 
 class KubernetesServer:
@@ -483,7 +499,7 @@ class KubernetesServer:
 
     async def attach(self) -> None:
         self._attached = await self._ex._attach(self.name, *self._files)
-        self._pump = asyncio.ensure_future(asyncio.to_thread(self._attached.pump, self._stop))
+        self._pump = in_thread(self._attached.pump, self._stop)
 
     @property
     def alive(self) -> bool:
@@ -506,6 +522,32 @@ class KubernetesServer:
             for f in self._files:
                 f.close()
         return self._code
+
+
+def in_thread(fn: Callable[[threading.Event], None], stop: threading.Event) -> asyncio.Future[None]:
+    """Run a stream pump in a thread of its own (it lasts as long as its container)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def body() -> None:
+        try:
+            fn(stop)
+        except BaseException as exc:  # handed to the waiting coroutine
+            loop.call_soon_threadsafe(_settle, done, exc)
+        else:
+            loop.call_soon_threadsafe(_settle, done, None)
+
+    threading.Thread(target=body, name="aibench-k8s-stream", daemon=True).start()
+    return done
+
+
+def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(exc)
 
 
 def _container_state(pod: Any) -> Any:

@@ -5,8 +5,9 @@ gets the label ``aibench.io/acceptance=PASS|FAIL`` and the annotations
 ``aibench.io/valid-until`` (now + ``result_valid_h``, ISO 8601 UTC), ``aibench.io/checked-at``
 and ``aibench.io/run`` (the run directory's name), so that a scheduler rule or a health
 controller can select on them. A node gets PASS only when some verdict is about it and
-none of the failing ones is (a check that was not measured is never a PASS); a node
-nothing was measured on is left unlabelled. Nothing is ever cordoned, drained or tainted.
+no failing one blames it (its culprits, else its subject, else, for a verdict on the whole
+run, every node; a check that was not measured is never a PASS); a node nothing was
+measured on is left unlabelled. Nothing is ever cordoned, drained or tainted.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ def node_verdicts(verdicts: Iterable[Verdict], nodes: Sequence[str]) -> dict[str
     wanted = set(nodes)
     for v in verdicts:
         about = (set(v.subject) | set(v.culprits)) & wanted
-        if v.outcome.failing:
-            failed |= about if about or v.subject else wanted
         seen |= about
+        if not v.outcome.failing:
+            continue
+        # the culprits when the verdict names them, else its subject, else every node
+        blamed = set(v.culprits) or set(v.subject) or wanted
+        failed |= blamed & wanted
     out = {n: "FAIL" for n in nodes if n in failed}
     out.update({n: "PASS" for n in nodes if n in seen and n not in failed})
     return out
