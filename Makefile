@@ -14,17 +14,25 @@ APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slu
 	prometheus prometheus-pushgateway \
 	fonts-noto-cjk fonts-dejavu-core fontconfig \
 	haproxy nginx \
-	stress-ng openipmi ipmitool openssl
+	stress-ng openipmi ipmitool openssl \
+	golang-go rsync dpkg-dev etcd-server containerd runc containernetworking-plugins \
+	busybox-static iptables gcc libc6-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: acceptance test system-packages venv lint clean catalogs
+.PHONY: acceptance test system-packages venv lint clean catalogs k8s-binaries
 
 acceptance: system-packages venv
 	$(VENV)/bin/aibench run --suite $(SUITE) $(AIBENCH_ARGS)
 
-test: system-packages venv
+test: system-packages venv k8s-binaries
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# The Kubernetes test bed's kube-* binaries, built once from Debian's source package and
+# cached outside the checkout (AIBENCH_K8S_CACHE, default /var/cache/aibench-k8s); a no-op
+# when the cache has them.
+k8s-binaries: system-packages
+	$(SUDO) bash tests/k8s/build-cluster.sh
 
 lint: venv
 	$(VENV)/bin/ruff check .

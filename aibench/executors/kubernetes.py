@@ -338,9 +338,13 @@ class KubernetesExecutor:
         return "timeout"
 
     async def _attach(self, name: str, out: IO[bytes], err: IO[bytes]) -> _Attached:
+        from kubernetes import client
         from kubernetes.stream import stream
 
-        core = self._core()
+        # stream() swaps the transport of the ApiClient it is given while it connects: a
+        # client of its own, so that the other threads' calls are not sent over websockets
+        self._core()
+        core = client.CoreV1Api(client.ApiClient(self._api.configuration))
         ws = await self._call(
             stream,
             core.connect_get_namespaced_pod_attach,
