@@ -343,6 +343,36 @@ def load_history(db: str | Path) -> HistoryFrames:
     path = Path(db)
     if not path.is_file():
         raise UserError(f"{path}: no history database here", hint="aibench history --record RUN")
+    run_rows, point_rows = _history_rows(path)
+    runs = pd.DataFrame(
+        {
+            "run_id": pd.array([r[0] for r in run_rows], dtype=_TEXT),
+            "started": pd.array([r[1] for r in run_rows], dtype=_TEXT),
+            "suite": pd.array([r[2] for r in run_rows], dtype=_TEXT),
+            "spec": pd.array([r[3] for r in run_rows], dtype=_TEXT),
+            "outcome": pd.array([r[4] for r in run_rows], dtype=_TEXT),
+            "generated": pd.array([bool(r[5]) for r in run_rows], dtype="bool"),
+        }
+    )
+    points = _points_frame(pd, point_rows)
+    vids: list[str] = []
+    verdicts: list[Verdict] = []
+    started: list[str] = []
+    suites: list[str] = []
+    for r in run_rows:
+        for v in json.loads(r[6]).get("verdicts", ()):
+            vids.append(r[0])
+            started.append(r[1])
+            suites.append(r[2])
+            verdicts.append(Verdict.from_dict(v))
+    vf = verdict_frame(pd, vids, verdicts)
+    vf.insert(1, "started", pd.array(started, dtype=_TEXT))
+    vf.insert(2, "suite", pd.array(suites, dtype=_TEXT))
+    return HistoryFrames(runs=runs, points=points, verdicts=vf)
+
+
+def _history_rows(path: Path) -> tuple[list[Any], list[Any]]:
+    """The runs and the points of the history database, read only, its schema checked."""
     from aibench.history import SCHEMA
 
     try:
@@ -364,16 +394,11 @@ def load_history(db: str | Path) -> HistoryFrames:
             con.close()
     except sqlite3.DatabaseError as exc:
         raise UserError(f"{path}: not a history database ({exc})") from None
-    runs = pd.DataFrame(
-        {
-            "run_id": pd.array([r[0] for r in run_rows], dtype=_TEXT),
-            "started": pd.array([r[1] for r in run_rows], dtype=_TEXT),
-            "suite": pd.array([r[2] for r in run_rows], dtype=_TEXT),
-            "spec": pd.array([r[3] for r in run_rows], dtype=_TEXT),
-            "outcome": pd.array([r[4] for r in run_rows], dtype=_TEXT),
-            "generated": pd.array([bool(r[5]) for r in run_rows], dtype="bool"),
-        }
-    )
+    return run_rows, point_rows
+
+
+def _points_frame(pd: Any, point_rows: list[Any]) -> Any:
+    """One row per recorded point: its series' fixed fields, statistics and dims."""
     fixed = ("run_id", "started", "series", "tool", "metric", "step", "unit", "nodes")
     stats = ("n", "median", "mad", "low", "high")
     cols: dict[str, list[Any]] = {c: [] for c in (*fixed, *stats)}
@@ -386,18 +411,4 @@ def load_history(db: str | Path) -> HistoryFrames:
         dims.append(json.loads(r[7]))
     cols.update(_dim_columns(dims, (*fixed, *stats)))
     types = {c: _TEXT for c in fixed} | {"n": "int64"} | {c: "float64" for c in stats[1:]}
-    points = _frame(pd, cols, (*fixed, *stats), types)
-    vids: list[str] = []
-    verdicts: list[Verdict] = []
-    started: list[str] = []
-    suites: list[str] = []
-    for r in run_rows:
-        for v in json.loads(r[6]).get("verdicts", ()):
-            vids.append(r[0])
-            started.append(r[1])
-            suites.append(r[2])
-            verdicts.append(Verdict.from_dict(v))
-    vf = verdict_frame(pd, vids, verdicts)
-    vf.insert(1, "started", pd.array(started, dtype=_TEXT))
-    vf.insert(2, "suite", pd.array(suites, dtype=_TEXT))
-    return HistoryFrames(runs=runs, points=points, verdicts=vf)
+    return _frame(pd, cols, (*fixed, *stats), types)

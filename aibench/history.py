@@ -160,6 +160,7 @@ class Finding:
     env_changes: tuple[str, ...]
     env_changed: bool
     unit: str
+    spread: float = 0.0  # of the baseline medians: MAD scaled to a standard deviation
 
     @property
     def text(self) -> str:
@@ -178,28 +179,39 @@ class Finding:
 
 
 class History:
-    """The SQLite history database at ``path`` (created on first use)."""
+    """The SQLite history database at ``path``: created by :meth:`record` on first use;
+    every other method only reads it, and a missing file or one that is not a history
+    database is a UserError that says so (nothing is created)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
     @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def _db(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        if write:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.is_file():
+            raise UserError(f"{self.path}: no history database here")
         try:
-            con = sqlite3.connect(self.path)
+            if write:
+                con = sqlite3.connect(self.path)
+            else:
+                con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
         except sqlite3.Error as exc:
             raise UserError(f"{self.path}: cannot open the history database ({exc})") from None
         try:
             version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
+            if version == 0 and write:
                 self._create(con)
+            elif version == 0:
+                raise UserError(f"{self.path}: not a history database (no aibench schema)")
             elif version != SCHEMA:
                 raise UserError(
                     f"{self.path}: history schema {version}; this aibench reads {SCHEMA}"
                 )
             yield con
-            con.commit()
+            if write:
+                con.commit()
         except sqlite3.DatabaseError as exc:
             raise UserError(f"{self.path}: not a history database ({exc})") from None
         finally:
@@ -250,7 +262,7 @@ class History:
                         f"{m.unit} and in {meta[key][3]}: cannot summarize one series"
                     ) from None
                 groups.setdefault(key, []).append(value)
-        with self._db() as con:
+        with self._db(write=True) as con:
             con.execute("DELETE FROM points WHERE run_id = ?", (run.id,))
             con.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -349,8 +361,13 @@ class History:
         min_history: int = 5,
         k: float = 4.0,
         min_rel: float = 0.03,
+        status: dict[str, str] | None = None,
     ) -> tuple[list[Finding], list[str]]:
-        """Findings for one run (default: the latest) against its baseline; and notes."""
+        """Findings for one run (default: the latest) against its baseline; and notes.
+
+        ``status`` (filled when given): each series of the run, "" when it was judged
+        against a baseline, else why not."""
+        status = {} if status is None else status
         runs = self.runs()
         if not runs:
             return [], ["the history is empty"]
@@ -373,11 +390,14 @@ class History:
                 good = [p for p in before if outcomes.get(p.run_id) == Outcome.PASS.value]
                 base = good[-window:]
             if not baseline and len(base) < min_history:
-                notes.append(f"{key}: {len(base)} good baseline run(s), need {min_history}")
+                status[key] = f"{len(base)} good baseline run(s), need {min_history}"
+                notes.append(f"{key}: {status[key]}")
                 continue
             if not base:
-                notes.append(f"{key}: not measured in the baseline run {baseline}")
+                status[key] = f"not measured in the baseline run {baseline}"
+                notes.append(f"{key}: {status[key]}")
                 continue
+            status[key] = ""
             f = self._judge(key, unit, cand, base, k=k, min_rel=min_rel)
             if f is not None:
                 findings.append(f)
@@ -439,4 +459,5 @@ class History:
             env_changes=changes,
             env_changed=bool(changes),
             unit=unit,
+            spread=spread,
         )

@@ -107,8 +107,10 @@ def split(inv: Invocation, records: Sequence[Record]) -> tuple[list[Measurement]
     for r in records:
         if isinstance(r, Measurement):
             # stamped with the invocation's tool: a runner that reuses another tool's
-            # parser (rccl-tests reads NCCL-tests tables) owns its records
-            ms.append(replace(r, tool=inv.tool, nodes=inv.nodes, step=inv.step, repeat=inv.repeat))
+            # parser (rccl-tests reads NCCL-tests tables) owns its records; the nodes are
+            # the invocation's unless the runner named them (one client of many)
+            nodes = r.nodes or inv.nodes
+            ms.append(replace(r, tool=inv.tool, nodes=nodes, step=inv.step, repeat=inv.repeat))
         elif isinstance(r, Fact):
             fs.append(replace(r, nodes=r.nodes or inv.nodes))
     return ms, fs

@@ -40,7 +40,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from aibench.bmc.config import BmcModel
 from aibench.config import Strict, read_yaml, validate
 from aibench.errors import ConfigError
 
@@ -477,6 +476,110 @@ class EndpointModel(Strict):
         return self
 
 
+_BMC_HOST = re.compile(r"^[A-Za-z0-9_.:\[\]{}][A-Za-z0-9_.:\-\[\]{}]*$")
+_BMC_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class BmcModel(Strict):
+    """A node's BMC (inventory ``bmc:``; read by :mod:`aibench.bmc`). The password is named,
+    never given."""
+
+    address: str = Field(
+        description="BMC host or IP; {name} and {n} (the node name's last number) are replaced"
+    )
+    protocol: Literal["ipmi", "redfish"] = Field(description="ipmi (ipmitool lanplus) | redfish")
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        None, description="default 623 (ipmi), 443/80 (redfish https/http)"
+    )
+    username: str = Field(pattern=r"^[A-Za-z0-9_.@\-]+$", max_length=64)
+    password_env: str | None = Field(None, description="environment variable holding the password")
+    password_file: Annotated[str, Field(pattern=_SAFE_PATH)] | None = Field(
+        None, description="file whose first line is the password"
+    )
+    cipher_suite: Annotated[int, Field(ge=0, le=17)] | None = Field(
+        None, description="ipmi: ipmitool -C (e.g. 17 or 3); default ipmitool's choice"
+    )
+    scheme: Literal["https", "http"] = Field("https", description="redfish: https (default)")
+    ca_bundle: Annotated[str, Field(pattern=_SAFE_PATH)] | None = Field(
+        None, description="redfish: CA bundle to verify the BMC's certificate with"
+    )
+    timeout: float = Field(10.0, gt=0, le=120, description="seconds per BMC request")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        if not _BMC_HOST.match(v) or re.search(r"\{(?!(?:name|n)\})", v):
+            raise ValueError(f"not a BMC address: {v!r} (a host, an IP, {{name}}, {{n}})")
+        return v
+
+    @field_validator("password_env")
+    @classmethod
+    def _env(cls, v: str | None) -> str | None:
+        if v is not None and not _BMC_ENV.match(v):
+            raise ValueError(f"not an environment variable name: {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> BmcModel:
+        if (self.password_env is None) == (self.password_file is None):
+            raise ValueError("give password_env or password_file (one of them)")
+        return self
+
+
+class S3EndpointModel(Strict):
+    """An S3 service (a Ceph RADOS gateway, MinIO ...) that the node's load reaches
+    (the s5cmd step); usually given once in ``defaults``.
+
+    Credentials are named, never given: ``credentials_file`` (an AWS credentials file on
+    the node, ``[profile]`` with ``aws_access_key_id`` and ``aws_secret_access_key``; keep
+    it 0600) or ``access_key_env`` and ``secret_key_env`` (variables in the environment of
+    the node). The S3 client reads them there, so the key reaches no argv, log, run.json
+    or report. With neither, the client's own defaults apply (``AWS_ACCESS_KEY_ID`` ...).
+    """
+
+    name: SafeWord = Field(description="the endpoint's name in suites, checks and reports")
+    url: str = Field(
+        pattern=r"^https?://[A-Za-z0-9_.:\-\[\]]+/?$",
+        max_length=2048,
+        description="the service's URL, e.g. http://10.0.0.9:7480",
+    )
+    credentials_file: SafePath | None = Field(None, description="AWS credentials file (a path)")
+    profile: SafeWord | None = Field(None, description="the profile of credentials_file")
+    access_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the key id"
+    )
+    secret_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the secret"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> S3EndpointModel:
+        by_env = self.access_key_env is not None or self.secret_key_env is not None
+        if by_env and (self.access_key_env is None or self.secret_key_env is None):
+            raise ValueError("give both access_key_env and secret_key_env")
+        if by_env and self.credentials_file:
+            raise ValueError("give credentials_file or the *_env variables, not both")
+        if self.profile and not self.credentials_file:
+            raise ValueError("profile needs credentials_file")
+        return self
+
+
+class RedisEndpointModel(Strict):
+    """A Redis server (the cache) that the node's redis-benchmark reaches; usually given
+    once in ``defaults``. No password: redis-benchmark 7 takes one only on its command
+    line (``-a``), where every user of the node can read it; benchmark a server (or an
+    ACL default user) that lets the benchmark's nodes in without one."""
+
+    name: SafeWord = Field(description="the endpoint's name in suites, checks and reports")
+    host: str = Field(max_length=253, description="address or name of the server")
+    port: Annotated[int, Field(ge=1, le=65535)] = Field(6379, description="its TCP port")
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        return safe_name(v, "redis host")
+
+
 class NodeFields(Strict):
     """What a node entry and ``defaults`` may say about nodes."""
 
@@ -506,7 +609,13 @@ class NodeFields(Strict):
     endpoints: list[EndpointModel] | None = Field(
         None, description="inference endpoints this node serves (the serving step)"
     )
-    bmc: BmcModel | None = Field(None, description="the node's BMC (aibench.bmc.BmcModel)")
+    bmc: BmcModel | None = Field(None, description="the node's BMC (BmcModel)")
+    s3_endpoints: list[S3EndpointModel] | None = Field(
+        None, description="S3 services the node's load reaches (the s5cmd step)"
+    )
+    redis_endpoints: list[RedisEndpointModel] | None = Field(
+        None, description="Redis servers the node's redis-benchmark reaches (the cache step)"
+    )
 
     @field_validator("data_address")
     @classmethod
@@ -629,12 +738,64 @@ def _address_for(entry: NodeModel, name: str, index: int, addresses: list[str] |
     return entry.address or ""
 
 
+_FACT_KEYS = (
+    "gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc",
+    "s3_endpoints", "redis_endpoints",
+)  # fmt: skip
+
+
+def _names_and_addresses(
+    entry: NodeModel, file: str, where: str
+) -> tuple[list[str], list[str] | None]:
+    """The names of a node entry's hostlist, and its addresses when they are a hostlist
+    too (one per name)."""
+    from aibench import hostlist
+
+    try:
+        names = hostlist.expand(entry.name)
+    except ValueError as exc:
+        raise ConfigError(file, f"{where}.name", str(exc)) from None
+    addresses = None
+    if entry.address is not None and hostlist.is_expression(entry.address):
+        try:
+            addresses = hostlist.expand(entry.address)
+        except ValueError as exc:
+            raise ConfigError(file, f"{where}.address", str(exc)) from None
+        if len(addresses) != len(names):
+            raise ConfigError(
+                file,
+                f"{where}.address",
+                f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
+            )
+    return names, addresses
+
+
+def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
+    """What a node entry (else the defaults) says of its hardware and tools, as facts."""
+    facts: dict[str, Any] = {}
+    for key in _FACT_KEYS:
+        value = _pick(entry, d, key)
+        if value is None:
+            continue
+        if key in ("gpus", "bmc"):
+            value = value.model_dump(exclude_none=key == "bmc")
+        elif key in ("hcas", "endpoints", "s3_endpoints", "redis_endpoints"):
+            value = [h.model_dump(exclude_none=True) for h in value]
+        elif key == "data_dirs":
+            value = list(value)
+        elif key == "tool_dirs":
+            value = dict(value)
+        facts[key] = value
+    old_dir = _pick(entry, d, "nccl_tests_dir")
+    if old_dir is not None:
+        facts["tool_dirs"] = {"nccl-tests": old_dir, **facts.get("tool_dirs", {})}
+    return facts
+
+
 def build_inventory(
     model: InventoryModel, file: str, raw: Mapping[str, Any] | None = None
 ) -> Inventory:
     """Expand hostlists, apply defaults, check names: the validated model as an Inventory."""
-    from aibench import hostlist
-
     d = model.defaults
     slurm = SlurmSettings(
         partition=model.slurm.partition,
@@ -648,40 +809,9 @@ def build_inventory(
     seen: dict[str, str] = {}
     for i, entry in enumerate(entries):
         where = f"nodes[{i}]"
-        try:
-            names = hostlist.expand(entry.name)
-        except ValueError as exc:
-            raise ConfigError(file, f"{where}.name", str(exc)) from None
-        addresses = None
-        if entry.address is not None and hostlist.is_expression(entry.address):
-            try:
-                addresses = hostlist.expand(entry.address)
-            except ValueError as exc:
-                raise ConfigError(file, f"{where}.address", str(exc)) from None
-            if len(addresses) != len(names):
-                raise ConfigError(
-                    file,
-                    f"{where}.address",
-                    f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
-                )
+        names, addresses = _names_and_addresses(entry, file, where)
         labels = {**(d.labels or {}), **(entry.labels or {})}
-        facts: dict[str, Any] = {}
-        for key in ("gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc"):
-            value = _pick(entry, d, key)
-            if value is None:
-                continue
-            if key in ("gpus", "bmc"):
-                value = value.model_dump(exclude_none=key == "bmc")
-            elif key in ("hcas", "endpoints"):
-                value = [h.model_dump(exclude_none=True) for h in value]
-            elif key == "data_dirs":
-                value = list(value)
-            elif key == "tool_dirs":
-                value = dict(value)
-            facts[key] = value
-        old_dir = _pick(entry, d, "nccl_tests_dir")
-        if old_dir is not None:
-            facts["tool_dirs"] = {"nccl-tests": old_dir, **facts.get("tool_dirs", {})}
+        facts = _node_facts(entry, d)
         ssh = _merge_ssh(model.ssh, d.ssh, entry.ssh)
         executor = _pick(entry, d, "executor") or ("kubernetes" if k8s else "ssh")
         if executor == "kubernetes" and k8s is None:

@@ -22,12 +22,20 @@ way to judge a run. A verdict comes from one of five origins (``Verdict.origin``
 
 The first four are recomputed from the stored steps on every judgement. History verdicts
 are recomputed when a history database is given and carried over from the run otherwise;
-:attr:`Judgement.history` says which. Telemetry verdicts are carried over (their limits
-are the soak profile's, not the spec's). So a re-judge can never drop a class of verdicts.
+:attr:`Judgement.history` says which. Every other verdict is carried over by rule
+(:data:`RECOMPUTED`): origins are the closed set :data:`aibench.model.ORIGINS`, and a
+stored verdict of an origin outside it is an error. So a re-judge can never drop a
+verdict by omission. A history that cannot judge a stored history verdict (empty, too
+few baseline runs, not a history database) turns it into MISSING with the reason.
 
 :func:`record` puts a judgement into a run: the verdicts replace the run's, and the run's
-record of judgements (``Run.judgements``) keeps who judged, when, with which spec (and its
-sha256), and the verdicts every earlier judgement gave.
+record of judgements (``Run.judgements``) keeps who judged, when, as of which instant
+(waivers are judged on that day), with which spec (its sha256; the spec's text is kept
+in ``Run.inputs["specs"]``), and the verdicts every earlier judgement gave.
+:func:`basis` reads back what the run's verdict was judged with, so that ``aibench
+check RUN`` reproduces it from the run directory alone. A judgement made with another
+spec, at another instant or against a history database is labelled a new judgement
+(:attr:`Judgement.label`).
 """
 
 from __future__ import annotations
@@ -40,11 +48,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aibench.model import Outcome, Run, Verdict
+from aibench.errors import UserError
+from aibench.model import ORIGINS, Outcome, Run, Verdict
 
 HISTORY_NONE = "none"
 HISTORY_CARRIED = "carried"  # history verdicts kept from the stored run
 HISTORY_RECOMPUTED = "recomputed"  # judged against a history database
+
+# Origins recomputed from the stored steps on every judgement; "history" too when a
+# history database is given. A verdict of any other origin is carried over unchanged.
+RECOMPUTED = frozenset({"spec", "coverage", "consistency", "inventory"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,11 @@ class Judgement:
     spec_sha256: str
     history: str = HISTORY_NONE  # none | carried | recomputed
     history_db: str = ""
+    as_of: str = ""  # the instant judged at (waivers: its day), ISO 8601 UTC
+    facts_only: bool = False
+    partial: bool = False
+    spec_text: str = ""  # the spec's file as loaded, kept in the run's record
+    label: str = ""  # "" or "new judgement: <why>" when it is not the stored one's basis
 
     @property
     def failing(self) -> bool:
@@ -84,6 +102,22 @@ class Judgement:
         return "no history"
 
 
+def iso(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def parse_instant(text: str, what: str = "--as-of") -> datetime:
+    """``now``, an ISO 8601 date or time (UTC unless it says otherwise); a UserError
+    names ``what`` when it is neither."""
+    if text.strip().lower() == "now":
+        return datetime.now(UTC).replace(microsecond=0)
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UserError(f"{what} {text!r}: not 'now' or an ISO 8601 date/time") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
 def judge_run(
     run: Run,
     spec: Any,
@@ -96,16 +130,18 @@ def judge_run(
     """Every verdict of ``run`` against ``spec`` (a loaded :class:`~aibench.thresholds.Spec`).
 
     ``partial``: only part of the suite ran (``aibench run fio``, ``--steps``); the spec's
-    checks of tools and steps the run does not have are not judged, and a note says how
-    many. ``facts_only``: the preflight, which judges the spec's fact checks only.
-    ``history_db``: judge against this history database (the run must be recorded in it;
-    ``aibench run`` records it first); without it, the run's stored history verdicts are
-    carried over unchanged.
+    checks of steps that the suite has but that were not selected are not judged, and a
+    note says how many. ``facts_only``: the preflight, which judges the spec's fact checks
+    only. ``history_db``: judge against this history database (the run must be recorded
+    in it; ``aibench run`` records it first); without it, the run's stored history
+    verdicts are carried over unchanged. ``now``: the instant judged at (default: now);
+    waivers are judged on its day.
     """
     from aibench.thresholds import judge, not_applicable
     from aibench.thresholds.localize import suspect_records
 
-    notes: list[str] = []
+    when = (now or datetime.now(UTC)).replace(microsecond=0)
+    whole_spec, notes = spec, []
     if facts_only:
         spec, skipped = _facts_only(spec)
         if skipped:
@@ -116,21 +152,20 @@ def judge_run(
             notes.append(
                 f"{skipped} check(s) of {spec.name} not judged: their steps were not selected"
             )
-    verdicts: list[Verdict] = list(judge(spec, run, now=now))
-    verdicts += _fleet(run)
+    verdicts: list[Verdict] = [*judge(spec, run, now=when), *_fleet(run)]
     notes += not_applicable(spec, run)
+    recomputed = set(RECOMPUTED)
     mode, db_text = HISTORY_NONE, ""
     if history_db is not None:
         found, history_notes = _history_verdicts(run, history_db)
         verdicts += found
         notes += history_notes
+        recomputed.add("history")
         mode, db_text = HISTORY_RECOMPUTED, str(history_db)
-    else:
-        carried = [v for v in run.verdicts if v.origin == "history"]
-        if carried:
-            verdicts += carried
-            mode = HISTORY_CARRIED
-    verdicts += [v for v in run.verdicts if v.origin == "telemetry"]
+    carried = carry(run, recomputed)
+    if any(v.origin == "history" for v in carried):
+        mode = HISTORY_CARRIED
+    verdicts += carried
     judged = run.replace(verdicts=tuple(verdicts))
     return Judgement(
         verdicts=tuple(verdicts),
@@ -140,7 +175,48 @@ def judge_run(
         spec_sha256=spec.sha256,
         history=mode,
         history_db=db_text,
+        as_of=iso(when),
+        facts_only=facts_only,
+        partial=partial,
+        spec_text=getattr(whole_spec, "text", ""),
+        label=_label(run, spec.sha256, iso(when), db_text),
     )
+
+
+def carry(run: Run, recomputed: set[str]) -> list[Verdict]:
+    """The stored verdicts a judgement keeps: every one whose origin it does not
+    recompute. An origin outside :data:`~aibench.model.ORIGINS` is an error, never
+    dropped."""
+    kept = []
+    for v in run.verdicts:
+        if v.origin not in ORIGINS:
+            raise UserError(
+                f"run {run.id}: verdict {v.check} has origin {v.origin!r}, which this "
+                f"aibench does not know ({', '.join(ORIGINS)})",
+                hint="judge it with the aibench version that wrote it",
+            )
+        if v.origin not in recomputed:
+            kept.append(v)
+    return kept
+
+
+def _label(run: Run, sha: str, as_of: str, history_db: str) -> str:
+    """ "" when a judgement has the stored verdict's basis (or is the run's first one);
+    else "new judgement: " and what differs."""
+    if not run.judgements and (run.inputs or not run.verdicts or not run.spec_sha256):
+        return ""
+    last = dict(run.judgements[-1]) if run.judgements else {"spec_sha256": run.spec_sha256}
+    why = []
+    stored = str(last.get("spec_sha256", ""))
+    if sha != stored:
+        why.append(f"spec sha256 {sha[:12]} differs from the stored {stored[:12] or 'none'}")
+    elif sha not in run.inputs.get("specs", {}):
+        why.append("the run's record holds no copy of the spec it was judged with")
+    if last.get("as_of") and last["as_of"] != as_of:
+        why.append(f"as of {as_of} instead of {last['as_of']}")
+    if history_db:
+        why.append(f"history recomputed against {history_db}")
+    return "new judgement: " + "; ".join(why) if why else ""
 
 
 def _fleet(run: Run) -> list[Verdict]:
@@ -158,33 +234,63 @@ def _fleet(run: Run) -> list[Verdict]:
 
 def _history_verdicts(run: Run, db: Path) -> tuple[list[Verdict], list[str]]:
     """A FAIL per regression outside the noise band of the last good runs (a WARN that
-    says what changed when the key environment changed), and the history's notes."""
+    says what changed when the key environment changed), each with its baseline, and the
+    history's notes. A stored history verdict that the history cannot judge again is
+    MISSING with the reason; one now inside the band is named in a note."""
     from aibench.history import History
 
-    findings, _ = History(db).regressions(run.id)
-    out: list[Verdict] = []
-    notes: list[str] = []
-    for f in findings:
-        if not f.regression:
-            notes.append(f.text)
+    status: dict[str, str] = {}
+    try:
+        findings, notes = History(db).regressions(run.id, status=status)
+    except UserError as exc:
+        reason = f"history cannot judge regressions: {exc}"
+        return [_missing(v, reason) for v in _stored_history(run)], [reason]
+    out = [_regression(f) for f in findings if f.regression]
+    notes = [f.text for f in findings if not f.regression] + notes
+    found = {v.check for v in out}
+    for v in _stored_history(run):
+        if v.check in found:
             continue
-        out.append(
-            Verdict(
-                check=f"regression:{f.series}",
-                outcome=Outcome.WARN if f.env_changed else Outcome.FAIL,
-                subject=tuple(n for n in f.series.rsplit("|", 1)[-1].split("+") if n),
-                description="against the history of earlier good runs",
-                expected=f"{f.band[0]:.4g} .. {f.band[1]:.4g} {f.unit}",
-                observed=f.value,
-                unit=f.unit,
-                reference=f.baseline_median,
-                aggregate="median",
-                reason=f.text,
-                benchmark=f.series.split("|", 1)[0],
-                origin="history",
-            )
-        )
+        series = v.check.removeprefix("regression:")
+        if series in status and not status[series]:
+            notes.append(f"{v.check}: inside the band of {db} now (was {v.outcome.value})")
+            continue
+        why = status.get(series) or (notes[0] if notes else f"{db} has no point of {series}")
+        out.append(_missing(v, f"history {db} cannot judge it: {why}"))
     return out, notes
+
+
+def _stored_history(run: Run) -> list[Verdict]:
+    return [v for v in run.verdicts if v.origin == "history"]
+
+
+def _missing(v: Verdict, reason: str) -> Verdict:
+    return dataclasses.replace(v, outcome=Outcome.MISSING, reason=reason)
+
+
+def _regression(f: Any) -> Verdict:
+    return Verdict(
+        check=f"regression:{f.series}",
+        outcome=Outcome.WARN if f.env_changed else Outcome.FAIL,
+        subject=tuple(n for n in f.series.rsplit("|", 1)[-1].split("+") if n),
+        description="against the history of earlier good runs",
+        expected=f"{f.band[0]:.4g} .. {f.band[1]:.4g} {f.unit}",
+        observed=f.value,
+        unit=f.unit,
+        reference=f.baseline_median,
+        aggregate="median",
+        reason=f.text,
+        benchmark=f.series.split("|", 1)[0],
+        origin="history",
+        baseline={
+            "runs": list(f.baseline_runs),
+            "n": len(f.baseline_runs),
+            "median": f.baseline_median,
+            "spread": f.spread,
+            "band": list(f.band),
+            "unit": f.unit,
+        },
+    )
 
 
 def _facts_only(spec: Any) -> tuple[Any, int]:
@@ -194,32 +300,45 @@ def _facts_only(spec: Any) -> tuple[Any, int]:
 
 def applicable(spec: Any, run: Run) -> tuple[Any, int]:
     """The spec's checks that can apply to a run of part of a suite, and how many were
-    dropped: metric checks of a tool or step the run does not have, and node-fact checks
-    when no preflight ran. A full suite run judges every check, so a missing step is
-    MISSING there."""
-    tools = {s.tool for s in run.steps}
-    names = {s.step for s in run.steps}
-    keep = []
-    for c in spec.checks:
+    dropped: only checks of steps (tools, the preflight) that the whole suite has and
+    that were not selected. A check naming a step or tool the suite does not have at all
+    is judged (MISSING), as in a full run. A run stored without its suite's steps
+    (before schema 1.2) drops every check of what it did not run."""
+    ran = _Targets.of((s.step, s.tool) for s in run.steps)
+    suite_steps = (run.inputs.get("suite") or {}).get("steps")
+    whole = _Targets.of(tuple(x) for x in suite_steps) if suite_steps else None
+    keep = [c for c in spec.checks if ran.has(c) or (whole is not None and not whole.has(c))]
+    return dataclasses.replace(spec, checks=tuple(keep)), len(spec.checks) - len(keep)
+
+
+@dataclass(frozen=True)
+class _Targets:
+    tools: frozenset[str]
+    names: frozenset[str]
+
+    @classmethod
+    def of(cls, steps: Any) -> _Targets:
+        pairs = [(str(n), str(t)) for n, t in steps]
+        return cls(frozenset(t for _, t in pairs), frozenset(n for n, _ in pairs))
+
+    def has(self, c: Any) -> bool:
+        """Whether check ``c`` measures something these steps have."""
         if c.select is not None:
             steps = c.select.step
             wanted = [steps] if isinstance(steps, str) else list(steps or [])
-            ok = c.select.tool in tools and (not wanted or bool(names & set(wanted)))
-        else:
-            ok = c.fact is None or c.fact.source == "environment" or "preflight" in tools
-        if ok:
-            keep.append(c)
-    return dataclasses.replace(spec, checks=tuple(keep)), len(spec.checks) - len(keep)
+            return c.select.tool in self.tools and (not wanted or bool(self.names & set(wanted)))
+        return c.fact is None or c.fact.source == "environment" or "preflight" in self.tools
 
 
 def record(run: Run, judgement: Judgement, by: str, *, at: str = "") -> Run:
     """``run`` with ``judgement`` as its verdicts, suspects and spec; the run's record of
     judgements gains an entry, and the judgement it replaces keeps its verdicts there.
+    The spec's text joins the run's record (``inputs["specs"]``, by sha256).
 
     A run stored before judgements were recorded gets an entry for its stored verdicts
     first (``by``: "stored run"), so that nothing judged before is lost.
     """
-    at = at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    at = at or iso(datetime.now(UTC))
     past = [dict(j) for j in run.judgements]
     if run.verdicts and not past:
         past.append(_entry(run.verdicts, "stored run", run.spec, run.spec_sha256, "", ""))
@@ -233,6 +352,7 @@ def record(run: Run, judgement: Judgement, by: str, *, at: str = "") -> Run:
         at,
         judgement.history_text(),
     )
+    entry.update(_basis_entry(judgement))
     notes = [*run.notes, *(n for n in judgement.notes if n not in run.notes)]
     return run.replace(
         verdicts=judgement.verdicts,
@@ -241,7 +361,31 @@ def record(run: Run, judgement: Judgement, by: str, *, at: str = "") -> Run:
         spec_sha256=judgement.spec_sha256,
         notes=tuple(notes),
         judgements=(*past, entry),
+        inputs=_with_spec(run.inputs, judgement),
     )
+
+
+def _basis_entry(judgement: Judgement) -> dict[str, Any]:
+    entry: dict[str, Any] = {"as_of": judgement.as_of}
+    if judgement.facts_only:
+        entry["facts_only"] = True
+    if judgement.partial:
+        entry["partial"] = True
+    if judgement.history_db:
+        entry["history_db"] = judgement.history_db
+    if judgement.label:
+        entry["label"] = judgement.label
+    return entry
+
+
+def _with_spec(inputs: Mapping[str, Any], judgement: Judgement) -> dict[str, Any]:
+    out = dict(inputs)
+    specs = dict(out.get("specs") or {})
+    if judgement.spec_text and judgement.spec_sha256 not in specs:
+        specs[judgement.spec_sha256] = {"name": judgement.spec, "text": judgement.spec_text}
+    if specs:
+        out["specs"] = specs
+    return out
 
 
 def _entry(
@@ -263,37 +407,62 @@ def _entry(
     return entry
 
 
-def stored_spec(run_dir: Path, run: Run) -> Any:
-    """The spec a stored run was judged with: the path its run-config.json names (a spec
-    file given to ``aibench run``), else the built-in profile of that name; a UserError
-    says to give ``--spec`` when neither loads."""
-    import json
+@dataclass(frozen=True)
+class Basis:
+    """What a stored run's verdict was judged with, read back from its record."""
 
-    from aibench.errors import ConfigError, UserError
-    from aibench.store import RUN_CONFIG
-    from aibench.thresholds import load_spec
+    spec: Any  # aibench.thresholds.Spec, from the text the record keeps
+    as_of: datetime
+    facts_only: bool
+    partial: bool
 
-    try:
-        cfg = json.loads((run_dir / RUN_CONFIG).read_text())
-    except (OSError, ValueError):
-        cfg = {}
-    named = cfg.get("spec") if isinstance(cfg, dict) else None
-    for candidate in (named, run.spec or "default"):
-        if not candidate:
-            continue
-        try:
-            return load_spec(str(candidate))
-        except (UserError, ConfigError):
-            continue
-    raise UserError(
-        f"{run_dir}: the spec it was judged with ({run.spec or 'none'}) cannot be loaded",
-        hint="give it with --spec NAME|FILE",
+
+def basis(run: Run, where: str, *, spec: Any = None) -> Basis:
+    """The basis of the run's verdict (its last judgement): the spec from the record's
+    copy (verified against its sha256), the instant, facts-only and partial. ``spec``
+    (a loaded Spec) replaces the stored one: a new judgement when its sha256 differs.
+    A run whose record holds no copy of its spec needs ``spec`` (a UserError says so);
+    no spec is ever loaded by name or from the path it once had."""
+    last = dict(run.judgements[-1]) if run.judgements else {}
+    sha = str(last.get("spec_sha256") or run.spec_sha256)
+    if spec is None:
+        spec = stored_spec(run, sha, where)
+    as_of = last.get("as_of") or run.finished or run.started
+    return Basis(
+        spec=spec,
+        as_of=parse_instant(as_of, f"{where}: as_of") if as_of else datetime.now(UTC),
+        facts_only=bool(last.get("facts_only", last.get("by") == "aibench preflight")),
+        partial=bool(last.get("partial")) or _selected_part(run),
     )
+
+
+def stored_spec(run: Run, sha: str, where: str) -> Any:
+    """The spec with this sha256 from the run's record (``inputs["specs"]``)."""
+    from aibench.thresholds.spec import spec_from_bytes
+
+    kept = (run.inputs.get("specs") or {}).get(sha)
+    if not isinstance(kept, Mapping) or not isinstance(kept.get("text"), str):
+        version = run.aibench_version or "an older aibench"
+        raise UserError(
+            f"{where}: the record holds no copy of the spec it was judged with "
+            f"({run.spec or 'none'}, sha256 {sha[:12] or 'none'}; written by {version})",
+            hint="give the spec with --spec NAME|FILE: that is a new judgement",
+        )
+    spec = spec_from_bytes(kept["text"].encode("utf-8"), f"{where}: spec {sha[:12]}")
+    if spec.sha256 != sha:
+        raise UserError(f"{where}: the stored copy of spec {sha[:12]} does not match its sha256")
+    return spec
+
+
+def _selected_part(run: Run) -> bool:
+    suite = run.inputs.get("suite") or {}
+    steps, selected = suite.get("steps") or [], suite.get("selected")
+    return isinstance(selected, list) and len(selected) < len(steps)
 
 
 def partial_run(run_dir: Path) -> bool:
     """Whether the run in ``run_dir`` ran part of its suite (``run-config.json`` names a
-    tool or steps): a re-judge then leaves out the checks of what was not selected."""
+    tool or steps): how a run stored before schema 1.2 says so."""
     import json
 
     from aibench.store import RUN_CONFIG

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, TypeAlias
 
-SCHEMA_VERSION = "1.1"  # 1.1: Verdict.origin, Run.judgements
+SCHEMA_VERSION = "1.2"  # 1.1: Verdict.origin, Run.judgements; 1.2: Run.inputs, Verdict.baseline
 
 Scalar: TypeAlias = str | int | float | bool
 _SCALAR_TYPES = frozenset((str, int, float, bool))
@@ -453,6 +453,8 @@ class Verdict:
     # Where the verdict comes from (:data:`ORIGINS`): a check of the spec, the coverage
     # a check requires, the fleet against itself, the inventory's declarations, history.
     origin: str = "spec"
+    # A history verdict's baseline: runs (ids), n, median, spread (scaled MAD), band, unit.
+    baseline: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -481,6 +483,7 @@ class Verdict:
             "benchmark": self.benchmark,
             "waiver": dict(self.waiver) if self.waiver else None,
             "origin": self.origin,
+            **({"baseline": dict(self.baseline)} if self.baseline else {}),
         }
 
     @classmethod
@@ -505,6 +508,7 @@ class Verdict:
             benchmark=d.get("benchmark", ""),
             waiver=d.get("waiver"),
             origin=d.get("origin") or origin_of(d["check"]),
+            baseline=d.get("baseline"),
         )
 
 
@@ -560,6 +564,12 @@ class Run:
     # Time series recorded beside the steps (aibench.telemetry.compact): t0, series
     # [{node, source, metric, key, unit, t, v}], events, errors. Empty when not sampled.
     telemetry: Mapping[str, Any] = field(default_factory=dict)
+    # What the run was judged with, so that it can be judged again from the record alone
+    # (aibench.judge): ``suite`` (name, sha256, text: the file's bytes, steps: [name, tool]
+    # of the whole suite, selected: the step names run) and ``specs`` (sha256 -> name,
+    # text: every spec a stored judgement used, exactly as loaded). Empty in a run stored
+    # before schema 1.2.
+    inputs: Mapping[str, Any] = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -593,6 +603,8 @@ class Run:
         d = self._to_dict()
         if self.telemetry:
             d["telemetry"] = dict(self.telemetry)
+        if self.inputs:
+            d["inputs"] = dict(self.inputs)
         return d
 
     def _to_dict(self) -> dict[str, Any]:
@@ -645,6 +657,7 @@ class Run:
             suspects=tuple(dict(x) for x in d.get("suspects", ())),
             judgements=tuple(dict(x) for x in d.get("judgements", ())),
             telemetry=dict(d.get("telemetry") or {}),
+            inputs=dict(d.get("inputs") or {}),
         )
 
 

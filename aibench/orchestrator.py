@@ -28,14 +28,21 @@ from pathlib import Path
 from typing import Any
 
 from aibench.errors import UserError
-from aibench.executors.base import Command, Executor, ServerNotReady, redact_env
+from aibench.executors.base import (
+    Command,
+    Executor,
+    NodeUnreachable,
+    ReadyCheck,
+    ServerNotReady,
+    redact_env,
+)
 from aibench.interpret import interpret, version_fact
 from aibench.inventory import Node
 from aibench.model import Fact, Measurement, ProcessRecord, StepResult, StepStatus
 from aibench.plan import Plan
-from aibench.runners import Invocation, ProcessSpec
+from aibench.runners import RUNNERS, Invocation, ProcessSpec
 from aibench.textio import read_text, tail
-from aibench.versions import VersionProbe, capture_versions, version_probes, version_text
+from aibench.versions import VersionProbe, version_probes, version_text
 
 JOURNAL = "steps.jsonl"
 
@@ -103,7 +110,9 @@ class Execution:
         return out
 
 
-def not_run(inv: Invocation, reason: str, status: StepStatus = StepStatus.NOT_RUN) -> StepResult:
+def step_result(inv: Invocation, status: StepStatus, reason: str, **outcome: Any) -> StepResult:
+    """The result of ``inv``: what the invocation names, with its status, reason and
+    ``outcome`` (the other fields of :class:`StepResult`)."""
     return StepResult(
         step_id=inv.step_id,
         step=inv.step,
@@ -113,8 +122,13 @@ def not_run(inv: Invocation, reason: str, status: StepStatus = StepStatus.NOT_RU
         round=inv.round,
         status=status,
         reason=reason,
-        processes=tuple(_record_of(p) for p in (*inv.servers, inv.client)),
+        **outcome,
     )
+
+
+def not_run(inv: Invocation, reason: str, status: StepStatus = StepStatus.NOT_RUN) -> StepResult:
+    processes = tuple(_record_of(p) for p in (*inv.servers, inv.client))
+    return step_result(inv, status, reason, processes=processes)
 
 
 def _record_of(p: ProcessSpec, exit_code: int | None = None) -> ProcessRecord:
@@ -137,33 +151,113 @@ async def check_nodes(ex: Execution) -> None:
     await asyncio.gather(*(one(n) for n in sorted(nodes)))
 
 
-async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
-    """Run one invocation: setup, servers, client; always stop the servers."""
-    inventory = ex.plan.inventory
-    for host in {inv.client.host, *(s.host for s in inv.servers)}:
-        if host in ex.unreachable:
-            return not_run(
-                inv, f"{host}: unreachable: {ex.unreachable[host]}", StepStatus.UNREACHABLE
-            )
-    raw = ex.run_dir / "raw" / inv.step
-    raw.mkdir(parents=True, exist_ok=True)
-    stem = f"{inv.label}.r{inv.repeat}"
-    out_path, err_path = raw / f"{stem}.stdout", raw / f"{stem}.stderr"
-    rel_out = str(out_path.relative_to(ex.run_dir))
-    rel_err = str(err_path.relative_to(ex.run_dir))
-    records = [_record_of(p) for p in (*inv.setup, *inv.servers, inv.client)]
-    probes = version_probes(inv)
-    tool_probe = next((p for p in probes if not p.launcher and p.host == inv.client.host), None)
-    # the launcher's version is a fact of the node that starts it, on every step it starts
-    launcher_facts = [
-        Fact(
-            p.name, "version", ex.versions[p][0] or None, nodes=(p.host,), reason=ex.versions[p][1]
+async def capture_versions(ex: Execution, raw: Path) -> None:
+    """Run each version command (:func:`aibench.versions.version_probes`) once per node.
+
+    The result lands in ``ex.versions`` per probe (what each step records) and in
+    ``ex.tool_versions[node][name]`` (run.json's environment; two binaries of one tool
+    on one node that differ are both named).
+    """
+    probes = sorted(
+        {p for inv in ex.plan.sample_invocations() for p in version_probes(inv)},
+        key=lambda p: (p.host, p.name, p.argv, p.env),
+    )
+    seen: dict[tuple[str, str], int] = {}
+    jobs = []
+    for p in probes:
+        k = seen.get((p.host, p.name), 0)
+        seen[(p.host, p.name)] = k + 1
+        jobs.append(_probe_version(ex, raw, p, k))
+    await asyncio.gather(*jobs)
+    named: dict[tuple[str, str], list[tuple[VersionProbe, str]]] = {}
+    for p in probes:
+        if p in ex.versions:
+            named.setdefault((p.host, p.name), []).append((p, version_text(ex.versions[p])))
+    for (host, name), got in named.items():
+        texts = list(dict.fromkeys(t for _, t in got))
+        ex.tool_versions.setdefault(host, {})[name] = (
+            texts[0] if len(texts) == 1 else "; ".join(f"{t} ({p.argv[0]})" for p, t in got)
         )
-        for p in probes
-        if p.launcher and p in ex.versions
-    ]
+
+
+async def _probe_version(ex: Execution, raw: Path, p: VersionProbe, k: int) -> None:
+    """Run one version command (the ``k``-th of its tool on its node): ``ex.versions[p]``
+    is then (version, "") or ("", why not)."""
+    from aibench.launchers import LAUNCHERS
+
+    if p.host in ex.unreachable:
+        return
+    parser: Any = LAUNCHERS.get(p.name) if p.launcher else RUNNERS.get(p.name)
+    ok_codes = getattr(parser, "version_exit_codes", (0,))
+    node = ex.plan.inventory.node(p.host)
+    stem = f"{p.host}.{p.name}" + (f".{k}" if k else "")
+    out, err = raw / "versions" / f"{stem}.out", raw / "versions" / f"{stem}.err"
+    cmd = Command(p.argv, env=dict(p.env), timeout=20)
+    res = await ex.executor_for(node).run(node, cmd, out, err)
+    text = read_text(out) + read_text(err)
+    version = parser.parse_version(text) if res.exit_code in ok_codes else ""
+    if version:
+        ex.versions[p] = (version, "")
+        return
+    cmd_text = " ".join(p.argv)
+    if res.reason:
+        why = res.reason
+    elif res.exit_code not in ok_codes:
+        why = f"{cmd_text}: exit code {res.exit_code}: {tail(text, 1) or 'no output'}"
+    else:
+        why = f"{cmd_text}: no version in its output"
+    ex.versions[p] = ("", why)
+
+
+@dataclass
+class _Outcome:
+    """What every result of one invocation shares: where its output goes, its processes
+    (their exit codes filled in as they end), the versions probed for it."""
+
+    ex: Execution
+    inv: Invocation
+    raw: Path
+    stem: str
+    records: list[ProcessRecord]
+    probes: list[VersionProbe]
+
+    @classmethod
+    def of(cls, ex: Execution, inv: Invocation) -> _Outcome:
+        raw = ex.run_dir / "raw" / inv.step
+        raw.mkdir(parents=True, exist_ok=True)
+        records = [_record_of(p) for p in (*inv.setup, *inv.servers, inv.client)]
+        return cls(ex, inv, raw, f"{inv.label}.r{inv.repeat}", records, version_probes(inv))
+
+    @property
+    def out_path(self) -> Path:
+        return self.raw / f"{self.stem}.stdout"
+
+    @property
+    def err_path(self) -> Path:
+        return self.raw / f"{self.stem}.stderr"
+
+    def launcher_facts(self) -> list[Fact]:
+        """The launcher's version: a fact of the node that starts it, on every step it starts."""
+        versions = self.ex.versions
+        return [
+            Fact(p.name, "version", versions[p][0] or None, nodes=(p.host,), reason=versions[p][1])
+            for p in self.probes
+            if p.launcher and p in versions
+        ]
+
+    def tool_version(self, facts: Sequence[Fact]) -> str:
+        """The probed version of the tool on the client's node, else the one its output
+        gave, else why it is not known."""
+        host = self.inv.client.host
+        probe = next((p for p in self.probes if not p.launcher and p.host == host), None)
+        probed = self.ex.versions.get(probe) if probe is not None else None
+        version = (probed[0] if probed else "") or version_fact(facts)
+        if not version and probed:
+            version = version_text(probed)
+        return version
 
     def result(
+        self,
         status: StepStatus,
         reason: str = "",
         exit_code: int | None = None,
@@ -173,89 +267,111 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
         duration: float = 0.0,
         processes: Sequence[ProcessRecord] = (),
     ) -> StepResult:
-        probed = ex.versions.get(tool_probe) if tool_probe is not None else None
-        tool_version = (probed[0] if probed else "") or version_fact(facts)
-        if not tool_version and probed:
-            tool_version = version_text(probed)
-        return StepResult(
-            step_id=inv.step_id,
-            step=inv.step,
-            tool=inv.tool,
-            nodes=inv.nodes,
-            repeat=inv.repeat,
-            round=inv.round,
-            status=status,
+        return step_result(
+            self.inv,
+            status,
+            reason[:500],
             exit_code=exit_code,
             started=started,
             duration_s=round(duration, 3),
-            processes=(*records, *processes),
-            stdout_path=rel_out,
-            stderr_path=rel_err,
+            processes=(*self.records, *processes),
+            stdout_path=str(self.out_path.relative_to(self.ex.run_dir)),
+            stderr_path=str(self.err_path.relative_to(self.ex.run_dir)),
             measurements=tuple(measurements),
-            facts=(*facts, *launcher_facts),
-            reason=reason[:500],
-            tool_version=tool_version,
+            facts=(*facts, *self.launcher_facts()),
+            tool_version=self.tool_version(facts),
         )
 
+
+async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
+    """Run one invocation: setup, servers, client; always stop the servers."""
+    for host in {inv.client.host, *(s.host for s in inv.servers)}:
+        if host in ex.unreachable:
+            return not_run(
+                inv, f"{host}: unreachable: {ex.unreachable[host]}", StepStatus.UNREACHABLE
+            )
+    out = _Outcome.of(ex, inv)
     t0 = time.monotonic()
-    for i, spec in enumerate(inv.setup):
-        node = inventory.node(spec.host)
-        r = await ex.executor_for(node).run(
-            node,
-            Command(spec.argv, env=spec.env, timeout=spec.timeout),
-            raw / f"{stem}.setup{i}.stdout",
-            raw / f"{stem}.setup{i}.stderr",
-        )
-        if r.exit_code != 0:
-            status = StepStatus.UNREACHABLE if r.unreachable else StepStatus.FAILED
-            err = read_text(raw / f"{stem}.setup{i}.stderr")
-            why = r.reason or tail(err) or f"exit {r.exit_code}"
-            return result(status, f"setup {' '.join(spec.argv)} on {spec.host}: {why}", r.exit_code)
-
+    failed = await _run_setup(out)
+    if failed is not None:
+        return failed
     servers: list[tuple[ProcessSpec, Any]] = []
     try:
-        for spec in inv.servers:
-            node = inventory.node(spec.host)
-            s_out = raw / f"{stem}.server-{spec.host}.stdout"
-            s_err = raw / f"{stem}.server-{spec.host}.stderr"
-            try:
-                from aibench.executors.base import NodeUnreachable, ReadyCheck
-
-                server = await ex.executor_for(node).start(
-                    node,
-                    Command(spec.argv, env=spec.env, timeout=spec.timeout),
-                    s_out,
-                    s_err,
-                    spec.ready or ReadyCheck(timeout=5.0),
-                )
-            except ServerNotReady as exc:
-                why = tail(read_text(s_err)) or tail(read_text(s_out))
-                return result(
-                    StepStatus.FAILED,
-                    f"server {spec.argv[0]} on {spec.host} not ready: {exc}"
-                    + (f" ({why})" if why else ""),
-                    duration=time.monotonic() - t0,
-                )
-            except NodeUnreachable as exc:
-                return result(StepStatus.UNREACHABLE, f"{spec.host}: unreachable: {exc}")
-            servers.append((spec, server))
-
-        node = inventory.node(inv.client.host)
+        failed = await _start_servers(out, servers, t0)
+        if failed is not None:
+            return failed
+        node = ex.plan.inventory.node(inv.client.host)
         proc = await ex.executor_for(node).run(
             node,
             Command(inv.client.argv, env=inv.client.env, timeout=inv.client.timeout),
-            out_path,
-            err_path,
+            out.out_path,
+            out.err_path,
         )
     finally:
-        codes = []
-        for _spec, server in servers:
-            codes.append(await asyncio.shield(server.stop()))
-        for k, (spec, _s) in enumerate(servers):
-            idx = len(inv.setup) + inv.servers.index(spec)
-            records[idx] = _record_of(spec, codes[k])
-    records[-1] = _record_of(inv.client, proc.exit_code)
-    return interpret(inv, proc, out_path, err_path, result, time.monotonic() - t0)
+        await _stop_servers(out, servers)
+    out.records[-1] = _record_of(inv.client, proc.exit_code)
+    return interpret(inv, proc, out.out_path, out.err_path, out.result, time.monotonic() - t0)
+
+
+async def _run_setup(out: _Outcome) -> StepResult | None:
+    """Run the invocation's setup commands in order; the result of the first that fails."""
+    for i, spec in enumerate(out.inv.setup):
+        node = out.ex.plan.inventory.node(spec.host)
+        r = await out.ex.executor_for(node).run(
+            node,
+            Command(spec.argv, env=spec.env, timeout=spec.timeout),
+            out.raw / f"{out.stem}.setup{i}.stdout",
+            out.raw / f"{out.stem}.setup{i}.stderr",
+        )
+        if r.exit_code != 0:
+            status = StepStatus.UNREACHABLE if r.unreachable else StepStatus.FAILED
+            err = read_text(out.raw / f"{out.stem}.setup{i}.stderr")
+            why = r.reason or tail(err) or f"exit {r.exit_code}"
+            return out.result(
+                status, f"setup {' '.join(spec.argv)} on {spec.host}: {why}", r.exit_code
+            )
+    return None
+
+
+async def _start_servers(
+    out: _Outcome, servers: list[tuple[ProcessSpec, Any]], t0: float
+) -> StepResult | None:
+    """Start the servers, each waited on until ready and added to ``servers`` (which the
+    caller stops); the result when one cannot be started."""
+    for spec in out.inv.servers:
+        node = out.ex.plan.inventory.node(spec.host)
+        s_out = out.raw / f"{out.stem}.server-{spec.host}.stdout"
+        s_err = out.raw / f"{out.stem}.server-{spec.host}.stderr"
+        try:
+            server = await out.ex.executor_for(node).start(
+                node,
+                Command(spec.argv, env=spec.env, timeout=spec.timeout),
+                s_out,
+                s_err,
+                spec.ready or ReadyCheck(timeout=5.0),
+            )
+        except ServerNotReady as exc:
+            why = tail(read_text(s_err)) or tail(read_text(s_out))
+            return out.result(
+                StepStatus.FAILED,
+                f"server {spec.argv[0]} on {spec.host} not ready: {exc}"
+                + (f" ({why})" if why else ""),
+                duration=time.monotonic() - t0,
+            )
+        except NodeUnreachable as exc:
+            return out.result(StepStatus.UNREACHABLE, f"{spec.host}: unreachable: {exc}")
+        servers.append((spec, server))
+    return None
+
+
+async def _stop_servers(out: _Outcome, servers: list[tuple[ProcessSpec, Any]]) -> None:
+    """Stop every started server (also when the run is cancelled) and record its exit code."""
+    codes = []
+    for _spec, server in servers:
+        codes.append(await asyncio.shield(server.stop()))
+    for k, (spec, _s) in enumerate(servers):
+        idx = len(out.inv.setup) + out.inv.servers.index(spec)
+        out.records[idx] = _record_of(spec, codes[k])
 
 
 async def execute(ex: Execution) -> list[StepResult]:

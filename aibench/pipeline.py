@@ -35,6 +35,8 @@ class Inputs:
     inventory: Any  # aibench.inventory.Inventory
     spec: Any  # aibench.thresholds.Spec
     partial: bool = False  # only some of the suite's steps or tools were selected
+    # (name, tool) of every step of the whole suite, before --steps or TOOL narrowed it
+    whole_steps: tuple[tuple[str, str], ...] = ()
 
 
 def load_inputs(
@@ -51,12 +53,19 @@ def load_inputs(
     from aibench.suite import load_suite
     from aibench.thresholds import load_spec
 
-    the_suite = select_steps(load_suite(suite), tool=tool, steps=steps)
+    whole = load_suite(suite)
+    the_suite = select_steps(whole, tool=tool, steps=steps)
     the_inventory = load_inventory(Path(inventory)) if inventory else local_inventory()
     if nodes:
         the_inventory = select_nodes(the_inventory, nodes)
     the_spec = load_spec(spec or the_suite.spec or "default")
-    return Inputs(the_suite, the_inventory, the_spec, partial=bool(tool or steps))
+    return Inputs(
+        the_suite,
+        the_inventory,
+        the_spec,
+        partial=bool(tool or steps),
+        whole_steps=tuple((s.name, s.tool) for s in whole.steps),
+    )
 
 
 def select_steps(suite: Any, *, tool: str | None = None, steps: str | None = None) -> Any:
@@ -262,7 +271,25 @@ def assemble(
         steps=tuple(executed.results),
         notes=tuple(notes),
         signoff={k: v for k, v in (signoff or {}).items() if v},
+        inputs=recorded_inputs(inputs),
     )
+
+
+def recorded_inputs(inputs: Inputs) -> dict[str, Any]:
+    """What the run's record keeps of its inputs beside the inventory (``Run.inventory``)
+    for a later re-judge: the suite's file as read, its steps and the ones selected. The
+    spec's text is added by :func:`aibench.judge.record` with each judgement."""
+    suite = inputs.suite
+    whole = inputs.whole_steps or tuple((s.name, s.tool) for s in suite.steps)
+    return {
+        "suite": {
+            "name": suite.name,
+            "sha256": suite.sha256,
+            "text": getattr(suite, "text", ""),
+            "steps": [list(x) for x in whole],
+            "selected": [s.name for s in suite.steps],
+        }
+    }
 
 
 def judge(

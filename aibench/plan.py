@@ -1,243 +1,28 @@
-"""Placements: which nodes each step runs on, grouped into rounds.
-
-Pure functions with table tests. A *group* is a tuple of node names that one invocation
-covers (a node, a pair, all nodes). A *round* is a list of groups that run at the same
-time; within a round no node appears twice, so concurrent network tests never share an
-endpoint. A pair is ordered: the first node is the client, the second the server.
-
-* ``each``: every node on its own, one round.
-* ``pairs``: every unordered pair, scheduled with the circle method: N-1 rounds for even
-  N, N rounds for odd N (one node sits out each round). One node alone is paired with
-  itself (client and server on the loopback).
-* ``ring``: node i with node i+1, the last with the first (N pairs for N >= 3, one for
-  N = 2): two rounds for even N, three for odd N.
-* ``sample``: ``k`` distinct unordered pairs drawn at random with ``seed`` (the same seed
-  and nodes give the same pairs), packed into rounds.
-* ``groups``: nodes grouped by an inventory label (``labels``: node -> value, e.g. rack);
-  first every pair inside each group (the groups' rounds run side by side), then for
-  every two groups a matching across them: the i-th node of the larger group with the
-  (i mod m)-th of the smaller (m nodes), so that *every* node crosses to every other
-  group at least once, in max(size) pairs per two groups rather than size x size. All
-  inter-group pairs would be nearly every pair of the cluster (``pairs`` does that);
-  the matching finds a node whose path out of its group is bad at the cost of one pair
-  per node. Nodes without the label form one group.
-* ``all``: one group of every node.
-
-Planning (:func:`build_plan`) turns a suite over an inventory into a :class:`Plan`: per
+"""Planning (:func:`build_plan`) turns a suite over an inventory into a :class:`Plan`: per
 step, its rounds of invocations, each built by the step's runner for one group of one
 round when the round is asked for (the orchestrator runs them one after another, so a
 plan of all pairs of a thousand nodes is never held whole). It touches no node. The
 rounds of ``pairs`` are themselves computed one at a time (:class:`PairRounds`).
 The estimate of a plan's duration comes from each runner's ``expected_seconds``
 (what the step's options say it will take), never from the text of its command line.
+Which nodes each step runs on, in which rounds, is :mod:`aibench.placement`'s.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import shlex
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from collections.abc import Sequence as SequenceABC
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import combinations
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
+
+from aibench.placement import PairRounds, Round, rounds_of
 
 if TYPE_CHECKING:
     from aibench.inventory import Inventory, Limits, Node
     from aibench.runners.base import Invocation
     from aibench.suite import Step, Suite
-
-Group = tuple[str, ...]
-Round = list[Group]
-
-
-def each(nodes: Sequence[str]) -> list[Round]:
-    return [[(n,) for n in nodes]] if nodes else []
-
-
-def all_nodes(nodes: Sequence[str]) -> list[Round]:
-    return [[tuple(nodes)]] if nodes else []
-
-
-def pairs(nodes: Sequence[str]) -> list[Round]:
-    """Round-robin tournament over ``nodes``: every unordered pair exactly once."""
-    return list(PairRounds(tuple(nodes)))
-
-
-class PairRounds(SequenceABC[Round]):
-    """The rounds of :func:`pairs`, each made when asked for: round ``r`` of the circle
-    method is computed from ``r`` alone, so that all pairs of thousands of nodes (N^2/2
-    groups) are never held at once. Every round has ``len(nodes) // 2`` pairs."""
-
-    def __init__(self, nodes: tuple[str, ...]) -> None:
-        self.nodes = nodes
-        n = len(nodes)
-        self._ring: tuple[str | None, ...] = (*nodes, None) if n % 2 else nodes
-        self._rounds = 0 if n == 0 else 1 if n == 1 else len(self._ring) - 1
-
-    def __len__(self) -> int:
-        return self._rounds
-
-    @overload
-    def __getitem__(self, r: int) -> Round: ...
-    @overload
-    def __getitem__(self, r: slice) -> list[Round]: ...
-    def __getitem__(self, r: int | slice) -> Round | list[Round]:
-        if isinstance(r, slice):
-            return [self[i] for i in range(*r.indices(self._rounds))]
-        if r < 0:
-            r += self._rounds
-        if not 0 <= r < self._rounds:
-            raise IndexError(r)
-        if len(self.nodes) == 1:
-            solo: Round = [(self.nodes[0], self.nodes[0])]
-            return solo
-        # after r rotations of all but the first, the tail has turned right by r
-        first, tail = self._ring[0], self._ring[1:]
-        k = r % len(tail)
-        ring = (first, *tail[len(tail) - k :], *tail[: len(tail) - k])
-        m = len(ring)
-        rnd: Round = []
-        for i in range(m // 2):
-            a, b = ring[i], ring[m - 1 - i]
-            if a is not None and b is not None:
-                rnd.append((a, b))
-        return rnd
-
-    def group_size(self) -> int:
-        return 2
-
-
-def pack(groups: Sequence[Group]) -> list[Round]:
-    """Put groups into rounds in order, each in the first round that shares no node with it."""
-    rounds: list[Round] = []
-    used: list[set[str]] = []
-    for g in groups:
-        for rnd, busy in zip(rounds, used, strict=True):
-            if busy.isdisjoint(g):
-                rnd.append(g)
-                busy.update(g)
-                break
-        else:
-            rounds.append([g])
-            used.append(set(g))
-    return rounds
-
-
-def ring(nodes: Sequence[str]) -> list[Round]:
-    n = len(nodes)
-    if n <= 2:
-        return pairs(nodes)
-    return pack([(nodes[i], nodes[(i + 1) % n]) for i in range(n)])
-
-
-def sample(nodes: Sequence[str], k: int, seed: int = 0) -> list[Round]:
-    if k < 1:
-        raise ValueError(f"sample: k must be at least 1, got {k}")
-    if len(nodes) < 2:
-        return pairs(nodes)
-    n = len(nodes)
-    every = n * (n - 1) // 2
-    # the same draw as sampling the list of every pair (combinations order), without
-    # making that list: sample() picks positions, mapped here to their pair
-    chosen = random.Random(seed).sample(range(every), min(k, every))
-    return pack([_nth_pair(nodes, i) for i in chosen])
-
-
-def _nth_pair(nodes: Sequence[str], i: int) -> Group:
-    """The ``i``-th pair of ``itertools.combinations(nodes, 2)``."""
-    n = len(nodes)
-    # pairs starting at a: n-1-a; those before a: a*(2n-a-1)/2
-    a = int((2 * n - 1 - math.sqrt((2 * n - 1) ** 2 - 8 * i)) // 2)
-    while a > 0 and a * (2 * n - a - 1) // 2 > i:
-        a -= 1
-    while (a + 1) * (2 * n - a - 2) // 2 <= i:
-        a += 1
-    b = a + 1 + i - a * (2 * n - a - 1) // 2
-    return (nodes[a], nodes[b])
-
-
-def groups(nodes: Sequence[str], labels: Mapping[str, str]) -> list[Round]:
-    by: dict[str, list[str]] = {}
-    for n in nodes:
-        by.setdefault(labels.get(n, ""), []).append(n)
-    members = list(by.values())
-    intra: list[Round] = []
-    for g in members:
-        if len(g) < 2:
-            continue
-        for j, rnd in enumerate(pairs(g)):
-            if j == len(intra):
-                intra.append([])
-            intra[j].extend(rnd)
-    inter: list[Group] = []
-    for g, h in combinations(members, 2):
-        big, small = (g, h) if len(g) >= len(h) else (h, g)
-        for i, n in enumerate(big):
-            pair = (n, small[i % len(small)])
-            inter.append(pair if big is g else (pair[1], pair[0]))
-    return intra + pack(inter)
-
-
-Placement = Callable[..., list[Round]]
-
-PLACEMENTS: dict[str, Placement] = {
-    "each": each,
-    "pairs": pairs,
-    "ring": ring,
-    "sample": sample,
-    "groups": groups,
-    "all": all_nodes,
-}
-
-
-def schedule(
-    placement: str,
-    nodes: Sequence[str],
-    *,
-    k: int | None = None,
-    seed: int = 0,
-    labels: Mapping[str, str] | None = None,
-    **unknown: Any,
-) -> list[Round]:
-    """Rounds of ``placement`` over ``nodes``; ``k``/``seed`` for sample, ``labels`` for groups."""
-    return list(rounds_of(placement, nodes, k=k, seed=seed, labels=labels, **unknown))
-
-
-def rounds_of(
-    placement: str,
-    nodes: Sequence[str],
-    *,
-    k: int | None = None,
-    seed: int = 0,
-    labels: Mapping[str, str] | None = None,
-    **unknown: Any,
-) -> Sequence[Round]:
-    """:func:`schedule`, with the rounds of ``pairs`` made one at a time when asked for."""
-    try:
-        fn = PLACEMENTS[placement]
-    except KeyError:
-        raise ValueError(
-            f"unknown placement {placement!r}; valid: {', '.join(sorted(PLACEMENTS))}"
-        ) from None
-    if unknown:
-        raise TypeError(f"schedule: unknown argument(s) {', '.join(sorted(unknown))}")
-    if placement == "sample":
-        if k is None:
-            raise ValueError("placement sample needs k (the number of pairs)")
-        return sample(nodes, k, seed)
-    if placement == "groups":
-        if labels is None:
-            raise ValueError("placement groups needs labels (set group_by to a label name)")
-        return groups(nodes, labels)
-    if placement == "pairs":
-        return PairRounds(tuple(nodes))
-    return fn(nodes)
-
-
-# --------------------------------------------------------------------------- planning
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,11 @@
 
 Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
 
-    run.json          the Run (schema_version), rewritten atomically as the run goes on
-    run-config.json   what was asked (suite, spec, inventory, options): used by --resume
+    run.json          the Run (schema_version), rewritten atomically as the run goes on;
+                      it keeps what the run was judged with (Run.inputs: the spec's and the
+                      suite's text, Run.inventory, Run.judgements), so that aibench check
+                      judges it again from this file alone
+    run-config.json   what was asked (suite, spec, inventory paths, options): for --resume
     steps.jsonl       one StepResult per line, appended as each invocation finishes
     raw/<step>/...    stdout/stderr of every process, written as they arrive
     report.html, junit.xml, summary.md, metrics.prom, manifest.sha256

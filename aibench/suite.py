@@ -111,10 +111,11 @@ class Suite:
     settings: Settings
     steps: tuple[Step, ...]
     raw: dict[str, Any]
+    text: str = ""  # the file as read (kept in the run's record: aibench.judge)
 
 
 def load_suite(name_or_path: str) -> Suite:
-    from aibench.plan import PLACEMENTS
+    from aibench.placement import PLACEMENTS
     from aibench.runners import RUNNERS
 
     path, display = resolve("suites", name_or_path)
@@ -150,4 +151,5 @@ def load_suite(name_or_path: str) -> Suite:
         settings=model.settings,
         steps=tuple(steps),
         raw=data,
+        text=Path(path).read_text(encoding="utf-8", errors="replace"),
     )

@@ -20,46 +20,17 @@ parsing, the runner (or, for a tool that is only parsed, the parser) declares as
   directory from the node's ``tool_dirs: {TOOL: DIR}`` (see aibench/inventory.py).
 
 A runner that only sets ``units = {...}`` (a class attribute) is read as
-``Traits(units=...)``.
+``Traits(units=...)``. The declaration types live in :mod:`aibench.traits`, beneath the
+parsers and runners that use them; the lookups here import the runners and parsers and
+sit above both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True)
-class PairSeries:
-    """A pairwise result fault localization compares: a metric, and the dimensions a
-    measurement must have to belong (e.g. iperf3's receiver side)."""
-
-    metric: str
-    dims: Mapping[str, object] | None = None
-
-
-@dataclass(frozen=True)
-class Consistent:
-    """A fact that must be the same on every node: verdict ``consistency.<check>``."""
-
-    check: str
-    source: str
-    name: str
-    severity: str = "fail"  # fail | warn: the outcome of the odd node out
-
-
-@dataclass(frozen=True)
-class Traits:
-    units: Mapping[str, str] = field(default_factory=dict)
-    lower_is_better: frozenset[str] = frozenset()
-    pair_series: tuple[PairSeries, ...] = ()
-    keep_one: Mapping[str, str] = field(default_factory=dict)
-    section: str = ""  # render with this tool's report section (under this tool's name)
-    title: str = ""  # the report section's title
-    key_facts: tuple[str, ...] = ()  # flattened fact names; a name ending in "." a prefix
-    consistency: tuple[Consistent, ...] = ()
-
+from aibench.traits import Consistent, Traits
 
 NONE = Traits()
 

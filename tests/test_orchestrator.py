@@ -289,7 +289,7 @@ def perftest_suite(options: dict[str, Any]) -> Suite:
 
 
 def capture(tmp_path: Path, suite: Suite, inv: Inventory) -> Execution:
-    from aibench.versions import capture_versions
+    from aibench.orchestrator import capture_versions
 
     loc = LocalExecutor()
     ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)

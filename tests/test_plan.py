@@ -1,4 +1,4 @@
-"""Table tests for every placement of aibench.plan."""
+"""Table tests for every placement of aibench.placement, and for planning (aibench.plan)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aibench import plan
-from aibench.plan import Round
+from aibench import placement
+from aibench.placement import Round
 
 
 def names(n: int) -> list[str]:
@@ -28,7 +28,7 @@ def unordered(rounds: list[Round]) -> list[frozenset[str]]:
 @pytest.mark.parametrize("n", range(1, 13))
 def test_pairs_every_pair_once_in_the_right_number_of_rounds(n: int) -> None:
     nodes = names(n)
-    rounds = plan.pairs(nodes)
+    rounds = placement.pairs(nodes)
     if n == 1:
         assert rounds == [[("n1", "n1")]]
         return
@@ -42,14 +42,14 @@ def test_pairs_every_pair_once_in_the_right_number_of_rounds(n: int) -> None:
 
 
 def test_pairs_empty() -> None:
-    assert plan.pairs([]) == []
+    assert placement.pairs([]) == []
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 5, 8])
 def test_pair_rounds_are_made_one_at_a_time_as_pairs_lists_them(n: int) -> None:
     nodes = names(n)
-    lazy = plan.PairRounds(tuple(nodes))
-    every = plan.pairs(nodes)
+    lazy = placement.PairRounds(tuple(nodes))
+    every = placement.pairs(nodes)
     assert len(lazy) == len(every)
     assert [lazy[r] for r in range(len(lazy))] == every
     assert lazy[-1:] == every[-1:]
@@ -66,7 +66,7 @@ def test_pair_rounds_are_made_one_at_a_time_as_pairs_lists_them(n: int) -> None:
     ],
 )
 def test_each(nodes: list[str], expected: list[Round]) -> None:
-    assert plan.each(nodes) == expected
+    assert placement.each(nodes) == expected
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,7 @@ def test_each(nodes: list[str], expected: list[Round]) -> None:
     [([], []), (["a"], [[("a",)]]), (["a", "b", "c"], [[("a", "b", "c")]])],
 )
 def test_all_nodes(nodes: list[str], expected: list[Round]) -> None:
-    assert plan.all_nodes(nodes) == expected
+    assert placement.all_nodes(nodes) == expected
 
 
 @pytest.mark.parametrize(
@@ -96,13 +96,13 @@ def test_all_nodes(nodes: list[str], expected: list[Round]) -> None:
     ],
 )
 def test_ring_table(n: int, expected: list[Round]) -> None:
-    assert plan.ring(names(n)) == expected
+    assert placement.ring(names(n)) == expected
 
 
 @pytest.mark.parametrize("n", range(3, 13))
 def test_ring_every_neighbour_once(n: int) -> None:
     nodes = names(n)
-    rounds = plan.ring(nodes)
+    rounds = placement.ring(nodes)
     no_node_twice(rounds)
     assert sorted(g for r in rounds for g in r) == sorted(
         (nodes[i], nodes[(i + 1) % n]) for i in range(n)
@@ -112,9 +112,9 @@ def test_ring_every_neighbour_once(n: int) -> None:
 
 def test_sample_is_reproducible_and_distinct() -> None:
     nodes = names(10)
-    a = plan.sample(nodes, 7, seed=42)
-    b = plan.sample(nodes, 7, seed=42)
-    c = plan.sample(nodes, 7, seed=43)
+    a = placement.sample(nodes, 7, seed=42)
+    b = placement.sample(nodes, 7, seed=42)
+    c = placement.sample(nodes, 7, seed=43)
     assert a == b
     assert a != c
     no_node_twice(a)
@@ -124,18 +124,18 @@ def test_sample_is_reproducible_and_distinct() -> None:
 
 
 def test_sample_caps_at_every_pair_and_small_inputs() -> None:
-    assert set(unordered(plan.sample(names(4), 100))) == {
+    assert set(unordered(placement.sample(names(4), 100))) == {
         frozenset(p) for p in combinations(names(4), 2)
     }
-    assert plan.sample(["a"], 3) == [[("a", "a")]]
-    assert plan.sample([], 3) == []
+    assert placement.sample(["a"], 3) == [[("a", "a")]]
+    assert placement.sample([], 3) == []
     with pytest.raises(ValueError, match="k must be at least 1"):
-        plan.sample(names(4), 0)
+        placement.sample(names(4), 0)
 
 
 def test_groups_intra_then_inter() -> None:
     labels = {"a1": "r1", "a2": "r1", "a3": "r1", "b1": "r2", "b2": "r2", "c1": "r3"}
-    rounds = plan.groups(list(labels), labels)
+    rounds = placement.groups(list(labels), labels)
     no_node_twice(rounds)
     got = unordered(rounds)
     intra = {frozenset(p) for p in [("a1", "a2"), ("a1", "a3"), ("a2", "a3"), ("b1", "b2")]}
@@ -161,7 +161,7 @@ def test_groups_intra_then_inter() -> None:
 @pytest.mark.parametrize("sizes", [(2, 2), (3, 2), (4, 1), (5, 3, 2), (1, 1, 1, 1), (8, 8, 8)])
 def test_groups_every_node_crosses_to_every_other_group(sizes: tuple[int, ...]) -> None:
     labels = {f"g{k}n{i}": f"g{k}" for k, size in enumerate(sizes) for i in range(size)}
-    rounds = plan.groups(list(labels), labels)
+    rounds = placement.groups(list(labels), labels)
     no_node_twice(rounds)
     got = unordered(rounds)
     assert len(got) == len(set(got))  # no pair twice
@@ -177,38 +177,38 @@ def test_groups_every_node_crosses_to_every_other_group(sizes: tuple[int, ...]) 
 
 
 def test_groups_without_label_form_one_group() -> None:
-    rounds = plan.groups(["x", "y", "z"], {"x": "r1"})
+    rounds = placement.groups(["x", "y", "z"], {"x": "r1"})
     assert set(unordered(rounds)) == {frozenset(p) for p in [("y", "z"), ("x", "y"), ("x", "z")]}
 
 
 def test_groups_single_group_is_pairs() -> None:
     nodes = names(4)
-    assert plan.groups(nodes, dict.fromkeys(nodes, "r")) == plan.pairs(nodes)
+    assert placement.groups(nodes, dict.fromkeys(nodes, "r")) == placement.pairs(nodes)
 
 
 def test_schedule_dispatch_and_errors() -> None:
     nodes = names(4)
-    assert plan.schedule("pairs", nodes) == plan.pairs(nodes)
-    assert plan.schedule("each", nodes) == plan.each(nodes)
-    assert plan.schedule("all", nodes) == plan.all_nodes(nodes)
-    assert plan.schedule("ring", nodes) == plan.ring(nodes)
-    assert plan.schedule("sample", nodes, k=2, seed=5) == plan.sample(nodes, 2, 5)
+    assert placement.schedule("pairs", nodes) == placement.pairs(nodes)
+    assert placement.schedule("each", nodes) == placement.each(nodes)
+    assert placement.schedule("all", nodes) == placement.all_nodes(nodes)
+    assert placement.schedule("ring", nodes) == placement.ring(nodes)
+    assert placement.schedule("sample", nodes, k=2, seed=5) == placement.sample(nodes, 2, 5)
     lab = {"n1": "a", "n2": "a", "n3": "b", "n4": "b"}
-    assert plan.schedule("groups", nodes, labels=lab) == plan.groups(nodes, lab)
+    assert placement.schedule("groups", nodes, labels=lab) == placement.groups(nodes, lab)
     # labels given for another placement are ignored (group_by applies to groups only)
-    assert plan.schedule("pairs", nodes, labels=lab) == plan.pairs(nodes)
+    assert placement.schedule("pairs", nodes, labels=lab) == placement.pairs(nodes)
     with pytest.raises(ValueError, match="unknown placement 'rings'; valid: all, each"):
-        plan.schedule("rings", nodes)
+        placement.schedule("rings", nodes)
     with pytest.raises(ValueError, match="needs k"):
-        plan.schedule("sample", nodes)
+        placement.schedule("sample", nodes)
     with pytest.raises(ValueError, match="needs labels"):
-        plan.schedule("groups", nodes)
+        placement.schedule("groups", nodes)
     with pytest.raises(TypeError, match="unknown argument"):
-        plan.schedule("pairs", nodes, bogus=1)
+        placement.schedule("pairs", nodes, bogus=1)
 
 
 def test_pack_first_fit() -> None:
-    assert plan.pack([("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")]) == [
+    assert placement.pack([("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")]) == [
         [("a", "b"), ("c", "d")],
         [("b", "c"), ("a", "d")],
     ]

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from aibench.bmc.config import (
     BmcError,
-    BmcModel,
     BmcReading,
     BmcTarget,
     SelEvent,
     Sensor,
     target_for,
 )
+from aibench.inventory import BmcModel
 
 __all__ = [
     "BmcError",

@@ -1,4 +1,5 @@
-"""The ``bmc:`` block of an inventory node, the resolved target, and what a reading holds."""
+"""A node's BMC resolved from its inventory ``bmc:`` block (:class:`aibench.inventory.BmcModel`),
+and what a reading holds."""
 
 from __future__ import annotations
 
@@ -6,67 +7,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Any
 
-from pydantic import Field, field_validator, model_validator
-
-from aibench.config import Strict
-
-if TYPE_CHECKING:
-    from aibench.inventory import Node
-
-_HOST = re.compile(r"^[A-Za-z0-9_.:\[\]{}][A-Za-z0-9_.:\-\[\]{}]*$")
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PATH = r"^[A-Za-z0-9_./~][A-Za-z0-9_./~+@%=:,\-]*$"
+from aibench.inventory import BmcModel, Node
 
 
 class BmcError(Exception):
     """The BMC could not be read; the message never holds the secret."""
-
-
-class BmcModel(Strict):
-    """A node's BMC (inventory ``bmc:``). The password is named, never given."""
-
-    address: str = Field(
-        description="BMC host or IP; {name} and {n} (the node name's last number) are replaced"
-    )
-    protocol: Literal["ipmi", "redfish"] = Field(description="ipmi (ipmitool lanplus) | redfish")
-    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
-        None, description="default 623 (ipmi), 443/80 (redfish https/http)"
-    )
-    username: str = Field(pattern=r"^[A-Za-z0-9_.@\-]+$", max_length=64)
-    password_env: str | None = Field(None, description="environment variable holding the password")
-    password_file: Annotated[str, Field(pattern=_PATH)] | None = Field(
-        None, description="file whose first line is the password"
-    )
-    cipher_suite: Annotated[int, Field(ge=0, le=17)] | None = Field(
-        None, description="ipmi: ipmitool -C (e.g. 17 or 3); default ipmitool's choice"
-    )
-    scheme: Literal["https", "http"] = Field("https", description="redfish: https (default)")
-    ca_bundle: Annotated[str, Field(pattern=_PATH)] | None = Field(
-        None, description="redfish: CA bundle to verify the BMC's certificate with"
-    )
-    timeout: float = Field(10.0, gt=0, le=120, description="seconds per BMC request")
-
-    @field_validator("address")
-    @classmethod
-    def _address(cls, v: str) -> str:
-        if not _HOST.match(v) or re.search(r"\{(?!(?:name|n)\})", v):
-            raise ValueError(f"not a BMC address: {v!r} (a host, an IP, {{name}}, {{n}})")
-        return v
-
-    @field_validator("password_env")
-    @classmethod
-    def _env(cls, v: str | None) -> str | None:
-        if v is not None and not _ENV.match(v):
-            raise ValueError(f"not an environment variable name: {v!r}")
-        return v
-
-    @model_validator(mode="after")
-    def _one_secret(self) -> BmcModel:
-        if (self.password_env is None) == (self.password_file is None):
-            raise ValueError("give password_env or password_file (one of them)")
-        return self
 
 
 @dataclass(frozen=True)

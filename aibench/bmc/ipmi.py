@@ -62,7 +62,11 @@ def _run(t: BmcTarget, *command: str) -> str:
 def read(t: BmcTarget, *, with_events: bool = True) -> BmcReading:
     try:
         recs = parsers.parse("ipmitool-sensor", _run(t, "sensor"))
-        status = {r.dims["sensor"]: str(r.value) for r in recs if isinstance(r, Fact)}
+        status = {
+            r.dims["sensor"]: str(r.value)
+            for r in recs
+            if isinstance(r, Fact) and r.name == "sensor_status"
+        }
         sensors = tuple(
             Sensor(
                 r.metric, str(r.dims["sensor"]), r.value, r.unit, status.get(r.dims["sensor"], "")

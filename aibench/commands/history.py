@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from aibench.store import load_run
 
     h = History(Path(args.db))
+    if not args.record and not h.path.exists():  # reading never creates a database
+        print(f"0 run(s): no history database at {args.db} (--record RUN_DIR makes one)")
+        return EXIT_OK
     for d in args.record:
         recorded = load_run(Path(d))
         print(f"recorded {recorded.id}: {h.record(recorded)} series")

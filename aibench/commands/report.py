@@ -5,10 +5,13 @@ fresh manifest.sha256.
 
 ``--spec P`` re-judges the run first, the way ``aibench run`` judged it (aibench/judge.py:
 the spec's checks and coverage, consistency, inventory, and the stored history verdicts
-carried over, or recomputed with ``--history-db DB``), and renders the reports from that
-judgement. run.json, the record of the run, is rewritten only with ``--write``; then the
-run's record of judgements keeps who judged, when, with which spec, and every verdict
-given before. Without ``--write`` the reports say that their judgement is not stored.
+carried over, or recomputed with ``--history-db DB``; as of the stored instant), and
+renders the reports from that judgement (labelled a new judgement when the spec's sha256
+differs from the stored one). With ``--write`` it becomes the run's verdict: run.json,
+the reports and the manifest are written in RUN_DIR, and the run's record of judgements
+keeps every verdict given before. Without ``--write`` the run directory is left as it
+is: the reports go to ``--out DIR``, or summary.md to standard output, and say that
+their judgement is not stored.
 
 ``--history RUN_DIR`` (repeatable) adds earlier runs for the trend plots. ``--sign KEY``
 signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``). Exit code: 0 when the
@@ -18,7 +21,9 @@ signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``). Exit code: 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
 from aibench.commands import Command
 from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK, UserError
@@ -27,6 +32,7 @@ EPILOG = """\
 examples:
   aibench report runs/20261202-101500-acceptance
   aibench report runs/20261202-101500-acceptance --spec h100-ndr            # re-judge, show
+  aibench report runs/20261202-101500-acceptance --spec h100-ndr --out /tmp/rejudged
   aibench report runs/20261202-101500-acceptance --spec h100-ndr --write    # and store it
   aibench report RUN_DIR --history runs/20261201-101500-acceptance --sign ~/.ssh/id_ed25519
 """
@@ -43,6 +49,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--write",
         action="store_true",
         help="store the new judgement in run.json (earlier verdicts kept in its judgements)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write the reports here instead of RUN_DIR (with --spec and neither --out nor "
+        "--write: summary.md to standard output); RUN_DIR changes only without --spec "
+        "or with --write",
     )
     p.add_argument(
         "--history-db",
@@ -64,43 +77,66 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import manifest, reports
-    from aibench.judge import judge_run, partial_run, record
-    from aibench.store import load_run, save_run
-    from aibench.thresholds import load_spec
+    from aibench.store import load_run
 
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: not a directory", hint="give a run directory")
     if (args.write or args.history_db) and not args.spec:
         raise UserError("--write and --history-db go with --spec (the spec to judge with)")
+    if args.out and args.write:
+        raise UserError("--out and --write: --write stores the judgement in RUN_DIR itself")
     the_run = load_run(run_dir)
+    out_dir: Path | None = run_dir
     if args.spec:
-        spec = load_spec(args.spec)
-        db = Path(args.history_db) if args.history_db else None
-        if db is not None and not db.is_file():
-            raise UserError(f"--history-db {db}: no such history database")
-        judgement = judge_run(the_run, spec, history_db=db, partial=partial_run(run_dir))
-        by = "aibench report --write" if args.write else "aibench report (not stored)"
-        the_run = record(the_run, judgement, by)
-        if args.write:
-            save_run(the_run, run_dir)
-            print(f"stored the judgement with {spec.name} in {run_dir / 'run.json'}")
-        else:
-            the_run = the_run.replace(
-                notes=(
-                    *the_run.notes,
-                    f"judged with {spec.name} by aibench report; not stored in run.json "
-                    "(its verdicts are the run's own): --write stores it",
-                )
-            )
+        the_run = _rejudge(the_run, run_dir, args)
+        out_dir = None if not args.write else run_dir
+    if args.out:
+        out_dir = Path(args.out)
     history = [load_run(Path(h)) for h in args.history]
-    written = reports.write_all(the_run, run_dir, history=history, lang=args.lang)
+    if out_dir is None:
+        from aibench.reports import i18n, markdown
+
+        sys.stdout.write(markdown.render(the_run, i18n.check(args.lang)))
+        return EXIT_CHECKS_FAILED if the_run.outcome.failing else EXIT_OK
+    written = reports.write_all(the_run, out_dir, history=history, lang=args.lang)
     for name in written:
-        print(f"wrote {run_dir / name}")
+        print(f"wrote {out_dir / name}")
     if args.sign:
-        print(f"wrote {manifest.sign(run_dir, Path(args.sign))}")
-    print(f"{the_run.outcome.value}: {run_dir / reports.REPORT}")
+        print(f"wrote {manifest.sign(out_dir, Path(args.sign))}")
+    print(f"{the_run.outcome.value}: {out_dir / reports.REPORT}")
     return EXIT_CHECKS_FAILED if the_run.outcome.failing else EXIT_OK
+
+
+def _rejudge(the_run: Any, run_dir: Path, args: argparse.Namespace) -> Any:
+    """The run with its judgement against ``--spec`` (stored in run.json with --write)."""
+    from aibench.judge import basis, judge_run, partial_run, record
+    from aibench.store import save_run
+    from aibench.thresholds import load_spec
+
+    b = basis(the_run, str(run_dir / "run.json"), spec=load_spec(args.spec))
+    db = Path(args.history_db) if args.history_db else None
+    if db is not None and not db.is_file():
+        raise UserError(f"--history-db {db}: no such history database")
+    judgement = judge_run(
+        the_run,
+        b.spec,
+        history_db=db,
+        partial=b.partial or partial_run(run_dir),
+        facts_only=b.facts_only,
+        now=b.as_of,
+    )
+    by = "aibench report --write" if args.write else "aibench report (not stored)"
+    judged = record(the_run, judgement, by)
+    if args.write:
+        save_run(judged, run_dir)
+        print(f"stored the judgement with {b.spec.name} in {run_dir / 'run.json'}")
+        return judged
+    note = (
+        f"judged with {b.spec.name} by aibench report; not stored in run.json "
+        "(its verdicts are the run's own): --write stores it"
+    )
+    return judged.replace(notes=(*judged.notes, note))
 
 
 COMMAND = Command(

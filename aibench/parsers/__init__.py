@@ -39,7 +39,7 @@ class Parser:
     detect: Callable[[str], bool] | None = None
     emits: str = "measurements"  # or "facts"
     aliases: tuple[str, ...] = field(default=())
-    # what the core knows of a tool that is only parsed, never run (aibench.tools.Traits)
+    # what the core knows of a tool that is only parsed, never run (aibench.traits.Traits)
     traits: Any = None
 
 

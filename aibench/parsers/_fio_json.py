@@ -151,6 +151,20 @@ def _direction(
     return out
 
 
+def _disk_util(disks: Any, line: int) -> list[Measurement]:
+    """``disk_util`` (%, dims ``device``): fio's per-device utilisation, as its "Disk stats"
+    print it (a device fio could not see, an md array's members ... as listed)."""
+    if not isinstance(disks, list):
+        raise ParseError(TOOL, '"disk_util" is not a list', line=line)
+    out = []
+    for i, d in enumerate(disks):
+        if not isinstance(d, Mapping) or not isinstance(d.get("name"), str):
+            raise ParseError(TOOL, f"disk_util[{i}] has no device name", line=line)
+        util = number(d.get("util"), f"disk_util[{i}].util", line)
+        out.append(Measurement(TOOL, "disk_util", util, "%", FrozenDims({"device": d["name"]})))
+    return out
+
+
 def parse_json(text: str) -> list[Measurement]:
     doc, first = json_document(TOOL, text)
     if not isinstance(doc, Mapping) or not isinstance(doc.get("jobs"), list):
@@ -180,6 +194,7 @@ def parse_json(text: str) -> list[Measurement]:
             records.extend(_direction(section, direction, base, first))
         if err != 0:
             failures.append(f"job {name!r} error={int(err)}")
+    records.extend(_disk_util(doc.get("disk_util", []), first))
     if failures:
         lead = [ln.strip() for ln in text[: text.find("{")].splitlines() if ln.strip()]
         reason = "; ".join(lead + failures)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement, Scalar
+from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.parsers._fio_common import (
     TOOL,
     frozen,
@@ -182,101 +182,144 @@ def _run_starts(lines: list[str]) -> list[int]:
 def parse_text(text: str) -> list[Measurement]:
     lines = text.splitlines()
     fio3 = any(ln.startswith("fio-3") or " IOPS=" in ln for ln in lines)
-    lat_unit = "ns" if fio3 else "us"
+    reader = _Reader("ns" if fio3 else "us")
     starts = _run_starts(lines)
     next_run = iter(starts[1:])
     run_at = next(next_run, -1)  # 0-based index of the line that starts the next run
-    run: dict[str, Scalar] = {"run": 1} if len(starts) > 1 else {}
-    options: dict[str, dict[str, Scalar]] = {}
-    bs_by_job: dict[str, dict[str, str]] = {}
-    jobs: list[_Job] = []
-    errors: list[str] = []
-    job: _Job | None = None
-    direction = ""
-    dims: dict[str, Scalar] = {}
-    fdims = frozen(dims)  # dims as a FrozenDims, built once per direction
-    pct: tuple[str, str] | None = None
+    if len(starts) > 1:
+        reader.run = {"run": 1}
     for no, line in enumerate(lines, 1):
         if no - 1 == run_at:  # the next run of a log of several
-            run = {"run": int(run["run"]) + 1}
+            reader.next_run()
             run_at = next(next_run, -1)
-            options, bs_by_job, job, direction, pct = {}, {}, None, "", None
+        reader.read(no, line)
+    return _outcome(reader.jobs, reader.errors)
+
+
+@dataclass
+class _Reader:
+    """What the text read so far says: the job being read, its direction, the options."""
+
+    lat_unit: str
+    run: dict[str, Scalar] = field(default_factory=dict)
+    options: dict[str, dict[str, Scalar]] = field(default_factory=dict)
+    bs_by_job: dict[str, dict[str, str]] = field(default_factory=dict)
+    jobs: list[_Job] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    job: _Job | None = None
+    direction: str = ""
+    fdims: FrozenDims = field(default_factory=lambda: frozen({}))
+    pct: tuple[str, str] | None = None  # (key, unit) of the percentile table being read
+
+    def next_run(self) -> None:
+        self.run = {"run": int(self.run["run"]) + 1}
+        self.options, self.bs_by_job, self.job, self.direction, self.pct = {}, {}, None, "", None
+
+    def read(self, no: int, line: str) -> None:
         if not line:
-            pct = None
-            continue
-        if pct is not None:
+            self.pct = None
+            return
+        if self.pct is not None:
             if line.lstrip().startswith("|"):
-                assert job is not None
-                src, table = _LAT_UNITS[pct[1]], percentile_table(fdims)
-                num, den = _factor(src, lat_unit)
-                for p, v in _PCT_ITEM.findall(line):
-                    # v is digits: convert()'s integer branch, inline, for whole factors
-                    value = float(int(v) * num) if den == 1 else convert(v, src, lat_unit)
-                    pdims = with_percentile(fdims, float(p), table)
-                    job.records.append(Measurement(TOOL, "clat_percentile", value, lat_unit, pdims))
-                continue
-            pct = None
+                self._percentiles(line, self.pct)
+                return
+            self.pct = None
         # cheap tests first: most lines of a report are none of the ones read here
         if line[0] != " ":
-            if line.startswith("fio: "):
-                errors.append(line.strip())
-            elif ": (g=" in line and (m := _OPTS.match(line)):
-                options[m["name"]] = {
-                    "rw": m["rw"],
-                    "ioengine": m["ioengine"],
-                    "iodepth": int(m["iodepth"]),
-                }
-                bs_by_job[m["name"]] = _split_bs(m["bs"])
-            elif ": (groupid=" in line and (m := _JOB.match(line)):
-                job = _Job(m["name"], no, int(m["err"]), m["msg"] or "")
-                jobs.append(job)
-                direction = ""
-            elif line.startswith("Run status group"):
-                job = None
-            continue
-        if job is None:
-            continue
+            self._top_line(no, line)
+        elif self.job is not None:
+            self._job_line(self.job, line)
+
+    def _top_line(self, no: int, line: str) -> None:
+        """An unindented line: an error, an options header, a job report's head, a group."""
+        if line.startswith("fio: "):
+            self.errors.append(line.strip())
+        elif ": (g=" in line and (m := _OPTS.match(line)):
+            self.options[m["name"]] = {
+                "rw": m["rw"],
+                "ioengine": m["ioengine"],
+                "iodepth": int(m["iodepth"]),
+            }
+            self.bs_by_job[m["name"]] = _split_bs(m["bs"])
+        elif ": (groupid=" in line and (m := _JOB.match(line)):
+            self.job = _Job(m["name"], no, int(m["err"]), m["msg"] or "")
+            self.jobs.append(self.job)
+            self.direction = ""
+        elif line.startswith("Run status group"):
+            self.job = None
+
+    def _job_line(self, job: _Job, line: str) -> None:
+        """An indented line of a job report."""
         s = line.lstrip()
         if s.startswith(("read", "write", "trim")):
-            m = _DIR3.match(line) or _DIR2.match(line)
-            if not m:
-                continue
-            direction = m["dir"]
-            dims = {"job": job.name, "direction": direction, **options.get(job.name, {}), **run}
-            bs = bs_by_job.get(job.name, {}).get(direction)
-            if bs:
-                dims["bs"] = bs
-            fdims = frozen(dims)
-            iops = float(m["iops"]) * _X[m["iopsx"]]
-            job.records += [
-                Measurement(TOOL, "bw", _rate(m["bw"], m["bwu"]), "KiB/s", fdims),
-                Measurement(TOOL, "iops", iops, "IOPS", fdims),
-                Measurement(TOOL, "io_bytes", _size(m["io"], m["iou"]), "B", fdims),
-                Measurement(TOOL, "runtime", float(m["run"]), "ms", fdims),
-            ]
+            self._direction(job, line)
         elif s.startswith("fsync/fdatasync/sync_file_range:"):
-            direction = "sync"
-            dims = {"job": job.name, "direction": "sync", **options.get(job.name, {}), **run}
-            bs = bs_by_job.get(job.name, {}).get("write")
-            if bs:
-                dims["bs"] = bs
-            fdims = frozen(dims)
-        elif not direction:
-            continue
+            self.direction = "sync"
+            self.fdims = self._dims(job, "sync", "write")
+        elif not self.direction:
+            return
         elif s.startswith(("slat (", "clat (", "lat (", "sync (")):
-            m = _LAT.match(line)
-            if not m:
-                continue
-            key = "lat" if m["key"] == "sync" else m["key"]
-            unit = _LAT_UNITS[m["unit"]]
-            job.records.append(
-                Measurement(TOOL, f"{key}_mean", convert(m["avg"], unit, lat_unit), lat_unit, fdims)
-            )
-            if key == "lat":
-                stdev = convert(m["stdev"], unit, lat_unit)
-                job.records.append(Measurement(TOOL, "lat_stdev", stdev, lat_unit, fdims))
+            self._latency(job, line)
         elif "percentiles (" in s and (m := _PCT_HEAD.match(line)) and m["key"] in ("clat", "sync"):
-            pct = (m["key"], m["unit"])
+            self.pct = (m["key"], m["unit"])
+
+    def _dims(self, job: _Job, direction: str, bs_of: str) -> FrozenDims:
+        """The dims of a direction's records; ``bs_of``: the direction whose bs applies."""
+        dims: dict[str, Scalar] = {
+            "job": job.name,
+            "direction": direction,
+            **self.options.get(job.name, {}),
+            **self.run,
+        }
+        bs = self.bs_by_job.get(job.name, {}).get(bs_of)
+        if bs:
+            dims["bs"] = bs
+        return frozen(dims)
+
+    def _direction(self, job: _Job, line: str) -> None:
+        """A direction line: bandwidth, IOPS, bytes moved and runtime."""
+        m = _DIR3.match(line) or _DIR2.match(line)
+        if not m:
+            return
+        self.direction = m["dir"]
+        fdims = self.fdims = self._dims(job, self.direction, self.direction)
+        iops = float(m["iops"]) * _X[m["iopsx"]]
+        job.records += [
+            Measurement(TOOL, "bw", _rate(m["bw"], m["bwu"]), "KiB/s", fdims),
+            Measurement(TOOL, "iops", iops, "IOPS", fdims),
+            Measurement(TOOL, "io_bytes", _size(m["io"], m["iou"]), "B", fdims),
+            Measurement(TOOL, "runtime", float(m["run"]), "ms", fdims),
+        ]
+
+    def _latency(self, job: _Job, line: str) -> None:
+        """A ``slat``/``clat``/``lat``/``sync`` line: its mean (and the stdev of ``lat``)."""
+        m = _LAT.match(line)
+        if not m:
+            return
+        key = "lat" if m["key"] == "sync" else m["key"]
+        unit, lat_unit, fdims = _LAT_UNITS[m["unit"]], self.lat_unit, self.fdims
+        job.records.append(
+            Measurement(TOOL, f"{key}_mean", convert(m["avg"], unit, lat_unit), lat_unit, fdims)
+        )
+        if key == "lat":
+            stdev = convert(m["stdev"], unit, lat_unit)
+            job.records.append(Measurement(TOOL, "lat_stdev", stdev, lat_unit, fdims))
+
+    def _percentiles(self, line: str, pct: tuple[str, str]) -> None:
+        """A row ``|  1.00th=[  241],  5.00th=[  258], ...`` of a percentile table."""
+        job, fdims, lat_unit = self.job, self.fdims, self.lat_unit
+        assert job is not None
+        src, table = _LAT_UNITS[pct[1]], percentile_table(fdims)
+        num, den = _factor(src, lat_unit)
+        for p, v in _PCT_ITEM.findall(line):
+            # v is digits: convert()'s integer branch, inline, for whole factors
+            value = float(int(v) * num) if den == 1 else convert(v, src, lat_unit)
+            pdims = with_percentile(fdims, float(p), table)
+            job.records.append(Measurement(TOOL, "clat_percentile", value, lat_unit, pdims))
+
+
+def _outcome(jobs: list[_Job], errors: list[str]) -> list[Measurement]:
+    """The records of every job; a ToolFailure (with them) if a job reports an error."""
     if not jobs:
         raise ParseError(TOOL, "no job report (NAME: (groupid=..., jobs=...): err=...) found")
     records = [r for j in jobs for r in j.records]

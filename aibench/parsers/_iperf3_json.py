@@ -90,6 +90,28 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
     bidir = bool(dims.get("bidir")) or "sum_sent_bidir_reverse" in end
     if bidir:
         dims["bidir"] = True
+    out = _sum_records_of(end, dims, udp, server, bidir, line)
+    if udp and any(
+        r.metric == "packets" and r.dims.get("side") == "receiver" and r.value == 0 for r in out
+    ):
+        # iperf3 writes lost_percent 0 when it received nothing: that is no loss figure
+        partial: list[object] = [r for r in out if r.metric != "lost_percent"]
+        raise ToolFailure(TOOL, NO_DATAGRAMS, line=line, partial=partial)
+    out.extend(_cpu_records(end, dims, server, line))
+    out.extend(_stream_records(end, dims, server, bidir, line))
+    return out
+
+
+def _sum_records_of(
+    end: Mapping[str, Any],
+    dims: dict[str, Scalar],
+    udp: bool,
+    server: bool,
+    bidir: bool,
+    line: int | None,
+) -> list[Measurement]:
+    """The test's totals: the ``sum_sent``/``sum_received`` objects (and their
+    ``_bidir_reverse`` twins), or the one ``sum`` of an iperf3 < 3.12 UDP test."""
     out: list[Measurement] = []
     sums: list[tuple[str, str, str]] = [
         ("sum_sent", "sender", "forward"),
@@ -128,12 +150,14 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
             for r in _sum_records(s, "receiver", dims, True, "end.sum", line)
             if r.metric != "throughput"
         )
-    if udp and any(
-        r.metric == "packets" and r.dims.get("side") == "receiver" and r.value == 0 for r in out
-    ):
-        # iperf3 writes lost_percent 0 when it received nothing: that is no loss figure
-        partial: list[object] = [r for r in out if r.metric != "lost_percent"]
-        raise ToolFailure(TOOL, NO_DATAGRAMS, line=line, partial=partial)
+    return out
+
+
+def _stream_records(
+    end: Mapping[str, Any], dims: dict[str, Scalar], server: bool, bidir: bool, line: int | None
+) -> list[Measurement]:
+    """``stream_throughput`` of each stream of ``end.streams``, per side it reports."""
+    out: list[Measurement] = []
     streams = end.get("streams", [])
     if not isinstance(streams, list):
         raise ParseError(TOOL, "end.streams is not a list", line=line)
@@ -163,6 +187,24 @@ def end_records(doc: Mapping[str, Any], line: int | None) -> list[Measurement]:
                 _m("stream_throughput", _num(part, "bits_per_second", what, line), "bit/s", sd)
             )
     return out
+
+
+def _cpu_records(
+    end: Mapping[str, Any], dims: Mapping[str, Scalar], server: bool, line: int | None
+) -> list[Measurement]:
+    """``cpu_utilization`` (%, dim ``cpu`` = host | remote): iperf3's
+    ``cpu_utilization_percent`` totals. A server's document has no figure for its client
+    (it writes 0 there), so the remote one is read from a client's document only."""
+    cpu = end.get("cpu_utilization_percent")
+    if not isinstance(cpu, Mapping):
+        return []
+    where = "end.cpu_utilization_percent"
+    sides = ("host",) if server else ("host", "remote")
+    return [
+        _m("cpu_utilization", _num(cpu, f"{side}_total", where, line), "%", {**dims, "cpu": side})
+        for side in sides
+        if f"{side}_total" in cpu
+    ]
 
 
 def parse_document(doc: Any, line: int | None) -> list[Measurement]:

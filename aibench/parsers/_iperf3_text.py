@@ -49,15 +49,29 @@ def _m(metric: str, value: float, unit: str, dims: dict[str, Scalar]) -> Measure
 
 
 def parse_text(text: str) -> list[Measurement]:
+    lines, udp, reverse, summary_start = _scan(text)
+    rows: list[tuple[int, re.Match[str]]] = []
+    for no in range(summary_start + 1, len(lines) + 1):
+        mt = _SUMMARY.match(lines[no - 1])
+        if mt:
+            rows.append((no, mt))
+    if not rows:
+        raise ParseError(TOOL, "no summary lines (ending in sender/receiver) in the output")
+    return _summary_records(rows, _base_dims(rows, udp, reverse), udp)
+
+
+def _scan(text: str) -> tuple[list[str], bool, bool, int]:
+    """The client's lines (a server's report appended by --get-server-output left out),
+    whether the test is UDP, whether it is reversed, and the line of the separator that
+    opens the summary. An error line is a ToolFailure; two summaries a ParseError."""
     lines = text.splitlines()
-    records: list[Measurement] = []
     udp = False
     reverse = False
     summary_start = 0
     summaries: list[int] = []  # the separator line before each block of summary lines
     for no, line in enumerate(lines, 1):
         if line.startswith("iperf3: error") or line.startswith("iperf3: interrupt"):
-            raise ToolFailure(TOOL, line.split(":", 1)[1].strip(), line=no, partial=list(records))
+            raise ToolFailure(TOOL, line.split(":", 1)[1].strip(), line=no, partial=[])
         if line.startswith("Server output:"):
             # --get-server-output: the server's own report follows the client's
             lines = lines[: no - 1]
@@ -82,15 +96,14 @@ def parse_text(text: str) -> list[Measurement]:
                     "run's output alone",
                     line=no,
                 )
-    rows: list[tuple[int, re.Match[str]]] = []
-    for no in range(summary_start + 1, len(lines) + 1):
-        mt = _SUMMARY.match(lines[no - 1])
-        if mt:
-            rows.append((no, mt))
-    if not rows:
-        raise ParseError(TOOL, "no summary lines (ending in sender/receiver) in the output")
+    return lines, udp, reverse, summary_start
+
+
+def _base_dims(
+    rows: list[tuple[int, re.Match[str]]], udp: bool, reverse: bool
+) -> dict[str, Scalar]:
+    """The dims every record of the test carries: protocol, reverse, streams (bidir)."""
     ids = {mt["id"] for _, mt in rows if mt["id"] != "SUM"}
-    has_sum = any(mt["id"] == "SUM" for _, mt in rows)
     roles = {mt["role"] for _, mt in rows if mt["role"]}
     bidir = bool(roles)
     # streams per direction: in a bidir test half of the ids go each way
@@ -102,6 +115,16 @@ def parse_text(text: str) -> list[Measurement]:
     }
     if bidir:
         base["bidir"] = True
+    return base
+
+
+def _summary_records(
+    rows: list[tuple[int, re.Match[str]]], base: dict[str, Scalar], udp: bool
+) -> list[Measurement]:
+    """Each stream's rate, and of the total of each direction (the ``[SUM]`` line, or the
+    one stream's line) its rate and its UDP packets and losses or its TCP retransmits."""
+    records: list[Measurement] = []
+    has_sum = any(mt["id"] == "SUM" for _, mt in rows)
     per_direction_ids: dict[str, set[str]] = {}
     for _, mt in rows:
         if mt["id"] != "SUM":
@@ -124,24 +147,38 @@ def parse_text(text: str) -> list[Measurement]:
             continue
         records.append(_m("throughput", rate, "bit/s", dims))
         if udp:
-            u = _UDP_REST.match(rest)
-            if not u:
-                raise ParseError(TOOL, f"UDP summary without jitter and loss: {rest!r}", line=no)
-            total = float(u["total"])
-            if side == "receiver":
-                records.append(_m("jitter", float(u["jitter"]), "ms", dims))
-                records.append(_m("lost_packets", float(u["lost"]), "count", dims))
-                records.append(_m("packets", total, "count", dims))
-                if total == 0:  # iperf3 prints "0/0 (0%)": no loss figure, not 0 %
-                    raise ToolFailure(TOOL, NO_DATAGRAMS, line=no, partial=list(records))
-                pct = 100.0 * float(u["lost"]) / total
-                records.append(_m("lost_percent", pct, "%", dims))
-            else:
-                records.append(_m("packets", total, "count", dims))
+            _udp_total(records, no, rest, side, dims)
         else:
-            t = _TCP_REST.match(rest)
-            if not t:
-                raise ParseError(TOOL, f"unexpected columns in a TCP summary: {rest!r}", line=no)
-            if side == "sender" and t["retr"] is not None:
-                records.append(_m("retransmits", float(t["retr"]), "count", dims))
+            _tcp_total(records, no, rest, side, dims)
     return records
+
+
+def _udp_total(
+    records: list[Measurement], no: int, rest: str, side: str, dims: dict[str, Scalar]
+) -> None:
+    """Appends a UDP total's packets (and, on the receiver, jitter and losses)."""
+    u = _UDP_REST.match(rest)
+    if not u:
+        raise ParseError(TOOL, f"UDP summary without jitter and loss: {rest!r}", line=no)
+    total = float(u["total"])
+    if side == "receiver":
+        records.append(_m("jitter", float(u["jitter"]), "ms", dims))
+        records.append(_m("lost_packets", float(u["lost"]), "count", dims))
+        records.append(_m("packets", total, "count", dims))
+        if total == 0:  # iperf3 prints "0/0 (0%)": no loss figure, not 0 %
+            raise ToolFailure(TOOL, NO_DATAGRAMS, line=no, partial=list(records))
+        pct = 100.0 * float(u["lost"]) / total
+        records.append(_m("lost_percent", pct, "%", dims))
+    else:
+        records.append(_m("packets", total, "count", dims))
+
+
+def _tcp_total(
+    records: list[Measurement], no: int, rest: str, side: str, dims: dict[str, Scalar]
+) -> None:
+    """Appends a TCP total's retransmits (the sender's line)."""
+    t = _TCP_REST.match(rest)
+    if not t:
+        raise ParseError(TOOL, f"unexpected columns in a TCP summary: {rest!r}", line=no)
+    if side == "sender" and t["retr"] is not None:
+        records.append(_m("retransmits", float(t["retr"]), "count", dims))

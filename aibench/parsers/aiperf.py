@@ -20,6 +20,11 @@ A run AIPerf reports as cancelled or incomplete (``was_cancelled``, ``is_complet
 false) is a ToolFailure, with what it measured as partial records; a document without
 the ``request_count`` block is a ParseError. AIPerf's own run settings are read for the
 dims only; its ``api_key`` is redacted by AIPerf and never read.
+
+The console table AIPerf and GenAI-Perf print (``NVIDIA AIPerf | LLM Metrics``, numbers
+with thousands separators) is read too, into the same metrics: see
+:mod:`aibench.parsers._aiperf_console`. Tested on the tables of AIPerf's own tutorials and
+of a GenAI-Perf run against Qwen2.5-72B.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Parser
+from aibench.parsers._aiperf_console import detect_console, parse_console
 from aibench.parsers._util import json_document
 
 TOOL = "aiperf"
@@ -126,6 +132,8 @@ def summary_records(doc: Mapping[str, Any]) -> list[Measurement]:
 
 
 def parse(text: str) -> list[Measurement]:
+    if not text.lstrip().startswith("{") and detect_console(text):
+        return parse_console(text)
     doc, _line = json_document(TOOL, text)
     if not isinstance(doc, dict):
         raise ParseError(TOOL, "the summary is not a JSON object")
@@ -134,8 +142,10 @@ def parse(text: str) -> list[Measurement]:
 
 def detect(text: str) -> bool:
     head = text[:4096]
-    return '"aiperf_version"' in head or (
-        '"time_to_first_token"' in head and '"request_throughput"' in head
+    return (
+        '"aiperf_version"' in head
+        or ('"time_to_first_token"' in head and '"request_throughput"' in head)
+        or detect_console(text)
     )
 
 

@@ -4,9 +4,11 @@
 Two line forms are read. DCGM 3.x: ``Worker G:I[FIELD]: Name: generated X/Y, dcgm M:{ GPU:
 a, GI: b, CI: c } at T seconds.`` (G the GPU, I the worker on it, FIELD the profiling field
 id, e.g. 1001 graphics activity, 1004 tensor activity, 1007 FP32 activity); DCGM 4.x:
-``Worker G:I[FIELD]: Name: target T, dcgm V``. A ``gflops N`` on a worker line (older
-versions print it for the FP tests) is read too. Tested on the outputs of DCGM 3.2
-(CUDA 12) and 4.2.3.
+``Worker G:I[FIELD]: Name: target T, dcgm V``; DCGM 3.1: ``... generated ???, dcgm V (N
+gflops).``. A ``gflops N`` or ``(N gflops)`` on a worker line (versions up to 3.1 print it
+for the FP tests; numbers may be in exponent form, ``1.2e+04``) is read too. Lines before
+the workers (DCGM's own messages, as a Kubernetes pod log opens with) are skipped unless
+they report an error. Tested on the outputs of DCGM 3.1.3, 3.2 (CUDA 12) and 4.2.3.
 
 Emitted per (dims ``gpu``, ``worker``, ``field_id``, ``field``): ``activity_mean`` and
 ``activity_max`` (ratio, what DCGM read back over the run), ``samples`` (count, lines
@@ -27,8 +29,10 @@ from aibench.parsers import Parser
 TOOL = "dcgmproftester"
 _WORKER = re.compile(r"^Worker (\d+):(\d+)\[(\d+)\]: (\w+): (.*)$")
 _V3 = re.compile(r"dcgm M:\{ GPU: ([0-9]+(?:\.[0-9]+)?)")
-_V4 = re.compile(r"target [^,]+, dcgm ([0-9]+(?:\.[0-9]+)?)")
-_GFLOPS = re.compile(r"gflops ([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+_NUM = r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+_V4 = re.compile(r"(?:target|generated) [^,]+, dcgm " + _NUM)
+# "gflops 1.2e+04" (older lines) or "(12238.2 gflops)" (DCGM 3.1)
+_GFLOPS = re.compile(r"gflops " + _NUM + r"|\(" + _NUM + r" gflops\)", re.IGNORECASE)
 _BAD = re.compile(r"\b(Error|error|failed|Failed|FAILED)\b")
 
 
@@ -49,7 +53,7 @@ def parse(text: str) -> list[Measurement]:
             series.setdefault(key, []).append(float(v.group(1)))
         g = _GFLOPS.search(rest)
         if g:
-            gflops[key] = float(g.group(1))
+            gflops[key] = float(g.group(1) or g.group(2))
         if _BAD.search(rest):
             problems.append(line.strip())
     out: list[Measurement] = []

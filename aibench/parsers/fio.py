@@ -126,7 +126,9 @@ _DETECT = re.compile(
 
 
 def detect(text: str) -> bool:
-    return _DETECT.search(text[:65536]) is not None
+    head = text[:65536]
+    # client/server mode has no "jobs" list: the fio-cluster parser reads it
+    return _DETECT.search(head) is not None and '"client_stats"' not in head
 
 
 PARSER = Parser(

@@ -14,6 +14,11 @@ errored / total) and ``errors`` (count) with dim ``kind`` = errored | incomplete
 A report without ``benchmarks`` is a ParseError; a benchmark whose metric block lacks
 ``successful`` values that its ``request_totals`` say exist is a ParseError naming the
 metric. Nothing is invented for a level with no successful request: only its counts.
+
+The console tables GuideLLM prints (``Benchmarks Info:``, ``Benchmarks Stats:``; 0.2.x and
+later) are read too, into the same metrics and dims: see
+:mod:`aibench.parsers._guidellm_console` (including the version whose ``Req Latency (ms)``
+column holds seconds, decided by the values and said in a Note).
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aibench.errors import ParseError
-from aibench.model import FrozenDims, Measurement
+from aibench.model import FrozenDims, Measurement, Note
 from aibench.parsers import Parser
+from aibench.parsers._guidellm_console import detect_console, parse_console
 from aibench.parsers._util import json_document
 
 TOOL = "guidellm"
@@ -95,11 +101,13 @@ def _benchmark(b: Mapping[str, Any], i: int) -> list[Measurement]:
     return out
 
 
-def parse(text: str) -> list[Measurement]:
+def parse(text: str) -> list[Measurement | Note]:
+    if not text.lstrip().startswith("{") and detect_console(text):
+        return parse_console(text)
     doc, _line = json_document(TOOL, text)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise ParseError(TOOL, "no benchmarks list: not a GuideLLM report")
-    out: list[Measurement] = []
+    out: list[Measurement | Note] = []
     for i, b in enumerate(doc["benchmarks"]):
         if not isinstance(b, dict):
             raise ParseError(TOOL, f"benchmarks[{i}] is not an object")
@@ -108,7 +116,7 @@ def parse(text: str) -> list[Measurement]:
 
 
 def detect(text: str) -> bool:
-    return '"guidellm_version"' in text[:4096]
+    return '"guidellm_version"' in text[:4096] or detect_console(text)
 
 
 PARSER = Parser(

@@ -23,7 +23,10 @@ same size is printed more than once, as several ranks may print the table, ``row
 ... in the order printed). The op (``all_reduce`` ...) is not printed: the runner adds the
 ``op`` dim from the binary it ran. Versions: the column is ``avg_time(us)`` in the
 documented output and ``aveg_time(us)`` in the binary's source and in other published
-runs; both are read. A row whose ``check_result`` is ``failed`` is a
+runs; both are read. hccl_test's own error line (``hccl interface return err
+<file:line>, retcode: N`` and ``This is an error in init_hcclComm.``, as when a rank cannot
+start: retcode 7 is left-over hccl_test processes on a peer) is a :class:`ToolFailure` with
+its words. A row whose ``check_result`` is ``failed`` is a
 :class:`ToolFailure` (the result was wrong) with the rows before it as ``partial``; a log
 without the header is a :class:`ParseError`.
 """
@@ -41,6 +44,9 @@ TOOL = "hccl-tests"
 _HEADER = re.compile(
     r"data_size\(Bytes\):\s*\|\s*a(?:ve?g)_time\(us\):\s*\|\s*alg_bandwidth\(GB/s\):\s*\|\s*check_result:"
 )
+# hccl_test's own complaint (common/src/hccl_test_common.cc), then "This is an error in X."
+_ERR = re.compile(r"hccl interface return err (\S+), retcode: (\d+)")
+_BANNER = re.compile(r"^the minbytes is \d+, maxbytes is \d+", re.M)
 _ROW = re.compile(r"^\s*(\d+)\s*\|\s*(\S+)\s*\|\s*(\S+)\s*\|\s*(\S+)\s*$")
 _CHECKS = ("success", "failed", "NULL")
 
@@ -50,7 +56,13 @@ def parse(text: str) -> list[Measurement]:
     header_seen = False
     seen: Counter[int] = Counter()
     rows: list[tuple[int, float, float, int]] = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for lineno, raw in enumerate(lines, 1):
+        err = _ERR.search(raw)
+        if err:
+            after = lines[lineno].strip() if lineno < len(lines) else ""
+            why = f"{raw.strip()} {after}" if after.startswith("This is an error") else raw
+            raise ToolFailure(TOOL, why.strip(), lineno, list[object](_records(rows)))
         if _HEADER.search(raw):
             header_seen = True
             continue
@@ -107,5 +119,8 @@ PARSER = Parser(
     "hccl-tests",
     parse,
     "HCCL collective benchmarks (hccl_test all_reduce_test ...)",
-    lambda t: bool(_HEADER.search(t[:5000])),
+    lambda t: (
+        bool(_HEADER.search(t[:5000]) or _BANNER.search(t[:5000]))
+        or (_ERR.search(t[:5000]) is not None)
+    ),
 )

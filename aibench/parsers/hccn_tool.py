@@ -19,7 +19,14 @@ query              facts
 ``-link_stat -g``  ``link_up_count`` (count)
 =================  ==============================================================
 
-Other queries (``-stat``, ``-tls`` ...) are skipped. A ``-link``, ``-ip``, ``-speed`` or
+Problem states: a link not ``UP`` (critical) and a net health other than ``Success``
+(``Init``: warning; ``Fault``, ``Socket fail`` ...: critical) also give ``health_alarm``
+with the same dims; the node fact ``health_alarms`` counts them.
+
+Output saved without the command lines (``link status: UP``, ``ipaddr:10.86.1.80`` as
+printed) is read too: each line's key says which query it answers, and the facts have no
+``device`` dim (the device is in the command line only). Other queries (``-stat``,
+``-tls`` ...) are skipped. A ``-link``, ``-ip``, ``-speed`` or
 ``-optical`` section without its expected line (hccn_tool's error text instead, or
 nothing) gives that key fact absent, with hccn_tool's words as the reason. ``...`` lines
 (elisions in a published capture) are skipped. Tested on the examples of Huawei's
@@ -41,6 +48,21 @@ _CMD = re.compile(r"hccn_tool\s+-i\s+(\d+)\s+-(\w+)\s+-g")
 _KV = re.compile(r"^(?:\[device \d+\])?\s*([A-Za-z][A-Za-z0-9 _()-]*?)\s*:\s*(.*)$")
 _MEASURE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z%]+)?$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*Mb/s$", re.IGNORECASE)
+# The query a line answers, by its key, for output saved without the command lines
+_QUERY_OF = {
+    "link status": "link",
+    "net health status": "net_health",
+    "ipaddr": "ip",
+    "netmask": "ip",
+    "optical info": "optical",
+    "fec mode": "fec",
+    "link up count": "link_stat",
+    "speed": "speed",
+}
+_BARE = re.compile(
+    r"\A\s*(?:link status: (?:UP|DOWN)|net health status: \w|ipaddr:\d|optical info:\s*$)",
+    re.M,
+)
 _KEY_FACT = {
     "link": ("link_status", None),
     "ip": ("ip_address", None),
@@ -59,9 +81,10 @@ def parse(text: str) -> list[Fact]:
     dims = FrozenDims({})
     lines: list[str] = []
     found: set[str] = set()
+    bare = False  # saved without its command lines: no device, no "missing" facts
 
     def close() -> None:
-        if query in _KEY_FACT:
+        if query in _KEY_FACT and not bare:
             name, unit = _KEY_FACT[query]
             if name not in found:
                 why = " | ".join(lines[:2]) or "no output"
@@ -79,11 +102,17 @@ def parse(text: str) -> list[Fact]:
             dims = FrozenDims({"device": int(m.group(1))})
             query, lines, found = m.group(2), [], set()
             continue
+        kv = _KV.match(line)
+        known = _QUERY_OF.get(kv.group(1).strip().lower()) if kv else None
+        if known and (not query or bare):  # no command lines: the key says the query
+            query, bare = known, True
         if not query:
             raise ParseError(
-                SOURCE, "output before any 'hccn_tool -i N -QUERY -g' line", line=lineno
+                SOURCE,
+                "neither a 'hccn_tool -i N -QUERY -g' line nor a line hccn_tool prints "
+                "('link status: UP', 'ipaddr:...'): not hccn_tool output",
+                line=lineno,
             )
-        kv = _KV.match(line)
         if kv is None:
             lines.append(line)
             continue
@@ -96,7 +125,25 @@ def parse(text: str) -> list[Fact]:
     close()
     if not query:
         raise ParseError(SOURCE, "no 'hccn_tool -i N -QUERY -g' section found")
-    return out
+    return out + _alarms(out)
+
+
+def _alarms(facts: list[Fact]) -> list[Fact]:
+    """hccn_tool's own verdicts as problem states: a link ``DOWN`` and a net health other
+    than ``Success`` (``Init``: not set up yet, a warning; any fault: critical) give
+    ``health_alarm`` beside the fact, and ``health_alarms`` counts them."""
+    out = []
+    for f in facts:
+        level = None
+        if f.name == "link_status" and f.value is not None and f.value != "UP":
+            level = "critical"
+        elif f.name == "net_health" and f.value is not None and f.value != "Success":
+            level = "warning" if f.value == "Init" else "critical"
+        if level:
+            out.append(
+                Fact(SOURCE, "health_alarm", level, None, f.dims, reason=f"{f.name} {f.value}")
+            )
+    return [*out, Fact(SOURCE, "health_alarms", len(out), "count")]
 
 
 def _fact(query: str, key: str, value: str, dims: FrozenDims, lineno: int) -> Fact | None:
@@ -113,6 +160,8 @@ def _fact(query: str, key: str, value: str, dims: FrozenDims, lineno: int) -> Fa
         name = "fec_mode"
     elif query == "link_stat" and low == "link up count":
         name, unit = "link_up_count", "count"
+        if not value.isdigit():
+            raise ParseError(SOURCE, f"link up count: not a number: {value!r}", line=lineno)
         v = int(value)
     elif query == "speed" and low == "speed":
         m = _SPEED.match(value)
@@ -139,6 +188,6 @@ PARSER = Parser(
     "hccn-tool",
     parse,
     "Ascend NPU RoCE port facts from hccn_tool -i N -link|-ip|-speed|-optical -g",
-    lambda t: bool(_CMD.search(t[:300])),
+    lambda t: bool(_CMD.search(t[:300]) or _BARE.search(t[:300])),
     emits="facts",
 )

@@ -69,7 +69,7 @@ from fractions import Fraction
 from aibench.errors import OutputError, ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Note, Scalar
 from aibench.parsers import Parser, Record
-from aibench.tools import Traits
+from aibench.traits import Traits
 from aibench.units import factor
 
 TOOL = "iperf2"

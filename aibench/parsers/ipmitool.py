@@ -2,15 +2,24 @@
 (``ipmitool sel elist`` or ``sel list``).
 
 ``ipmitool-sensor`` reads the ten-column listing of ``ipmitool sensor`` (``name | value |
-unit | status | lnr | lcr | lnc | unc | ucr | unr``) and the three-column one of ``ipmitool
+unit | status | lnr | lcr | lnc | unc | ucr | unr``), the three-column one of ``ipmitool
 sdr [list]`` (``name | value unit | status``; ``no reading`` and hex discrete values are
-not readings). Emitted per analog sensor with a reading (dims ``sensor``): by
+not readings) and the five-column one of ``sdr elist`` / ``sdr entity`` (``name | 09h |
+ok | 3.1 | 43 degrees C``). Emitted per analog sensor with a reading (dims ``sensor``): by
 unit, ``temperature`` (C, ``degrees C``), ``fan`` (RPM), ``fan_percent`` (%, fans read in
 ``percent``), ``power`` (W, ``Watts``), ``voltage`` (V, ``Volts``), ``current`` (A,
-``Amps``); a reading ``na`` is left out (not measured, never 0), discrete sensors and other
-units are left out. Per such sensor also the Fact ``sensor_status`` (ipmitool's status: ok,
-nc, cr, nr, ns ...) and, when the BMC gives them, the Measurements ``threshold_lcr`` and
-``threshold_ucr`` (the lower and upper critical thresholds, in the reading's unit).
+``Amps``), in whatever case and spelling the BMC gives the unit (``watts``, ``W``, the
+``Watts/hour`` of Lenovo BMCs); a reading ``na`` is left out (not measured, never 0),
+discrete sensors and other units are left out. Per such sensor also the Fact
+``sensor_status`` (ipmitool's status: ok, nc, cr, nr, ns ...) and, when the BMC gives them,
+the Measurements ``threshold_lcr`` and ``threshold_ucr`` (the lower and upper critical
+thresholds, in the reading's unit).
+
+Problem states. A sensor of any kind (discrete and unit-less ones too) whose status is past
+a threshold gives the Fact ``sensor_alarm``: ``warning`` for ``nc``/``lnc``/``unc``,
+``critical`` for ``cr``/``lcr``/``ucr`` and the non-recoverable ``nr``/``lnr``/``unr``,
+and a Note saying which; the listing gives the Fact ``sensor_alarms``, how many sensors
+are in alarm (0 on a healthy BMC: a check ``eq 0`` on it fails a node with one).
 
 ``ipmitool-sel`` reads ``ID | date | time | sensor | event | direction [| detail]`` lines
 (``sel elist`` names the sensor, ``sel list`` gives its number). Emitted per record, Facts
@@ -30,7 +39,7 @@ from __future__ import annotations
 import re
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Fact, FrozenDims, Measurement
+from aibench.model import Fact, FrozenDims, Measurement, Note
 from aibench.parsers import Parser, Record
 
 TOOL = "ipmitool"
@@ -42,6 +51,37 @@ UNITS = {
     "Volts": ("voltage", "V"),
     "Amps": ("current", "A"),
 }
+# Other spellings BMCs give the same units (lower-cased): "watts", "Watts/hour" (a
+# Lenovo XCC's power reading, in W: ipmitool adds the SDR's rate modifier), "W" ...
+_SPELLINGS = {
+    "degrees c": "degrees C",
+    "rpm": "RPM",
+    "percent": "percent",
+    "watts": "Watts",
+    "watt": "Watts",
+    "w": "Watts",
+    "watts/hour": "Watts",
+    "volts": "Volts",
+    "volt": "Volts",
+    "v": "Volts",
+    "amps": "Amps",
+    "amp": "Amps",
+    "a": "Amps",
+}
+# ipmitool's status words for a reading past a threshold: what each means, and the
+# sensor_alarm it raises (non-critical: warning; critical, non-recoverable: critical)
+STATUS_ALARMS = {
+    "nc": ("non-critical", "warning"),
+    "lnc": ("lower non-critical", "warning"),
+    "unc": ("upper non-critical", "warning"),
+    "cr": ("critical", "critical"),
+    "lcr": ("lower critical", "critical"),
+    "ucr": ("upper critical", "critical"),
+    "nr": ("non-recoverable", "critical"),
+    "lnr": ("lower non-recoverable", "critical"),
+    "unr": ("upper non-recoverable", "critical"),
+}
+_SDR_ID = re.compile(r"^[0-9a-fA-F]+h$")  # the sensor number column of sdr elist / entity
 # ipmitool's sensor type names (ipmi_sel.c / ipmi_sdr.c), longest first so that
 # "Power Supply" wins over "Power".
 SENSOR_TYPES = sorted(
@@ -120,7 +160,7 @@ def _check_failure(text: str, partial: list[Record]) -> None:
 
 def _num(cell: str, n: int, what: str) -> float | None:
     c = cell.strip()
-    if c in ("na", ""):
+    if c in ("na", "", "inf", "-inf"):  # no threshold set ("inf" on some HPE BMCs)
         return None
     try:
         return float(c)
@@ -128,32 +168,63 @@ def _num(cell: str, n: int, what: str) -> float | None:
         raise ParseError(TOOL, f"{what} is not a number: {c!r}", n) from None
 
 
+def _cells(line: str, n: int) -> tuple[str, str, str, str, list[str]]:
+    """(name, value, unit, status, cells) of one line of any of ipmitool's sensor forms."""
+    cells = [c.strip() for c in line.split("|")]
+    if len(cells) < 3:
+        raise ParseError(TOOL, f"a sensor line with {len(cells)} columns", n)
+    if len(cells) == 5 and _SDR_ID.match(cells[1]):  # sdr elist: name | 09h | ok | 3.1 | 43 C
+        cells = [cells[0], cells[4], cells[2]]
+    if len(cells) == 3:  # ipmitool sdr: name | value unit | status
+        name, reading, status = cells
+        value, _, unit = reading.partition(" ")
+        if reading == "no reading" or value.startswith("0x") or not _is_number(value):
+            value, unit = "na", "discrete"
+        return name, value, unit.strip(), status, cells
+    name, value, unit, status = cells[:4]
+    return name, value, unit, status, cells
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _alarm(name: str, status: str, dims: FrozenDims, n: int) -> list[Record]:
+    """A status past a threshold: the Fact ``sensor_alarm`` and a Note saying it."""
+    if status.lower() not in STATUS_ALARMS:
+        return []
+    meaning, level = STATUS_ALARMS[status.lower()]
+    return [
+        Fact(TOOL, "sensor_alarm", level, None, dims),
+        Note(TOOL, f"{name}: status {status} ({meaning})", "warning", n),
+    ]
+
+
 def parse_sensor(text: str) -> list[Record]:
     out: list[Record] = []
-    rows = 0
+    rows = alarms = 0
     for n, line in enumerate(text.splitlines(), 1):
         if "|" not in line:
             continue
-        cells = [c.strip() for c in line.split("|")]
-        if len(cells) < 3:
-            raise ParseError(TOOL, f"a sensor line with {len(cells)} columns", n)
         rows += 1
-        if len(cells) == 3:  # ipmitool sdr: name | value unit | status
-            name, reading, status = cells
-            value, _, unit = reading.partition(" ")
-            if reading == "no reading" or value.startswith("0x"):
-                value, unit = "na", unit if unit in UNITS else "discrete"
-        else:
-            name, value, unit, status = cells[:4]
-        spec = UNITS.get(unit)
-        if spec is None or unit == "discrete":
+        name, value, unit, status, cells = _cells(line, n)
+        dims = FrozenDims({"sensor": name})
+        alarm = _alarm(name, status, dims, n)
+        alarms += bool(alarm)
+        spec = UNITS.get(_SPELLINGS.get(unit.lower(), unit))
+        if spec is None:
+            out += alarm  # a discrete or unit-less sensor: only its alarm is read
             continue
         metric, u = spec
         v = _num(value, n, name)
-        dims = FrozenDims({"sensor": name})
         if v is not None:
             out.append(Measurement(TOOL, metric, v, u, dims))
         out.append(Fact(TOOL, "sensor_status", status, None, dims))
+        out += alarm
         if len(cells) >= 10:
             for col, label in ((5, "threshold_lcr"), (8, "threshold_ucr")):
                 t = _num(cells[col], n, f"{name} {label}")
@@ -162,6 +233,7 @@ def parse_sensor(text: str) -> list[Record]:
     _check_failure(text, out)
     if rows == 0:
         raise ParseError(TOOL, "no sensor line (name | value | unit | status ...)")
+    out.append(Fact(TOOL, "sensor_alarms", alarms))
     return out
 
 
@@ -212,8 +284,9 @@ def parse_sel(text: str) -> list[Record]:
 def _detect_sensor(text: str) -> bool:
     units = r"(degrees C|RPM|Watts|Volts|percent)"
     return bool(
-        re.search(rf"^[^|\n]+\|[^|\n]+\|\s*({units[1:-1]}|discrete)\s*\|", text, re.M)
-        or re.search(rf"^[^|\n]+\|\s*[0-9.]+ {units}\s*\|\s*\w+\s*$", text, re.M)
+        re.search(rf"^[^|\n]+\|[^|\n]+\|\s*({units[1:-1]}|discrete)\s*\|", text, re.M | re.I)
+        or re.search(rf"^[^|\n]+\|\s*[0-9.]+ {units}\S*\s*\|\s*\w+\s*$", text, re.M | re.I)
+        or re.search(r"^[^|\n]+\|\s*[0-9a-fA-F]+h\s*\|\s*\w+\s*\|\s*[0-9.]+\s*\|", text, re.M)
     )
 
 

@@ -82,7 +82,7 @@ from aibench.errors import ParseError
 from aibench.model import Fact, FrozenDims, Measurement
 from aibench.parsers import Parser, Record
 from aibench.parsers._mlperf_loadgen import TOOL, constraint_name, mode, percentile
-from aibench.parsers._mlperf_mllog import number
+from aibench.parsers._mlperf_mllog import Event, number
 from aibench.parsers._mlperf_mllog import read as read_mllog
 
 # ---------------------------------------------------------------------------- summary
@@ -148,14 +148,27 @@ def _fact(name: str, value: str | bool | None, reason: str = "") -> Fact:
 
 
 class _Summary:
-    """Accumulates the records of one summary, without duplicates."""
+    """Reads a summary line by line, in the section each line is in, and accumulates its
+    records without duplicates."""
 
-    def __init__(self) -> None:
+    def __init__(self, n_lines: int) -> None:
         self.facts: list[Record] = []
         self.pending: list[tuple[int, str, str, float, dict[str, float]]] = []
         self.seen: dict[tuple[str, tuple[tuple[str, float], ...]], float] = {}
         self.scenario = ""
         self.mode = ""
+        self.section = "head"
+        # LoadGen 1.x MultiStream prints a "Per-query latency:" block AND a "Per-sample
+        # latency:" block with the same keys: per-query stays ``latency*`` (as in the one
+        # block of newer MultiStream summaries), per-sample is ``sample_latency*``.
+        self.block = ""
+        self.params_at = n_lines + 1
+        self.concatenated = False  # LoadGen 5.x: the samples_per_query setting is not what ran
+        self.es_kind: str | None = None
+        self.recommendations: list[str] = []
+        self.in_recs = False
+        self.validity: str | None = None
+        self.constraints: list[tuple[str, bool]] = []
 
     def measure(self, line: int, metric: str, unit: str, raw: str, **dims: float) -> None:
         v = number(raw)
@@ -166,6 +179,145 @@ class _Summary:
             return  # the primary metric repeated in the stats block
         self.seen[key] = v
         self.pending.append((line, metric, unit, v, dims))
+
+    def line(self, n: int, raw: str) -> None:
+        """One line: a section heading, the closing counts, a results line, a key: value."""
+        ln = raw.rstrip()
+        st = ln.strip()
+        if not st.strip("="):  # blank, or a rule of "=" only
+            return
+        if _BANNER in ln:
+            self.section = "results"
+            return
+        if st == "Additional Stats":
+            self.section, self.es_kind, self.in_recs = "stats", None, False
+            return
+        if st == "Test Parameters Used":
+            self.section, self.es_kind, self.in_recs = "params", None, False
+            self.params_at = n
+            return
+        # _COUNT_LINE needs "No" or a digit first (st is ln without its leading blanks)
+        cm = _COUNT_LINE.match(ln) if st[0] in "Nn" or st[0].isdecimal() else None
+        if cm:
+            k = 0 if cm.group(1).lower() == "no" else int(cm.group(1))
+            metric = "warnings" if cm.group(2).lower().startswith("warning") else "errors"
+            self.measure(n, metric, "count", str(k))
+            return
+        if self.section == "results" and self.results_line(n, ln, st):
+            return
+        kv = _kv(ln)
+        if kv is not None:
+            self.key_value(n, ln, *kv)
+
+    def results_line(self, n: int, ln: str, st: str) -> bool:
+        """A line of the results section that is no key: value (early stopping estimates,
+        recommendations, constraints satisfied); whether it was one."""
+        esm = _ES_BLOCK.match(st) if "Early Stopping Result:" in st else None
+        if esm:
+            self.es_kind, self.in_recs = (esm.group(1) or ""), False
+            return True
+        if st == "Recommendations:":
+            self.in_recs, self.es_kind = True, None
+            return True
+        if st.startswith("*") or ln.startswith(" "):
+            # bullet lines and their continuations belong to the current block
+            if self.in_recs:
+                self.recommendations.append(st.lstrip("*").strip())
+                return True
+            if self.es_kind is not None:
+                em = _ES_EST.match(ln)
+                if em:
+                    metric = _ES_METRIC[self.es_kind]
+                    self.measure(n, metric, "ns", em.group(2), percentile=percentile(em.group(1)))
+                return True
+        sat = _SATISFIED.match(ln)
+        if sat:
+            ok = sat.group(2).lower() == "yes"
+            if sat.group(2).lower() not in ("yes", "no"):
+                raise ParseError(TOOL, f"cannot read {sat.group(2)!r} as Yes/NO", line=n)
+            self.constraints.append((constraint_name(sat.group(1)), ok))
+            return True
+        return False
+
+    def key_value(self, n: int, ln: str, key: str, val: str) -> None:
+        lk = key.lower()
+        section = self.section
+        if section in ("head", "results") and lk in ("sut name", "scenario", "mode", "result is"):
+            if lk == "sut name":
+                self.facts.append(_fact("sut_name", val))
+            elif lk == "scenario":
+                self.scenario = val
+            elif lk == "mode":
+                self.mode = mode(val)
+            else:
+                self.validity = val
+            return
+        if section == "stats" and lk in ("per-query latency", "per-sample latency"):
+            self.block = lk.split()[0]
+            return
+        if section == "params":
+            self.parameter(n, ln, key, val)
+            return
+        sample_block = section == "stats" and self.block == "per-sample"
+        if lk in _SUMMARY_KEYS:
+            metric, unit = _SUMMARY_KEYS[lk]
+            if sample_block and metric.startswith("latency"):
+                metric = "sample_" + metric
+            self.measure(n, metric, unit, val)
+            return
+        for rx, metric in _PCT_KEYS if key[:1].isdecimal() else ():  # they start with \d
+            pm = rx.match(key)
+            if pm:
+                if sample_block and metric == "latency":
+                    metric = "sample_latency"
+                self.measure(n, metric, "ns", val, percentile=percentile(pm.group(1)))
+                break
+
+    def parameter(self, n: int, ln: str, key: str, val: str) -> None:
+        """A line of the test parameters used."""
+        if ln.startswith("WARNING: sample_concatenate_permutation"):
+            self.concatenated = True
+            return
+        p = _PARAMS.get(key.lower())
+        if p is not None:
+            v = number(val)
+            if v is None:
+                raise ParseError(TOOL, f"{key}: cannot read the number {val!r}", line=n)
+            if not (p[2] and v == 0):
+                self.measure(n, p[0], p[1], val)
+
+    def records(self) -> list[Record]:
+        """The facts (scenario, mode, validity, constraints, recommendations), then the
+        measurements."""
+        validity = self.validity
+        if validity is None:
+            raise ParseError(
+                TOOL, "no 'Result is' line: the summary is cut or not a LoadGen summary"
+            )
+        if self.concatenated:
+            self.pending = [
+                p
+                for p in self.pending
+                if not (p[1] == "samples_per_query" and p[0] > self.params_at)
+            ]
+        facts: list[Record] = [
+            _fact("scenario", self.scenario or None, "" if self.scenario else "no Scenario line"),
+            _fact("mode", self.mode or None, "" if self.mode else "no Mode line"),
+            *self.facts,
+            _fact("result_validity", validity),
+        ]
+        facts += [_fact(name, ok) for name, ok in self.constraints]
+        if validity.upper() == "INVALID":
+            failed = [name for name, ok in self.constraints if not ok]
+            if failed:
+                facts.append(_fact("failed_constraints", ", ".join(failed)))
+            else:
+                reason = "INVALID, but no constraint says NO"
+                facts.append(_fact("failed_constraints", None, reason))
+        if self.recommendations:
+            text = " ".join(r for r in self.recommendations if r)
+            facts.append(_fact("recommendation", text))
+        return facts + self.measurements()
 
     def measurements(self) -> list[Record]:
         base: dict[str, str | float] = {}
@@ -199,139 +351,10 @@ def parse_summary(text: str) -> list[Record]:
     lines = text.splitlines()
     if not any(_BANNER in ln for ln in lines):
         return _summary_without_results(lines)
-    s = _Summary()
-    section = "head"
-    # LoadGen 1.x MultiStream prints a "Per-query latency:" block AND a "Per-sample
-    # latency:" block with the same keys: per-query stays ``latency*`` (as in the one
-    # block of newer MultiStream summaries), per-sample is ``sample_latency*``.
-    block = ""
-    params_at = len(lines) + 1
-    concatenated = False  # LoadGen 5.x: the samples_per_query setting is not what ran
-    es_kind: str | None = None
-    recommendations: list[str] = []
-    in_recs = False
-    validity: str | None = None
-    constraints: list[tuple[str, bool]] = []
+    s = _Summary(len(lines))
     for n, raw in enumerate(lines, start=1):
-        ln = raw.rstrip()
-        st = ln.strip()
-        if not st.strip("="):  # blank, or a rule of "=" only
-            continue
-        if _BANNER in ln:
-            section = "results"
-            continue
-        if st == "Additional Stats":
-            section, es_kind, in_recs = "stats", None, False
-            continue
-        if st == "Test Parameters Used":
-            section, es_kind, in_recs = "params", None, False
-            params_at = n
-            continue
-        # _COUNT_LINE needs "No" or a digit first (st is ln without its leading blanks)
-        cm = _COUNT_LINE.match(ln) if st[0] in "Nn" or st[0].isdecimal() else None
-        if cm:
-            k = 0 if cm.group(1).lower() == "no" else int(cm.group(1))
-            metric = "warnings" if cm.group(2).lower().startswith("warning") else "errors"
-            s.measure(n, metric, "count", str(k))
-            continue
-        if section == "results":
-            esm = _ES_BLOCK.match(st) if "Early Stopping Result:" in st else None
-            if esm:
-                es_kind, in_recs = (esm.group(1) or ""), False
-                continue
-            if st == "Recommendations:":
-                in_recs, es_kind = True, None
-                continue
-            if st.startswith("*") or ln.startswith(" "):
-                # bullet lines and their continuations belong to the current block
-                if in_recs:
-                    recommendations.append(st.lstrip("*").strip())
-                    continue
-                if es_kind is not None:
-                    em = _ES_EST.match(ln)
-                    if em:
-                        s.measure(
-                            n,
-                            _ES_METRIC[es_kind],
-                            "ns",
-                            em.group(2),
-                            percentile=percentile(em.group(1)),
-                        )
-                    continue
-            sat = _SATISFIED.match(ln)
-            if sat:
-                ok = sat.group(2).lower() == "yes"
-                if sat.group(2).lower() not in ("yes", "no"):
-                    raise ParseError(TOOL, f"cannot read {sat.group(2)!r} as Yes/NO", line=n)
-                constraints.append((constraint_name(sat.group(1)), ok))
-                continue
-        kv = _kv(ln)
-        if kv is None:
-            continue
-        key, val = kv
-        lk = key.lower()
-        if section in ("head", "results"):
-            if lk == "sut name":
-                s.facts.append(_fact("sut_name", val))
-                continue
-            if lk == "scenario":
-                s.scenario = val
-                continue
-            if lk == "mode":
-                s.mode = mode(val)
-                continue
-            if lk == "result is":
-                validity = val
-                continue
-        if section == "stats" and lk in ("per-query latency", "per-sample latency"):
-            block = lk.split()[0]
-            continue
-        if section == "params" and ln.startswith("WARNING: sample_concatenate_permutation"):
-            concatenated = True
-            continue
-        if section == "params":
-            p = _PARAMS.get(lk)
-            if p is not None:
-                v = number(val)
-                if v is None:
-                    raise ParseError(TOOL, f"{key}: cannot read the number {val!r}", line=n)
-                if not (p[2] and v == 0):
-                    s.measure(n, p[0], p[1], val)
-            continue
-        sample_block = section == "stats" and block == "per-sample"
-        if lk in _SUMMARY_KEYS:
-            metric, unit = _SUMMARY_KEYS[lk]
-            if sample_block and metric.startswith("latency"):
-                metric = "sample_" + metric
-            s.measure(n, metric, unit, val)
-            continue
-        for rx, metric in _PCT_KEYS if key[:1].isdecimal() else ():  # they start with \d
-            pm = rx.match(key)
-            if pm:
-                if sample_block and metric == "latency":
-                    metric = "sample_latency"
-                s.measure(n, metric, "ns", val, percentile=percentile(pm.group(1)))
-                break
-    if validity is None:
-        raise ParseError(TOOL, "no 'Result is' line: the summary is cut or not a LoadGen summary")
-    if concatenated:
-        s.pending = [p for p in s.pending if not (p[1] == "samples_per_query" and p[0] > params_at)]
-    facts: list[Record] = [
-        _fact("scenario", s.scenario or None, "" if s.scenario else "no Scenario line"),
-        _fact("mode", s.mode or None, "" if s.mode else "no Mode line"),
-        *s.facts,
-        _fact("result_validity", validity),
-    ]
-    facts += [_fact(name, ok) for name, ok in constraints]
-    if validity.upper() == "INVALID":
-        failed = [name for name, ok in constraints if not ok]
-        if failed:
-            facts.append(_fact("failed_constraints", ", ".join(failed)))
-        else:
-            facts.append(_fact("failed_constraints", None, "INVALID, but no constraint says NO"))
-    if recommendations:
-        facts.append(_fact("recommendation", " ".join(r for r in recommendations if r)))
-    return facts + s.measurements()
+        s.line(n, raw)
+    return s.records()
 
 
 def _summary_without_results(lines: list[str]) -> list[Record]:
@@ -434,31 +457,7 @@ def _detail_mllog(text: str) -> list[Record]:
     first_value: dict[str, object] = {}
     for ev in events:
         first_value.setdefault(ev.key, ev.value)
-    scen = first_value.get("effective_scenario") or first_value.get("requested_scenario")
-    tmode = first_value.get("effective_test_mode") or first_value.get("requested_test_mode")
-    scen_s = scen if isinstance(scen, str) else ""
-    mode_s = mode(tmode) if isinstance(tmode, str) else ""
-    base: dict[str, str | float] = {}
-    if scen_s:
-        base["scenario"] = scen_s
-    if mode_s:
-        base["mode"] = mode_s
-
-    facts: list[Record] = [
-        _fact("scenario", scen_s or None, "" if scen_s else "no effective_scenario key"),
-        _fact("mode", mode_s or None, "" if mode_s else "no effective_test_mode key"),
-    ]
-    for key, name in (("sut_name", "sut_name"), ("loadgen_version", "loadgen_version")):
-        v = first_value.get(key)
-        if isinstance(v, str):
-            facts.append(_fact(name, v))
-    rv = first_value.get("result_validity")
-    if isinstance(rv, str):
-        facts.append(_fact("result_validity", rv))
-    else:
-        facts.append(
-            _fact("result_validity", None, "no result_validity key (accuracy mode or cut log)")
-        )
+    base, facts = _detail_head(first_value)
     meas: list[Record] = []
     errors = warnings = 0
     first_error: str | None = None
@@ -469,27 +468,7 @@ def _detail_mllog(text: str) -> list[Record]:
                 first_error = f"{ev.key}: {ev.value}"
         if ev.metadata.get("is_warning") is True:
             warnings += 1
-        if ev.key in _RESULT_FACTS:
-            b = _bool(ev.value)
-            facts.append(_fact(_RESULT_FACTS[ev.key], b, "" if b is not None else f"{ev.value!r}"))
-            continue
-        if ev.key.startswith("early_stopping_") and ev.key.endswith("_result"):
-            if isinstance(ev.value, str) and ev.value.strip():
-                facts.append(_fact(ev.key, " ".join(ev.value.split())))
-            continue
-        if ev.key == "result_invalid_reason":
-            if isinstance(ev.value, str) and ev.value.strip():
-                facts.append(_fact("recommendation", " ".join(ev.value.split())))
-            continue
-        if (
-            not ev.key.startswith("result_")
-            or ev.key in _RESULT_SKIP
-            or ev.key == "result_validity"
-        ):
-            continue
-        m = _result_measurement(ev.key, ev.value, ev.line, base)
-        if m is not None:
-            meas.append(m)
+        _detail_event(ev, base, facts, meas)
     if first_error is None:
         facts.append(_fact("first_error", None, "no message flagged is_error"))
     else:
@@ -514,6 +493,60 @@ def _detail_mllog(text: str) -> list[Record]:
         )
         facts.append(_fact("log_problem", f"line {problems[0].line}: {problems[0].reason}"))
     return facts + meas
+
+
+def _detail_head(first_value: dict[str, object]) -> tuple[dict[str, str | float], list[Record]]:
+    """The dims every measurement carries (scenario, mode) and the facts of the run: the
+    scenario, mode, SUT, LoadGen version and the result's validity."""
+    scen = first_value.get("effective_scenario") or first_value.get("requested_scenario")
+    tmode = first_value.get("effective_test_mode") or first_value.get("requested_test_mode")
+    scen_s = scen if isinstance(scen, str) else ""
+    mode_s = mode(tmode) if isinstance(tmode, str) else ""
+    base: dict[str, str | float] = {}
+    if scen_s:
+        base["scenario"] = scen_s
+    if mode_s:
+        base["mode"] = mode_s
+    facts: list[Record] = [
+        _fact("scenario", scen_s or None, "" if scen_s else "no effective_scenario key"),
+        _fact("mode", mode_s or None, "" if mode_s else "no effective_test_mode key"),
+    ]
+    for key, name in (("sut_name", "sut_name"), ("loadgen_version", "loadgen_version")):
+        v = first_value.get(key)
+        if isinstance(v, str):
+            facts.append(_fact(name, v))
+    rv = first_value.get("result_validity")
+    if isinstance(rv, str):
+        facts.append(_fact("result_validity", rv))
+    else:
+        facts.append(
+            _fact("result_validity", None, "no result_validity key (accuracy mode or cut log)")
+        )
+    return base, facts
+
+
+def _detail_event(
+    ev: Event, base: dict[str, str | float], facts: list[Record], meas: list[Record]
+) -> None:
+    """One event's record, if it is a result: a fact (constraints, early stopping, why
+    invalid) or a measurement (``result_*``)."""
+    if ev.key in _RESULT_FACTS:
+        b = _bool(ev.value)
+        facts.append(_fact(_RESULT_FACTS[ev.key], b, "" if b is not None else f"{ev.value!r}"))
+        return
+    if ev.key.startswith("early_stopping_") and ev.key.endswith("_result"):
+        if isinstance(ev.value, str) and ev.value.strip():
+            facts.append(_fact(ev.key, " ".join(ev.value.split())))
+        return
+    if ev.key == "result_invalid_reason":
+        if isinstance(ev.value, str) and ev.value.strip():
+            facts.append(_fact("recommendation", " ".join(ev.value.split())))
+        return
+    if not ev.key.startswith("result_") or ev.key in _RESULT_SKIP or ev.key == "result_validity":
+        return
+    m = _result_measurement(ev.key, ev.value, ev.line, base)
+    if m is not None:
+        meas.append(m)
 
 
 def _result_measurement(

@@ -41,6 +41,9 @@ Emits (tool ``mlperf-training``):
   mlperf-logging's package data (cached; same input, same output); ``global_batch_size`` and
   ``train_samples`` (count; the first one logged; a one-element list such as
   Graphcore's ``[3259535]`` is read as its element).
+* ``train_throughput`` (samples/s; dim ``stat``: ``mean`` over the ``tracked_stats``
+  events that log a ``throughput``, and the ``last`` one), where the implementation logs
+  it (NVIDIA's and AMD's do: resnet, maskrcnn, retinanet, llama2_70b_lora, gnn ...).
 * ``log_problems`` (count) and a Fact ``log_problem`` (the first problem, with its
   line) only when some marked lines could not be read or an eval_accuracy value is not a
   finite number (null, true, "True", NaN: logged, not crashed on, never turned into 0).
@@ -115,6 +118,24 @@ def _count(name: str, ev: Event | None, problems: list[Problem]) -> list[Record]
     return [Measurement(tool=TOOL, metric=name, value=v, unit="count")]
 
 
+def _throughput(events: list[Event]) -> list[Record]:
+    """``train_throughput`` (samples/s, dim ``stat`` = mean | last): the ``throughput`` the
+    implementation logs in its ``tracked_stats`` events, over the run."""
+    values = [
+        v
+        for ev in events
+        if ev.key == "tracked_stats" and isinstance(ev.value, dict)
+        for v in [_number(ev.value.get("throughput"))]
+        if v is not None
+    ]
+    if not values:
+        return []
+    return [
+        Measurement(TOOL, "train_throughput", value, "samples/s", FrozenDims({"stat": stat}))
+        for stat, value in (("mean", sum(values) / len(values)), ("last", values[-1]))
+    ]
+
+
 def _records(
     events: list[Event], problems: list[Problem]
 ) -> tuple[list[Record], Event | None, Event | None]:
@@ -151,6 +172,7 @@ def _records(
     meas: list[Record] = []
     meas += _count("global_batch_size", _first(events, ("global_batch_size",)), problems)
     meas += _count("train_samples", _first(events, ("train_samples",)), problems)
+    meas += _throughput(events)
     bench = _first(events, _SUBMISSION[0][1])
     benchmark = bench.value if bench is not None and isinstance(bench.value, str) else ""
     seen: dict[str, mlperf_rules.Quality] = {}

@@ -69,7 +69,8 @@ Failed data checks (ToolFailure): a ``#wrong`` above 0 (JSON ``nwrong``), a pre-
 integers, times n-1), ``Out of bounds values : N FAILED`` and ``Avg bus bandwidth : X
 FAILED`` (the ``NCCL_TESTS_MIN_BW`` check). nccl-tests goes on after them, and so does the
 parser: every run of the log is read to its footer, the failing rows included, and all of
-it is the ``partial`` of one ToolFailure raised at the end, whose reason names each failed
+it is the ``partial`` of one ToolFailure raised at the end (with ``oob_values``, the count
+of an ``Out of bounds values : N`` above 0, per table), whose reason names each failed
 run by its collective (or ``table N``) with the tool's words: the first failed row (and how
 many more) and its footer. Lines that end the run at once are a ToolFailure right away
 with what was read before them: ``Test NCCL failure`` / ``Test CUDA failure`` / ``Test
@@ -87,7 +88,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aibench.errors import ParseError, ToolFailure
@@ -145,12 +146,7 @@ def parse(text: str) -> list[Record]:
 
 
 def _parse_text(text: str) -> list[Record]:
-    out: list[tuple[int, list[Measurement]]] = []  # per run read to its footer: number, records
-    notes: list[Note] = []
-    failed: list[tuple[str | None, int, list[tuple[int, str]]]] = []  # op, run, failures
-    section: Section | None = None
-    pending_op: str | None = None
-    tables = 0  # results tables seen: their number is the dim "run" when more than one
+    log = _Log()
     for no, raw in enumerate(text.splitlines(), start=1):
         # every launcher prefix starts with "[" or holds ": " (srun --label's "0: ")
         line = _strip_prefix(raw) if raw[:1] == "[" or ": " in raw else raw.rstrip()
@@ -158,79 +154,117 @@ def _parse_text(text: str) -> list[Record]:
             continue
         # the substring tests are cheap and _FAILURE cannot match without one of them
         if ("failure" in line or "GPUs:" in line) and _FAILURE.search(line):
-            raise _failed(line.strip(), no, out, section, tables, notes)
+            raise _failed(line.strip(), no, log.out, log.section, log.tables, log.notes)
         if ("signal" in line or "CANCELLED" in line or "aborted" in line) and _CUT.search(line):
-            raise _failed(line.strip(), no, out, section, tables, notes, cut=True)
+            raise _failed(line.strip(), no, log.out, log.section, log.tables, log.notes, cut=True)
         if line[0] == "#":
-            # each pattern below needs its words in the line: test them first, it is cheaper
-            m = _STARTING.match(line) if "Collective test starting:" in line else None
-            if m:
-                pending_op = _op_name(m.group(1))
-                continue
-            if line.lstrip("# ").startswith("nThread"):
-                if section is not None and section.records:
-                    raise ParseError(
-                        TOOL, "a new run starts before the previous one printed its footer", no
-                    )
-                section = Section(op=pending_op, start=no)
-                pending_op = None
-                continue
-            if "Reducing maxBytes" in line:
-                notes.append(Note(TOOL, line.lstrip("# ").strip(), line=no))
-                continue
-            names = line.lstrip("#").split() if "busbw" in line else []
-            is_header = "size" in names and "busbw" in names
-            if section is None and is_header:
-                # the head of the log (# nThread ...) was cut, as by `tail` or a copy
-                # that starts at "# Using devices": the table is still whole
-                section = Section(op=pending_op, start=no)
-                pending_op = None
-            if section is None:
-                continue
-            if "Rank" in line and _RANK.match(line):
-                section.ranks += 1
-                continue
-            if is_header:
-                section.set_header(names, no)
-                tables += 1
-                section.run = tables
-                continue
-            m = _OOB.match(line) if "Out of bounds values" in line else None
-            if m:
-                if int(m.group(1)) > 0 or m.group(2) == "FAILED":
-                    section.failures.append((no, line.lstrip("# ").strip()))
-                continue
-            m = _AVG.match(line) if "Avg bus bandwidth" in line else None
-            if m:
-                avg = _footer(section, m.group(1), no)
-                out.append((section.run, [*section.records, *([avg] if avg else [])]))
-                if m.group(2) == "FAILED":
-                    section.failures.append((no, line.lstrip("# ").strip()))
-                if section.failures:
-                    failed.append((section.op, section.run, section.failures))
-                section = None
+            log.comment(line, no)
             continue
+        section = log.section
         if section is None or section.columns is None:
             continue
         tokens = line.split()
         if not tokens[0].isdigit():
             continue  # NCCL INFO/WARN lines, launcher chatter
         section.add_row(line, no, tokens)
-    if section is not None and section.columns is not None:
-        raise ParseError(
-            TOOL,
-            "the log ends inside a results table (no 'Avg bus bandwidth' footer): the run was cut",
-            section.start,
-        )
-    if not tables:
-        raise ParseError(
-            TOOL, "no nccl-tests results table (no header line with 'size' and 'busbw')"
-        )
-    records: list[Record] = [*_numbered(out, tables), *notes]
-    failures = [f for op, run, fs in failed for f in _label(op, run if tables > 1 else 0, fs)]
-    if failures:
-        raise ToolFailure(TOOL, _reasons(failures), line=failures[0][0], partial=[*records])
-    return records
+    return log.outcome()
+
+
+@dataclass
+class _Log:
+    """What the log read so far holds: the runs read to their footer, the notes, the
+    failed checks, the run being read and the collective announced for the next one."""
+
+    out: list[tuple[int, list[Measurement]]] = field(default_factory=list)  # run, records
+    notes: list[Note] = field(default_factory=list)
+    failed: list[tuple[str | None, int, list[tuple[int, str]]]] = field(
+        default_factory=list
+    )  # op, run, failures
+    section: Section | None = None
+    pending_op: str | None = None
+    tables: int = 0  # results tables seen: their number is the dim "run" when more than one
+
+    def comment(self, line: str, no: int) -> None:
+        """A ``#`` line: a run's start, its header, its ranks, its checks and its footer."""
+        # each pattern below needs its words in the line: test them first, it is cheaper
+        m = _STARTING.match(line) if "Collective test starting:" in line else None
+        if m:
+            self.pending_op = _op_name(m.group(1))
+            return
+        if line.lstrip("# ").startswith("nThread"):
+            if self.section is not None and self.section.records:
+                raise ParseError(
+                    TOOL, "a new run starts before the previous one printed its footer", no
+                )
+            self.section = Section(op=self.pending_op, start=no)
+            self.pending_op = None
+            return
+        if "Reducing maxBytes" in line:
+            self.notes.append(Note(TOOL, line.lstrip("# ").strip(), line=no))
+            return
+        names = line.lstrip("#").split() if "busbw" in line else []
+        is_header = "size" in names and "busbw" in names
+        if self.section is None and is_header:
+            # the head of the log (# nThread ...) was cut, as by `tail` or a copy
+            # that starts at "# Using devices": the table is still whole
+            self.section = Section(op=self.pending_op, start=no)
+            self.pending_op = None
+        section = self.section
+        if section is None:
+            return
+        if "Rank" in line and _RANK.match(line):
+            section.ranks += 1
+        elif is_header:
+            section.set_header(names, no)
+            self.tables += 1
+            section.run = self.tables
+        elif m := (_OOB.match(line) if "Out of bounds values" in line else None):
+            _out_of_bounds(section, m, line, no)
+        elif m := (_AVG.match(line) if "Avg bus bandwidth" in line else None):
+            self._close(section, m, line, no)
+
+    def _close(self, section: Section, m: re.Match[str], line: str, no: int) -> None:
+        """The footer ``# Avg bus bandwidth``: the run's records are complete."""
+        avg = _footer(section, m.group(1), no)
+        self.out.append((section.run, [*section.records, *([avg] if avg else [])]))
+        if m.group(2) == "FAILED":
+            section.failures.append((no, line.lstrip("# ").strip()))
+        if section.failures:
+            self.failed.append((section.op, section.run, section.failures))
+        self.section = None
+
+    def outcome(self) -> list[Record]:
+        """The records of every run and the notes; a ToolFailure (with them) if a check
+        failed; a ParseError if the log holds no table or ends inside one."""
+        tables = self.tables
+        if self.section is not None and self.section.columns is not None:
+            raise ParseError(
+                TOOL,
+                "the log ends inside a results table (no 'Avg bus bandwidth' footer): "
+                "the run was cut",
+                self.section.start,
+            )
+        if not tables:
+            raise ParseError(
+                TOOL, "no nccl-tests results table (no header line with 'size' and 'busbw')"
+            )
+        records: list[Record] = [*_numbered(self.out, tables), *self.notes]
+        failures = [
+            f for op, run, fs in self.failed for f in _label(op, run if tables > 1 else 0, fs)
+        ]
+        if failures:
+            raise ToolFailure(TOOL, _reasons(failures), line=failures[0][0], partial=[*records])
+        return records
+
+
+def _out_of_bounds(section: Section, m: re.Match[str], line: str, no: int) -> None:
+    """``# Out of bounds values : N OK|FAILED``: how many values were wrong is kept beside
+    the failure."""
+    if int(m.group(1)) > 0:
+        oob = FrozenDims({"op": section.op} if section.op else {})
+        section.records.append(Measurement(TOOL, "oob_values", int(m.group(1)), "count", oob))
+    if int(m.group(1)) > 0 or m.group(2) == "FAILED":
+        section.failures.append((no, line.lstrip("# ").strip()))
 
 
 def _label(op: str | None, run: int, failures: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -340,7 +374,23 @@ def _int(value: Any) -> int:
     return int(value) if math.isfinite(value) else 0
 
 
+# What says a log is RCCL-tests' (same tables): its version line or an RCCL banner, the
+# library, an AMD device name, or the "Device 738c" that HIP prints for an unnamed GPU.
+_RCCL = re.compile(
+    r"rccl-tests|\bRCCL\b|librccl|AMD Instinct|\bRadeon\b|\] Device [0-9a-f]{4}\b", re.I
+)
+
+
+def rccl_marked(text: str) -> bool:
+    return _RCCL.search(text[:20000]) is not None
+
+
 def detect(text: str) -> bool:
+    return _table_log(text) and not rccl_marked(text)
+
+
+def _table_log(text: str) -> bool:
+    """An NCCL-tests (or RCCL-tests) log or JSON result file."""
     head = text[:20000]
     if "# nThread" in head and ("busbw" in head or "Using devices" in head):
         return True

@@ -9,7 +9,9 @@ the tool's version and the installed NPU driver's). Each chip is two rows:
 | Phy-ID] | Bus-Id | AICore(%) Memory-Usage(MB) [HBM-Usage(MB)] |``. Facts: ``npu_count``
 (distinct NPU ids), ``chip_count``; per chip (dims ``npu``, ``chip``): ``product_name``
 (910B2, 910B2C, Ascend910, 310B4 ...), ``health`` (OK | Warning | Alarm | Critical as
-printed), ``power`` (W; ``-`` on the second chip of a two-chip card is absent), ``temp``
+printed; a chip not ``OK`` also gives ``health_alarm``: ``warning`` for Warning,
+``critical`` for Alarm and Critical, and the node fact ``health_alarms`` counts them),
+``power`` (W; ``-`` on the second chip of a two-chip card is absent), ``temp``
 (C), ``phy_id`` / ``device_id`` (the second id of the chip row, as the header names it),
 ``hugepages_used`` / ``hugepages_total`` (page), ``aicore_usage`` (%),
 ``memory_used`` / ``memory_total`` (MiB, the chip's DDR), ``hbm_used`` / ``hbm_total``
@@ -116,9 +118,11 @@ def parse_info(text: str) -> list[Fact]:
         raise ParseError(SOURCE, "a chip's first row without its second row", line=pending[3])
     if not header:
         raise ParseError(SOURCE, "no '| npu-smi X  Version: Y |' header: not npu-smi info")
+    alarms = sum(1 for f in out if f.name == "health_alarm")
     counts = [
         Fact(SOURCE, "npu_count", len(npus), "count"),
         Fact(SOURCE, "chip_count", chips, "count"),
+        Fact(SOURCE, "health_alarms", alarms, "count"),
     ]
     return header + counts + out
 
@@ -145,6 +149,8 @@ def _chip(
 
     add("product_name", name or None)
     add("health", top[1] or None)
+    if top[1] and top[1] != "OK":  # npu-smi's own verdict on the chip: a problem state
+        add("health_alarm", "warning" if top[1] == "Warning" else "critical")
     power_temp_huge = _pairs(top[2])
     if len(power_temp_huge) != 3:
         raise ParseError(SOURCE, f"NPU {npu}: power, temp, hugepages: {top[2]!r}", line=lineno - 1)

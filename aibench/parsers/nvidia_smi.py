@@ -361,65 +361,76 @@ def _q_gpu(index: int, g: dict[tuple[str, ...], tuple[str, int]]) -> list[Fact]:
 def _q_ecc(index: int, g: dict[tuple[str, ...], tuple[str, int]]) -> list[Fact]:
     out: list[Fact] = []
     for scope in ("Volatile", "Aggregate"):
-        corrected: int | None = 0
-        uncorrected: int | None = 0
-        any_count = False
-        for p, (raw, line) in g.items():
-            if len(p) != 3 or p[0] != "ECC Errors" or p[1] != scope:
-                continue
-            label = p[2]
-            low = label.lower()
-            if "threshold" in low:
-                continue
-            kind = _snake(label)
-            f = _typed(
-                "ecc_errors",
-                raw,
-                "int",
-                "count",
-                index,
-                line,
-                " > ".join(p),
-                scope=scope.lower(),
-                counter=kind,
-            )
-            out.append(f)
-            any_count = True
-            is_unc = "uncorrectable" in low or "double" in low
-            if f.value is None:
-                if is_unc:
-                    uncorrected = None
-                else:
-                    corrected = None
-                continue
-            assert isinstance(f.value, int)
-            if is_unc and uncorrected is not None:
-                uncorrected += f.value
-            elif not is_unc and corrected is not None:
-                corrected += f.value
-        if any_count:
-            why = f"ECC Errors > {scope}: a count is N/A"
-            out.append(
-                _fact(
-                    "ecc_corrected_total",
-                    corrected,
-                    "count",
-                    index,
-                    reason="" if corrected is not None else why,
-                    scope=scope.lower(),
-                )
-            )
-            out.append(
-                _fact(
-                    "ecc_uncorrected_total",
-                    uncorrected,
-                    "count",
-                    index,
-                    reason="" if uncorrected is not None else why,
-                    scope=scope.lower(),
-                )
-            )
+        out.extend(_q_ecc_scope(index, g, scope))
     return out
+
+
+def _q_ecc_scope(index: int, g: dict[tuple[str, ...], tuple[str, int]], scope: str) -> list[Fact]:
+    """The counters under ``ECC Errors > scope`` (thresholds left out) and, when there
+    are any, their corrected and uncorrected totals (None when a count is N/A)."""
+    out: list[Fact] = []
+    corrected: int | None = 0
+    uncorrected: int | None = 0
+    for p, (raw, line) in g.items():
+        if len(p) != 3 or p[0] != "ECC Errors" or p[1] != scope:
+            continue
+        label = p[2]
+        low = label.lower()
+        if "threshold" in low:
+            continue
+        kind = _snake(label)
+        f = _typed(
+            "ecc_errors",
+            raw,
+            "int",
+            "count",
+            index,
+            line,
+            " > ".join(p),
+            scope=scope.lower(),
+            counter=kind,
+        )
+        out.append(f)
+        is_unc = "uncorrectable" in low or "double" in low
+        if f.value is None:
+            if is_unc:
+                uncorrected = None
+            else:
+                corrected = None
+            continue
+        assert isinstance(f.value, int)
+        if is_unc and uncorrected is not None:
+            uncorrected += f.value
+        elif not is_unc and corrected is not None:
+            corrected += f.value
+    if out:
+        out += _q_ecc_totals(index, scope, corrected, uncorrected)
+    return out
+
+
+def _q_ecc_totals(
+    index: int, scope: str, corrected: int | None, uncorrected: int | None
+) -> list[Fact]:
+    """``ecc_corrected_total`` and ``ecc_uncorrected_total`` of one scope."""
+    why = f"ECC Errors > {scope}: a count is N/A"
+    return [
+        _fact(
+            "ecc_corrected_total",
+            corrected,
+            "count",
+            index,
+            reason="" if corrected is not None else why,
+            scope=scope.lower(),
+        ),
+        _fact(
+            "ecc_uncorrected_total",
+            uncorrected,
+            "count",
+            index,
+            reason="" if uncorrected is not None else why,
+            scope=scope.lower(),
+        ),
+    ]
 
 
 def parse_q(text: str) -> list[Fact]:
@@ -630,47 +641,65 @@ def parse_topo(text: str) -> list[Fact]:
         row = cells[0].strip()
         if not re.fullmatch(r"GPU\d+", row):
             continue
-        gpu = _topo_index(row)
-        links = [c.strip() for c in cells[1 : 1 + len(devices)]]
-        if len(links) != len(devices):
-            raise ParseError(
-                "nvidia-smi", f"{row}: {len(links)} links for {len(devices)} devices", line=offset
-            )
-        for peer, link in zip(devices, links, strict=True):
-            if peer == row or link == "X":
-                continue
-            peer_name = legend.get(peer, peer)
-            peer_dim = _topo_index(peer_name)
-            out.append(
-                _fact("topo_link", link, gpu=gpu if isinstance(gpu, int) else None, peer=peer_dim)
-            )
-            m = re.fullmatch(r"NV(\d+)", link)
-            if m:
-                out.append(
-                    _fact(
-                        "nvlink_bonds",
-                        int(m.group(1)),
-                        "count",
-                        gpu=gpu if isinstance(gpu, int) else None,
-                        peer=peer_dim,
-                    )
-                )
-        rest = [c.strip() for c in cells[1 + len(devices) :] if c.strip()]
-        if len(rest) != len(trailing):
-            raise ParseError(
-                "nvidia-smi", f"{row}: {len(rest)} values for columns {trailing}", line=offset
-            )
-        for col, raw in zip(trailing, rest, strict=True):
-            name = {
-                "CPU Affinity": "cpu_affinity",
-                "NUMA Affinity": "numa_affinity",
-                "GPU NUMA ID": "gpu_numa_id",
-            }.get(col, _snake(col))
-            out.append(
-                _typed(name, raw, "str", None, gpu if isinstance(gpu, int) else None, offset, col)
-            )
+        out += _topo_links(row, cells[1 : 1 + len(devices)], devices, legend, offset)
+        out += _topo_affinities(row, cells[1 + len(devices) :], trailing, offset)
     if not out:
         raise ParseError("nvidia-smi", "no GPU rows in the topology matrix", line=header_at + 1)
+    return out
+
+
+def _topo_links(
+    row: str, cells: list[str], devices: list[str], legend: dict[str, str], offset: int
+) -> list[Fact]:
+    """A GPU's links to each other device of the matrix (``topo_link``, and
+    ``nvlink_bonds`` for an ``NV#`` link); a NIC is named as the legend names it."""
+    gpu = _topo_index(row)
+    links = [c.strip() for c in cells]
+    if len(links) != len(devices):
+        raise ParseError(
+            "nvidia-smi", f"{row}: {len(links)} links for {len(devices)} devices", line=offset
+        )
+    out: list[Fact] = []
+    for peer, link in zip(devices, links, strict=True):
+        if peer == row or link == "X":
+            continue
+        peer_name = legend.get(peer, peer)
+        peer_dim = _topo_index(peer_name)
+        out.append(
+            _fact("topo_link", link, gpu=gpu if isinstance(gpu, int) else None, peer=peer_dim)
+        )
+        m = re.fullmatch(r"NV(\d+)", link)
+        if m:
+            out.append(
+                _fact(
+                    "nvlink_bonds",
+                    int(m.group(1)),
+                    "count",
+                    gpu=gpu if isinstance(gpu, int) else None,
+                    peer=peer_dim,
+                )
+            )
+    return out
+
+
+def _topo_affinities(row: str, cells: list[str], trailing: list[str], offset: int) -> list[Fact]:
+    """A GPU's values in the columns after the devices: CPU and NUMA affinity, NUMA id."""
+    gpu = _topo_index(row)
+    rest = [c.strip() for c in cells if c.strip()]
+    if len(rest) != len(trailing):
+        raise ParseError(
+            "nvidia-smi", f"{row}: {len(rest)} values for columns {trailing}", line=offset
+        )
+    out: list[Fact] = []
+    for col, raw in zip(trailing, rest, strict=True):
+        name = {
+            "CPU Affinity": "cpu_affinity",
+            "NUMA Affinity": "numa_affinity",
+            "GPU NUMA ID": "gpu_numa_id",
+        }.get(col, _snake(col))
+        out.append(
+            _typed(name, raw, "str", None, gpu if isinstance(gpu, int) else None, offset, col)
+        )
     return out
 
 

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import DimsLayout, Measurement, Note, Scalar
@@ -195,72 +196,101 @@ class _Run:
 
 
 def parse(text: str) -> list[Record]:
-    out: list[Measurement] = []
-    notes: list[Note] = []
-    errors: list[tuple[int, str]] = []
-    run: _Run | None = None
-    pending_server = pending_no_peak = False
-    in_table = False
-    saw_table = False
+    reader = _Reader()
     for no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if not line:
-            continue
+        if line:
+            reader.read(no, raw, line)
+    return reader.outcome()
+
+
+@dataclass
+class _Reader:
+    """What the output read so far holds: rows' records, notes, error lines, the run whose
+    banner or table is being read, and what the lines before its banner said of it."""
+
+    out: list[Measurement] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    run: _Run | None = None
+    pending_server: bool = False
+    pending_no_peak: bool = False
+    in_table: bool = False
+    saw_table: bool = False
+
+    def read(self, no: int, raw: str, line: str) -> None:
+        """One line (``line``: ``raw`` stripped, not empty)."""
         # a line that starts with a digit (a row) is an error line only after "NAME: "
         if (not line[0].isdigit() or ": " in line) and _ERROR.match(line):
-            errors.append((no, line))
-            continue
+            self.errors.append((no, line))
+            return
         if ("requency" in line or "WARNING" in line) and _NOTE.match(line):
-            notes.append(Note(TOOL, line, line=no))
+            self.notes.append(Note(TOOL, line, line=no))
         if "BW peak won't be measured" in line:
-            pending_no_peak = True
-            if run is not None and not run.columns:
-                run.no_peak = True
-            continue
+            self.pending_no_peak = True
+            if self.run is not None and not self.run.columns:
+                self.run.no_peak = True
+            return
         if "Waiting for client to connect" in line:
-            pending_server = True
-            continue
+            self.pending_server = True
+            return
         # a banner's first word (after the blanks strip() also removes) is Send, RDMA_* or Atomic
         m = _TITLE.match(raw) if line[0] in "SRA" else None
         if m:
-            run = _Run(pending_server, pending_no_peak)
-            pending_server = pending_no_peak = False
-            run.dims["test"] = _TESTS[m.group(1)]
-            run.kind = "bw" if m.group(3) == "BW" else "lat"
-            run.bidirectional = bool(m.group(2))
-            run.banner = True
-            in_table = False
-            continue
+            self._banner(m)
+            return
         if line.startswith("---"):
-            in_table = False
-            continue
-        if run is None and line.startswith("#bytes"):
-            run = _Run(pending_server, pending_no_peak)
+            self.in_table = False
+            return
+        if self.run is None and line.startswith("#bytes"):
+            self.run = _Run(self.pending_server, self.pending_no_peak)
+        run = self.run
         if run is None:
-            continue
+            return
         if not run.columns:
-            for name, rx, is_int, needle in _FACTS:
-                if needle and needle not in line:
-                    continue
-                fm = rx.search(line)
-                if fm:
-                    run.dims[name] = int(fm.group(1)) if is_int else fm.group(1)
-            if line.startswith("TX depth"):
-                run.tx_depth = True
+            _banner_facts(run, line)
         if line.startswith("#bytes"):
             run.header(line, no)
-            in_table = saw_table = True
-            continue
-        if in_table:
+            self.in_table = self.saw_table = True
+            return
+        if self.in_table:
             tokens = line.split()
             if tokens[0].isdigit():
-                out.extend(_row(run, line, tokens, no))
-    if errors:
-        reason = " | ".join(msg for _, msg in errors)
-        raise ToolFailure(TOOL, reason, line=errors[0][0], partial=[*out, *notes])
-    if not saw_table:
-        raise ParseError(TOOL, "no perftest result table (no '#bytes' header) and no error message")
-    return [*out, *notes]
+                self.out.extend(_row(run, line, tokens, no))
+
+    def _banner(self, m: re.Match[str]) -> None:
+        """A banner's title (``Send BW Test``, ``RDMA_Read Latency Test`` ...) starts a run."""
+        run = self.run = _Run(self.pending_server, self.pending_no_peak)
+        self.pending_server = self.pending_no_peak = False
+        run.dims["test"] = _TESTS[m.group(1)]
+        run.kind = "bw" if m.group(3) == "BW" else "lat"
+        run.bidirectional = bool(m.group(2))
+        run.banner = True
+        self.in_table = False
+
+    def outcome(self) -> list[Record]:
+        """The records and notes; a ToolFailure (with them) if an error line was printed."""
+        out, notes, errors = self.out, self.notes, self.errors
+        if errors:
+            reason = " | ".join(msg for _, msg in errors)
+            raise ToolFailure(TOOL, reason, line=errors[0][0], partial=[*out, *notes])
+        if not self.saw_table:
+            raise ParseError(
+                TOOL, "no perftest result table (no '#bytes' header) and no error message"
+            )
+        return [*out, *notes]
+
+
+def _banner_facts(run: _Run, line: str) -> None:
+    """The test's settings printed in the banner before the table (dims of the run)."""
+    for name, rx, is_int, needle in _FACTS:
+        if needle and needle not in line:
+            continue
+        fm = rx.search(line)
+        if fm:
+            run.dims[name] = int(fm.group(1)) if is_int else fm.group(1)
+    if line.startswith("TX depth"):
+        run.tx_depth = True
 
 
 def _row(run: _Run, line: str, tokens: list[str], no: int) -> list[Measurement]:

@@ -7,8 +7,10 @@ Tested on real public outputs: ROCm 4.2 rccl-tests on 2 x MI100 (colon-style hea
 ``0e+00`` error column) and rccl-tests HEAD:e1b8a3a on 8 x MI355X (a table its publisher
 cut, which must be a ParseError). Emits the NCCL-tests records with ``tool: rccl-tests``.
 
-Not detected by ``aibench parse --tool auto``: an RCCL-tests log is a valid NCCL-tests
-log, and auto detection names one parser per output; give ``rccl-tests`` by name.
+Detected by ``aibench parse --tool auto`` when the log says it is RCCL's (an NCCL-tests
+log otherwise): the ``rccl-tests: Version`` line, an RCCL banner (``RCCL version``,
+``librccl``), an AMD device name (``AMD Instinct MI355X``) or the ``Device 738c`` that HIP
+prints for a GPU it cannot name.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement, Note
 from aibench.parsers import Parser, Record
+from aibench.parsers.nccl_tests import _table_log, rccl_marked
 from aibench.parsers.nccl_tests import parse as parse_nccl
 
 TOOL = "rccl-tests"
@@ -46,4 +49,5 @@ PARSER = Parser(
     name=TOOL,
     parse=parse,
     description="RCCL-tests text output (ROCm fork of NCCL-tests; same tables)",
+    detect=lambda text: _table_log(text) and rccl_marked(text),
 )

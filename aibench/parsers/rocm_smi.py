@@ -21,6 +21,18 @@ GPU use), ``vram_used_percent`` (%), ``vram_vendor``, ``pcie_replay_count`` (cou
 ``compute_partition``, ``memory_partition``, ``firmware_version`` (dims ``fw``: SMC,
 SOS, TA XGMI, MEC ... as rocm-smi names the block). A report with no ``GPU[N]`` line
 and no card is a :class:`ParseError`.
+
+Plain ``rocm-smi`` (no options) prints the *concise* table under a ``Concise Info``
+banner; the ``rocm-smi`` parser reads it too, by the columns of its header line (ROCm
+6.x: ``Device Node IDs Temp Power Partitions SCLK MCLK Fan Perf PwrCap VRAM% GPU%`` with
+``(Junction)``/``(Socket)`` under them; ROCm 5.x: ``GPU Temp (DieEdge) AvgPwr ...``).
+Facts per GPU: ``device_id``, ``temp_hotspot`` or ``temp_edge`` (by the sensor named),
+``power_socket`` (W), ``memory_partition``, ``compute_partition``, ``sclk``, ``mclk``
+(MHz), ``fan_speed``, ``vram_used_percent``, ``gfx_activity`` (%), ``perf_level``,
+``power_cap`` (W); ``N/A``, ``None``, ``Unsupported`` cells give the fact absent with
+that word as the reason. rocm-smi's own complaints around the table (``Expected integer
+value from monitor, but got ""``, ``GPU[0] : get_power_avg, Unexpected data received``,
+``ERROR: ...``) are Notes. Tested on ROCm 5.7.1 (W7900), 6.2.2 and 6.4 (8 x MI300X).
 """
 
 from __future__ import annotations
@@ -31,8 +43,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from aibench.errors import ParseError
-from aibench.model import Fact, FactValue, FrozenDims
-from aibench.parsers import Parser
+from aibench.model import Fact, FactValue, FrozenDims, Note
+from aibench.parsers import Parser, Record
 
 SOURCE = "rocm-smi"
 _LINE = re.compile(r"^GPU\[(\d+)\]\s*:\s*(.*)$")
@@ -167,12 +179,110 @@ def parse_json(text: str) -> list[Fact]:
     return out
 
 
+# The concise table of plain ``rocm-smi``: header word (lower case, first word) -> (fact,
+# unit, kind); the sub-header under it (``(Junction)``, ``(Avg)``) picks the sensor.
+_CONCISE: dict[str, tuple[str, str | None, str]] = {
+    "sclk": ("sclk", "MHz", "float"),
+    "mclk": ("mclk", "MHz", "float"),
+    "fan": ("fan_speed", "%", "float"),
+    "perf": ("perf_level", None, "str"),
+    "pwrcap": ("power_cap", "W", "float"),
+    "vram%": ("vram_used_percent", "%", "float"),
+    "gpu%": ("gfx_activity", "%", "float"),
+}
+_NUMBER = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s*(?:°?C|c|W|Mhz|MHz|%)?$")
+_MISSING = ("N/A", "None", "Unsupported", "unknown", "")
+
+
+def _columns(header: str, sub: str) -> list[tuple[int, str]]:
+    """(start, name) of each column of the header line; a sub-header word under a column
+    (``(Junction)``) is added to its name."""
+    cols = [(m.start(), m.group(0).lower()) for m in re.finditer(r"\S+(?: \S+)*", header)]
+    out = []
+    for i, (start, name) in enumerate(cols):
+        end = cols[i + 1][0] if i + 1 < len(cols) else len(sub)
+        out.append((start, f"{name} {sub[start:end].strip().lower()}".strip()))
+    return out
+
+
+def _missing_or(name: str, unit: str | None, cell: str, dims: FrozenDims) -> Fact:
+    if cell in _MISSING:
+        return Fact(SOURCE, name, None, unit, dims, reason=f"rocm-smi printed {cell or 'nothing'}")
+    return Fact(SOURCE, name, cell, unit, dims)
+
+
+def _concise_fact(gpu: int, column: str, cell: str) -> list[Fact]:
+    dims = FrozenDims({"gpu": gpu})
+    word = column.split()[0]
+    unit: str | None
+    if word == "temp":
+        name, unit, kind = ("temp_hotspot" if "junction" in column else "temp_edge"), "C", "float"
+    elif word in ("power", "avgpwr"):
+        name, unit, kind = "power_socket", "W", "float"
+    elif word == "ids":
+        return [Fact(SOURCE, "device_id", cell.split(",")[0].strip(), None, dims)]
+    elif word == "partitions":  # "NPS1, SPX, 0": memory, compute, partition id
+        names = ("memory_partition", "compute_partition")
+        cells = [p.strip() for p in cell.split(",")]
+        return [_missing_or(n, None, p, dims) for n, p in zip(names, cells, strict=False)]
+    elif word in _CONCISE:
+        name, unit, kind = _CONCISE[word]
+    else:
+        return []
+    if cell in _MISSING or kind == "str":
+        return [_missing_or(name, unit, cell, dims)]
+    m = _NUMBER.match(cell)
+    if m is None:
+        raise ParseError(SOURCE, f"GPU {gpu} {column}: not a number: {cell!r}")
+    return [Fact(SOURCE, name, float(m.group(1)), unit, dims)]
+
+
+def parse_concise(text: str) -> list[Record]:
+    """The concise table of plain ``rocm-smi``, with rocm-smi's own warnings as Notes."""
+    lines = text.splitlines()
+    notes: list[Record] = []
+    facts: list[Record] = []
+    cols: list[tuple[int, str]] = []
+    for n, line in enumerate(lines, 1):
+        if re.match(r"^(Device|GPU)\s{2,}", line) and "Temp" in line:
+            sub = lines[n] if n < len(lines) and lines[n].startswith(" ") else ""
+            cols = _columns(line, sub)
+        elif cols and re.match(r"^\d+\s", line):
+            gpu = int(line.split()[0])
+            for i, (start, name) in enumerate(cols[1:], 1):
+                end = cols[i + 1][0] if i + 1 < len(cols) else None
+                try:
+                    facts += _concise_fact(gpu, name, line[start:end].strip())
+                except ParseError as exc:
+                    raise ParseError(SOURCE, exc.reason, line=n) from None
+        elif _WARNING.search(line):
+            notes.append(Note(SOURCE, line.strip(), "warning", n))
+    gpus = {f.dims["gpu"] for f in facts if isinstance(f, Fact)}
+    if not gpus:
+        raise ParseError(SOURCE, "a 'Concise Info' banner but no GPU row under its header")
+    return [Fact(SOURCE, "gpu_count", len(gpus), "count"), *facts, *notes]
+
+
+# rocm-smi's complaints beside the table (a sensor it could not read)
+_WARNING = re.compile(r"Expected integer value|Unexpected data|^ERROR:|Not supported|unsupported")
+
+
+def _parse_any_text(text: str) -> list[Record]:
+    """``rocm-smi -a`` (GPU[N] key lines) or plain ``rocm-smi`` (the concise table)."""
+    if "Concise Info" in text:
+        return parse_concise(text)
+    return list(parse_text(text))
+
+
 PARSER = [
     Parser(
         "rocm-smi",
-        parse_text,
-        "AMD GPU facts from rocm-smi -a",
-        lambda t: "ROCm System Management Interface" in t[:2000] and "GPU[" in t,
+        _parse_any_text,
+        "AMD GPU facts from rocm-smi -a or plain rocm-smi (the concise table)",
+        lambda t: (
+            "ROCm System Management Interface" in t[:4000]
+            and ("GPU[" in t or "Concise Info" in t[:4000])
+        ),
         emits="facts",
     ),
     Parser(

@@ -516,7 +516,38 @@ class _ToolBlock:
 
 
 def parse_tool_versions(text: str) -> list[Fact]:
+    blocks, seen_nccl, nccl = _tool_blocks(text)
+    if not blocks:
+        raise ParseError("tool-versions", "no '@@ tool' block in the output")
     out: list[Fact] = []
+    for b in blocks:
+        out += _tool_facts(b)
+    present = [b.tool for b in blocks if b.path is not None]
+    runtimes = [t for t in CONTAINER_TOOLS if t in present]
+    out.append(
+        Fact(
+            "container",
+            "runtimes",
+            ",".join(runtimes) or None,
+            reason="" if runtimes else "none of " + ", ".join(CONTAINER_TOOLS) + " found",
+        )
+    )
+    if seen_nccl:
+        m = _NCCL_SO.search(nccl or "")
+        if m:
+            out.append(Fact("nccl", "version", m.group(1)))
+        else:
+            why = (
+                f"libnccl.so.2 resolves to {nccl} (no version in the name)"
+                if nccl
+                else "libnccl.so.2 not in the ldconfig cache"
+            )
+            out.append(Fact("nccl", "version", None, reason=why))
+    return out
+
+
+def _tool_blocks(text: str) -> tuple[list[_ToolBlock], bool, str | None]:
+    """The ``@@ tool`` blocks, whether an ``@@ nccl`` line was printed, and what it names."""
     blocks: list[_ToolBlock] = []
     nccl: str | None = None
     seen_nccl = False
@@ -545,70 +576,51 @@ def parse_tool_versions(text: str) -> list[Fact]:
             raise ParseError(
                 "tool-versions", f"output before the first tool: {line[:80]!r}", line=lineno
             )
-    if not blocks:
-        raise ParseError("tool-versions", "no '@@ tool' block in the output")
-    present: list[str] = []
-    for b in blocks:
-        tool, lineno, rc_line, path = b.tool, b.line, b.rc_line, b.path
-        if rc_line is None:
-            raise ParseError(
-                "tool-versions", f"{tool}: the block has no '@@ rc' line (cut off?)", line=lineno
-            )
-        if not _INT.fullmatch(rc_line[6:].strip()):
-            raise ParseError("tool-versions", f"{tool}: {rc_line!r} has no exit code", line=lineno)
-        rc = int(rc_line[6:].strip())
-        body = "\n".join(b.body)
-        if path is None:
-            why = f"{tool}: not installed"
-            out.append(Fact("tool-path", tool, None, reason=why))
-            out.append(Fact("tool-version", tool, None, reason=why))
-            continue
-        present.append(tool)
-        out.append(Fact("tool-path", tool, path))
-        if TOOLS.get(tool) is None and tool in TOOLS:
-            out.append(
-                Fact(
-                    "tool-version",
-                    tool,
-                    None,
-                    reason=f"{tool}: prints no version (installed at {path})",
-                )
-            )
-            continue
-        version = _version_of(tool, body)
-        if version is not None and (rc == 0 or tool in _NONZERO_OK):
-            out.append(Fact("tool-version", tool, version))
-        else:
-            tail = " | ".join([ln.strip() for ln in body.splitlines() if ln.strip()][-2:])
-            out.append(
-                Fact(
-                    "tool-version",
-                    tool,
-                    None,
-                    reason=f"{tool} {TOOLS.get(tool, '--version')}: exit {rc}: "
-                    f"{tail or 'no output'}",
-                )
-            )
-    runtimes = [t for t in CONTAINER_TOOLS if t in present]
-    out.append(
-        Fact(
-            "container",
-            "runtimes",
-            ",".join(runtimes) or None,
-            reason="" if runtimes else "none of " + ", ".join(CONTAINER_TOOLS) + " found",
+    return blocks, seen_nccl, nccl
+
+
+def _tool_facts(b: _ToolBlock) -> list[Fact]:
+    """A tool's ``tool-path`` and ``tool-version`` (None, with the reason, when it is not
+    installed, prints no version, or its version command failed)."""
+    tool, lineno, rc_line, path = b.tool, b.line, b.rc_line, b.path
+    if rc_line is None:
+        raise ParseError(
+            "tool-versions", f"{tool}: the block has no '@@ rc' line (cut off?)", line=lineno
         )
-    )
-    if seen_nccl:
-        m = _NCCL_SO.search(nccl or "")
-        if m:
-            out.append(Fact("nccl", "version", m.group(1)))
-        else:
-            why = (
-                f"libnccl.so.2 resolves to {nccl} (no version in the name)"
-                if nccl
-                else "libnccl.so.2 not in the ldconfig cache"
+    if not _INT.fullmatch(rc_line[6:].strip()):
+        raise ParseError("tool-versions", f"{tool}: {rc_line!r} has no exit code", line=lineno)
+    rc = int(rc_line[6:].strip())
+    body = "\n".join(b.body)
+    if path is None:
+        why = f"{tool}: not installed"
+        return [
+            Fact("tool-path", tool, None, reason=why),
+            Fact("tool-version", tool, None, reason=why),
+        ]
+    out = [Fact("tool-path", tool, path)]
+    if TOOLS.get(tool) is None and tool in TOOLS:
+        out.append(
+            Fact(
+                "tool-version",
+                tool,
+                None,
+                reason=f"{tool}: prints no version (installed at {path})",
             )
-            out.append(Fact("nccl", "version", None, reason=why))
+        )
+        return out
+    version = _version_of(tool, body)
+    if version is not None and (rc == 0 or tool in _NONZERO_OK):
+        out.append(Fact("tool-version", tool, version))
+    else:
+        tail = " | ".join([ln.strip() for ln in body.splitlines() if ln.strip()][-2:])
+        out.append(
+            Fact(
+                "tool-version",
+                tool,
+                None,
+                reason=f"{tool} {TOOLS.get(tool, '--version')}: exit {rc}: {tail or 'no output'}",
+            )
+        )
     return out
 
 

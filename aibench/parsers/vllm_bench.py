@@ -43,9 +43,12 @@ at once and sets no ``rate``):
 A summary without its closing line, a known line whose value is not a number, a line that
 is neither a ``label: value`` line nor a section rule, or a run missing the successful
 requests, duration or request throughput is a ParseError (never partial
-numbers); so is SGLang's ``bench_serving`` summary (same banner, other lines). Sections
-vLLM or a fork adds that are not latency or throughput (``Accuracy``, ``Speculative
-Decoding``) are not read.
+numbers); so is SGLang's ``bench_serving`` summary (same banner, other lines). The
+``Speculative Decoding`` section (a server with a draft model) gives
+``spec_acceptance_rate`` (%), ``spec_acceptance_length`` (tokens per step),
+``spec_drafts``, ``spec_draft_tokens``, ``spec_accepted_tokens`` (count) and
+``spec_position_acceptance`` (%, dim ``position``: 0, 1 ...). Other sections vLLM or a
+fork adds (``Accuracy``) are not read.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from typing import Any
 from aibench.errors import ParseError
 from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.parsers import Parser
-from aibench.tools import Traits
+from aibench.traits import Traits
 
 TOOL = "vllm-bench-serve"
 BANNER = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
@@ -72,6 +75,15 @@ LATENCY_KEY = re.compile(r"^(?P<stat>mean|median|p\d+(?:\.\d+)?)_(?P<what>ttft|t
 METRIC = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e_latency"}
 
 # label in the summary -> (metric, unit); None: a dim or an error count read separately
+# the "Speculative Decoding" section of a server with a draft model (EAGLE, DFlash ...)
+SPEC_DECODE = {
+    "Acceptance rate (%)": ("spec_acceptance_rate", "%"),
+    "Acceptance length": ("spec_acceptance_length", "count"),
+    "Drafts": ("spec_drafts", "count"),
+    "Draft tokens": ("spec_draft_tokens", "count"),
+    "Accepted tokens": ("spec_accepted_tokens", "count"),
+}
+POSITION = re.compile(r"^Position \d+$")
 SCALARS: dict[str, tuple[str, str] | None] = {
     "Successful requests": ("successful_requests", "count"),
     "Failed requests": None,
@@ -141,6 +153,7 @@ class _Run:
         self.values: dict[tuple[str, str], tuple[float, str]] = {}  # (metric, stat) -> value
         self.dims: dict[str, Scalar] = {}
         self.failed: float | None = None
+        self.positions: dict[int, float] = {}  # speculative decoding: acceptance per position
 
     def put(self, metric: str, stat: str, value: float, unit: str, line: int | None) -> None:
         if not math.isfinite(value):
@@ -180,6 +193,10 @@ class _Run:
         out = [
             m(metric, v, unit, **({"stat": stat} if stat else {}))
             for (metric, stat), (v, unit) in self.values.items()
+        ]
+        out += [
+            m("spec_position_acceptance", v, "%", position=p)
+            for p, v in sorted(self.positions.items())
         ]
         if self.failed is not None:
             ok = self.values[("successful_requests", "")][0]
@@ -228,7 +245,12 @@ def _read_block(lines: list[str], start: int, run: _Run) -> int:
         elif label in SCALARS:
             metric, unit = SCALARS[label] or ("", "")
             run.put(metric, "", _number(raw, run.where, label, n), unit, n)
-        # any other label: a section vLLM or a fork added (accuracy, speculative decoding)
+        elif label in SPEC_DECODE:
+            metric, unit = SPEC_DECODE[label]
+            run.put(metric, "", _number(raw, run.where, label, n), unit, n)
+        elif POSITION.match(label):
+            run.positions[int(label.split()[1])] = _number(raw, run.where, label, n)
+        # any other label: a section vLLM or a fork added (accuracy ...)
     raise ParseError(TOOL, f"{run.where}: cut short: no closing line of '='", line=len(lines))
 
 

@@ -97,6 +97,10 @@ def judged(run: Run) -> str:
         by=last.get("by", "?"), at=last.get("at", "?"), spec=last.get("spec", "?")
     )
     text += f" (sha256 {sha}…)" if sha else ""
+    if last.get("as_of"):
+        text += "; " + _("as of {when}").format(when=last["as_of"])
+    if last.get("label"):
+        text += f"; {last['label']}"
     if last.get("history"):
         text += f"; {last['history']}"
     earlier = len(run.judgements) - 1
@@ -105,7 +109,7 @@ def judged(run: Run) -> str:
             "%(num)d earlier judgement kept in run.json",
             "%(num)d earlier judgements kept in run.json",
             earlier,
-        )
+        ) % {"num": earlier}
     return text
 
 

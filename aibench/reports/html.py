@@ -19,12 +19,15 @@ import statistics
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aibench.model import Outcome, Run, Verdict
 from aibench.reports import context, i18n
 from aibench.reports.i18n import _, ngettext
+
+if TYPE_CHECKING:
+    import jinja2
 
 TEMPLATE = "report.html.j2"
 
@@ -236,7 +239,32 @@ def _bytecode_cache() -> Any:
         return None
 
 
-def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translations: Any) -> str:
+def _sections_with_svg(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
+    """The tools' sections, their plots' SVG marked as markup (made by aibench's own
+    plotting, every text in it escaped there)."""
+    from markupsafe import Markup
+
+    sections = _sections(run, history)
+    for s in sections:
+        s["out"] = s["out"].__class__(
+            plots=tuple(p.__class__(p.title, Markup(p.svg), p.caption) for p in s["out"].plots),  # noqa: S704
+            tables=s["out"].tables,
+            notes=s["out"].notes,
+        )
+    return sections
+
+
+def _history_with_svg(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
+    from markupsafe import Markup
+
+    return [
+        {"title": p.title, "svg": Markup(p.svg), "caption": p.caption}  # noqa: S704
+        for p in _history_plots(run, history)
+    ]
+
+
+def _environment(translations: Any) -> jinja2.Environment:
+    """The report's jinja2 environment: autoescaped, strict, translated, its filters."""
     import jinja2
 
     env = jinja2.Environment(
@@ -251,6 +279,11 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
     env.install_gettext_translations(translations, newstyle=True)  # type: ignore[attr-defined]
     env.filters["num"] = context.fmt_number
     env.filters["href"] = _href
+    return env
+
+
+def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translations: Any) -> str:
+    env = _environment(translations)
     script = _asset("report.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     nodes, keys, table, env_summary = context.environment(run)
@@ -258,20 +291,9 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
     inv = run.inventory if isinstance(run.inventory, dict) else dict(run.inventory)
     rank = {o: i for i, o in enumerate(context.OUTCOME_ORDER)}
     verdicts = sorted(run.verdicts, key=lambda v: (rank[v.outcome], v.benchmark, v.check))
-    from markupsafe import Markup
-
-    sections = _sections(run, history)
+    sections = _sections_with_svg(run, history)
     unjudged = _unjudged(run)
-    for s in sections:
-        s["out"] = s["out"].__class__(
-            plots=tuple(p.__class__(p.title, Markup(p.svg), p.caption) for p in s["out"].plots),  # noqa: S704
-            tables=s["out"].tables,
-            notes=s["out"].notes,
-        )
-    hist = [
-        {"title": p.title, "svg": Markup(p.svg), "caption": p.caption}  # noqa: S704
-        for p in _history_plots(run, history)
-    ]
+    hist = _history_with_svg(run, history)
     template = env.get_template(TEMPLATE)
     return template.render(
         html_lang=i18n.HTML_LANG[lang],

@@ -43,6 +43,16 @@ def render(run: Run, lang: str = "en") -> str:
 
 
 def _render(run: Run) -> str:
+    lines = _head(run)
+    lines += _suspects(run)
+    lines += _invalid(run)
+    lines += _failing(run)
+    lines += [_("Artefacts:") + " " + ", ".join(f"`{a}`" for a in context.ARTEFACTS), ""]
+    return "\n".join(lines)
+
+
+def _head(run: Run) -> list[str]:
+    """The outcome, the run's names, the counts per outcome, who judged, what to know."""
     counts = context.counts(run.verdicts)
     outcome = run.outcome
     sym = context.SYMBOL.get(outcome, "?")
@@ -68,72 +78,74 @@ def _render(run: Run) -> str:
     lines += [f"> {cell(n)}" for n in run.notes if "not stored in run.json" in n]
     if run.generated:
         lines += [_("> **GENERATED DATA** — not measured on a cluster."), ""]
+    return lines
+
+
+def _suspects(run: Run) -> list[str]:
     found = context.suspects(run)
-    if found:
-        lines += [_("### Suspects ({n})").format(n=len(found)), ""]
-        lines += [
-            f"- {cell(context.kind_label(x.kind))} **{cell(x.name)}**"
-            + (_(": {text}").format(text=cell(x.summary)) if x.summary else "")
-            for x in found[:20]
-        ]
-        lines.append("")
+    if not found:
+        return []
+    lines = [_("### Suspects ({n})").format(n=len(found)), ""]
+    lines += [
+        f"- {cell(context.kind_label(x.kind))} **{cell(x.name)}**"
+        + (_(": {text}").format(text=cell(x.summary)) if x.summary else "")
+        for x in found[:20]
+    ]
+    return [*lines, ""]
+
+
+def _invalid(run: Run) -> list[str]:
+    """The MLPerf results the tools call not valid, and whether a check judges each."""
     from aibench.reports.sections.mlperf import invalid_results
 
     invalid = invalid_results(run.steps)
-    if invalid:
-        covered = {e for v in run.verdicts if v.outcome.failing for e in v.evidence}
-        lines += [_("### Results the tools call not valid ({n})").format(n=len(invalid)), ""]
-        lines += [
-            f"- ✖ {cell(text)}" + ("" if sid in covered else _(" — no check of the spec judges it"))
-            for sid, text in invalid[:20]
-        ]
-        lines.append("")
+    if not invalid:
+        return []
+    covered = {e for v in run.verdicts if v.outcome.failing for e in v.evidence}
+    lines = [_("### Results the tools call not valid ({n})").format(n=len(invalid)), ""]
+    lines += [
+        f"- ✖ {cell(text)}" + ("" if sid in covered else _(" — no check of the spec judges it"))
+        for sid, text in invalid[:20]
+    ]
+    return [*lines, ""]
+
+
+def _failing(run: Run) -> list[str]:
+    """The table of failing checks (at most MAX_ROWS rows), or that none failed."""
     bad = context.failing(run)
-    if bad:
-        lines += [
-            _("### Failing checks ({n})").format(n=len(bad)),
-            "",
-            "| "
-            + " | ".join(
-                (
-                    _("outcome"),
-                    _("check"),
-                    _("benchmark"),
-                    _("subject"),
-                    _("expected"),
-                    _("observed"),
-                    _("culprits / reason"),
-                )
-            )
-            + " |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for v in bad[:MAX_ROWS]:
-            why = ", ".join(v.culprits)
-            if v.reason:
-                why = f"{why}: {v.reason}" if why else v.reason
-            lines.append(
-                "| "
-                + " | ".join(
-                    cell(x)
-                    for x in (
-                        f"{context.SYMBOL[v.outcome]} {context.outcome_label(v.outcome)}",
-                        v.check,
-                        v.benchmark,
-                        context.subject(v),
-                        v.expected,
-                        context.observed(v),
-                        why,
-                    )
-                )
-                + " |"
-            )
-        if len(bad) > MAX_ROWS:
-            lines.append(
-                "\n" + _("… and {n} more in report.html / junit.xml").format(n=len(bad) - MAX_ROWS)
-            )
-        lines.append("")
-    else:
-        lines += [_("No check failed."), ""]
-    lines += [_("Artefacts:") + " " + ", ".join(f"`{a}`" for a in context.ARTEFACTS), ""]
-    return "\n".join(lines)
+    if not bad:
+        return [_("No check failed."), ""]
+    header = (
+        _("outcome"),
+        _("check"),
+        _("benchmark"),
+        _("subject"),
+        _("expected"),
+        _("observed"),
+        _("culprits / reason"),
+    )
+    lines = [
+        _("### Failing checks ({n})").format(n=len(bad)),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for v in bad[:MAX_ROWS]:
+        why = ", ".join(v.culprits)
+        if v.reason:
+            why = f"{why}: {v.reason}" if why else v.reason
+        row = (
+            f"{context.SYMBOL[v.outcome]} {context.outcome_label(v.outcome)}",
+            v.check,
+            v.benchmark,
+            context.subject(v),
+            v.expected,
+            context.observed(v),
+            why,
+        )
+        lines.append("| " + " | ".join(cell(x) for x in row) + " |")
+    if len(bad) > MAX_ROWS:
+        lines.append(
+            "\n" + _("… and {n} more in report.html / junit.xml").format(n=len(bad) - MAX_ROWS)
+        )
+    return [*lines, ""]

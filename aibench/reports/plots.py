@@ -174,6 +174,59 @@ def _size(x: float) -> str:
     return f"{x:g}"
 
 
+def _write_values(ax: Any, data: Any, marked: set[tuple[int, int]]) -> None:
+    """Every measured value written in its cell (white on the darker ones), a failing one
+    in bold after a cross."""
+    import numpy as np
+
+    lo, hi = float(np.nanmin(data)), float(np.nanmax(data))
+    for (r, c), value in np.ndenumerate(data):
+        if math.isfinite(value):
+            dark = hi > lo and (value - lo) / (hi - lo) < 0.45
+            bad = (int(r), int(c)) in marked
+            ax.text(
+                c,
+                r,
+                f"× {value:.3g}" if bad else f"{value:.3g}",
+                fontweight="bold" if bad else "normal",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="white" if dark else "black",
+            )
+
+
+def _mark(ax: Any, labels: Sequence[str], r: int, c: int, *, named: bool) -> None:
+    """A failing cell: a cross up to 48 nodes; beyond, a ring (and its pair's names when
+    ``named``), a cell being a pixel there."""
+    n = len(labels)
+    if n <= 48:
+        # white with a black edge: seen on a dark (slow) cell and on a light one
+        ax.plot(
+            c,
+            r,
+            marker="X",
+            mfc="white",
+            mec="black",
+            markersize=max(5, 12 - n / 8),
+            mew=1.0,
+            zorder=4,
+        )
+        return
+    ax.plot(c, r, marker="o", mfc="none", mec="black", markersize=12, mew=1.8)
+    ax.plot(c, r, marker="o", mfc="none", mec="white", markersize=9, mew=1.0)
+    if named:
+        ax.annotate(
+            f"{labels[r]} ↔ {labels[c]}",
+            (c, r),
+            textcoords="offset points",
+            xytext=(10, 8),
+            fontsize=7,
+            color="black",
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "black", "lw": 0.6},
+        )
+
+
 def heatmap(
     labels: Sequence[str],
     matrix: Sequence[Sequence[float]],
@@ -205,24 +258,9 @@ def heatmap(
         rows, cols = np.nonzero(np.isnan(data))
         if len(rows):
             ax.plot(cols, rows, linestyle="none", marker=".", color="#999999", markersize=2)
-    marked = {(int(r), int(c)) for r, c in marks}
     written = n <= 12 and bool(np.isfinite(data).any())
     if written:
-        lo, hi = float(np.nanmin(data)), float(np.nanmax(data))
-        for (r, c), value in np.ndenumerate(data):
-            if math.isfinite(value):
-                dark = hi > lo and (value - lo) / (hi - lo) < 0.45
-                bad = (int(r), int(c)) in marked
-                ax.text(
-                    c,
-                    r,
-                    f"× {value:.3g}" if bad else f"{value:.3g}",
-                    fontweight="bold" if bad else "normal",
-                    ha="center",
-                    va="center",
-                    fontsize=6,
-                    color="white" if dark else "black",
-                )
+        _write_values(ax, data, {(int(r), int(c)) for r, c in marks})
     step = max(1, math.ceil(n / 48))
     ticks = list(range(0, n, step))
     fs = 7 if n <= 24 else 5
@@ -236,32 +274,7 @@ def heatmap(
     for k, (r, c) in enumerate(marks):
         if written and math.isfinite(data[r][c]):
             continue  # the cell says "× value"
-        if n <= 48:
-            # white with a black edge: seen on a dark (slow) cell and on a light one
-            ax.plot(
-                c,
-                r,
-                marker="X",
-                mfc="white",
-                mec="black",
-                markersize=max(5, 12 - n / 8),
-                mew=1.0,
-                zorder=4,
-            )
-            continue
-        # one cell of a large matrix is a pixel: ring it and name it
-        ax.plot(c, r, marker="o", mfc="none", mec="black", markersize=12, mew=1.8)
-        ax.plot(c, r, marker="o", mfc="none", mec="white", markersize=9, mew=1.0)
-        if k < 8:
-            ax.annotate(
-                f"{labels[r]} ↔ {labels[c]}",
-                (c, r),
-                textcoords="offset points",
-                xytext=(10, 8),
-                fontsize=7,
-                color="black",
-                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "black", "lw": 0.6},
-            )
+        _mark(ax, labels, r, c, named=k < 8)
     cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     cb.set_label(unit)
     if title:

@@ -1,5 +1,6 @@
 """Checks of runner options that reach a command line or an environment, shared by the
-runners of launched programs (nccl-tests, rccl-tests, hccl-tests, rocm-bandwidth-test).
+runners of launched programs (nccl-tests, rccl-tests, hccl-tests, rocm-bandwidth-test) and
+of perftest.
 
 Each returns the value or raises ValueError with the reason (pydantic turns it into a
 ConfigError naming the suite file and the key). Nothing is quoted for a shell: argv lists
@@ -19,11 +20,23 @@ VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
 PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
 FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 
 
 def value(v: str | None, what: str = "value") -> str | None:
     if v is not None and not VALUE.match(v):
         raise ValueError(f"{what} {v!r} may hold letters, digits and . , : = / + ^ @ % - only")
+    return v
+
+
+def size(v: object, what: str, examples: str) -> object:
+    """A message size as the tools' command lines take it: bytes, or a number with K, M or
+    G; an integer in the file is a plain byte count. ``what`` names the size in the reason
+    ("an nccl-tests size"), ``examples`` shows good ones."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = str(v)
+    if isinstance(v, str) and not SIZE.match(v):
+        raise ValueError(f"not {what}: {v!r} (examples: {examples})")
     return v
 
 

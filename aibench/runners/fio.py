@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 from aibench.config import Strict
 from aibench.inventory import Node
 from aibench.runners.base import Invocation, ProcessSpec, Slot, label_for
-from aibench.tools import Traits
+from aibench.traits import Traits
 
 _SIZE = re.compile(r"^[0-9]+[kKmMgGtT]?(i?[bB])?$|^[0-9]+%$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_.]+$")

@@ -33,7 +33,6 @@ across the test bed's hosts.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, ClassVar, Literal
@@ -65,7 +64,6 @@ COLLECTIVES = (
 Collective = Literal[
     "all_reduce", "all_gather", "reduce_scatter", "alltoall", "alltoallv", "broadcast", "reduce"
 ]
-_SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 
 
 class HcclTestsOptions(checks.LaunchedOptions):
@@ -109,11 +107,7 @@ class HcclTestsOptions(checks.LaunchedOptions):
     @field_validator("min_bytes", "max_bytes", mode="before")
     @classmethod
     def _size(cls, v: object) -> object:
-        if isinstance(v, int) and not isinstance(v, bool):
-            v = str(v)
-        if isinstance(v, str) and not _SIZE.match(v):
-            raise ValueError(f"not an hccl_test size: {v!r} (examples: 8, 8K, 64M, 1G)")
-        return v
+        return checks.size(v, "an hccl_test size", "8, 8K, 64M, 1G")
 
     @field_validator("datatype", "op", "hccl_socket_ifname", "interfaces", "btl")
     @classmethod

@@ -21,7 +21,7 @@ from aibench.config import Strict
 from aibench.executors.base import ReadyCheck
 from aibench.inventory import Node
 from aibench.runners.base import Invocation, ProcessSpec, Slot, label_for
-from aibench.tools import PairSeries, Traits
+from aibench.traits import PairSeries, Traits
 
 _RATE = re.compile(r"^[0-9]+(\.[0-9]+)?[KMGkmg]?$")
 

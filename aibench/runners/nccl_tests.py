@@ -69,10 +69,9 @@ from aibench.parsers import Record
 from aibench.parsers._nccl_table import COLLECTIVES, RCCL_ONLY
 from aibench.runners import _checks as checks
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
-from aibench.tools import PairSeries, Traits
+from aibench.traits import PairSeries, Traits
 
 TOOL = "nccl-tests"
-_SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
 
@@ -144,13 +143,7 @@ class NcclTestsOptions(checks.LaunchedOptions):
     @field_validator("min_bytes", "max_bytes", "step_bytes", mode="before")
     @classmethod
     def _size(cls, v: object) -> object:
-        if isinstance(v, int) and not isinstance(v, bool):
-            v = str(v)  # a plain byte count
-        if not isinstance(v, str | None):
-            return v
-        if v is not None and not _SIZE.match(v):
-            raise ValueError(f"not an nccl-tests size: {v!r} (examples: 8, 128K, 1M, 8G)")
-        return v
+        return checks.size(v, "an nccl-tests size", "8, 128K, 1M, 8G")
 
     @field_validator(
         "datatype",
@@ -235,6 +228,45 @@ NCCL_TRAITS = Traits(
 )
 
 
+def launched(
+    o: NcclTestsOptions,
+    group: Sequence[Node],
+    rpn: int,
+    which: str,
+    program: tuple[str, ...],
+    env: dict[str, str],
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The argv and environment of ``program`` started by the launcher ``which`` (mpirun,
+    srun) with ``rpn`` ranks on every node of the group."""
+    head = group[0]
+    if which == "srun":
+        hosts = tuple(HostSlots(n.name, rpn) for n in group)
+    elif len(group) == 1:
+        hosts = (HostSlots("localhost", rpn),)
+    else:
+        hosts = tuple(HostSlots(n.host, rpn) for n in group)
+    job = Job(
+        program=program,
+        hosts=hosts,
+        env=env,
+        bind_to=o.bind_to,
+        map_by=o.map_by,
+        cpu_bind=o.cpu_bind,
+        gpus_per_task=o.gpus_per_task,
+        gpu_bind=o.gpu_bind,
+        interfaces=o.interfaces,
+        btl=o.btl,
+        mca=dict(o.mca),
+        ssh_config=ssh_config(head) if len(group) > 1 else None,
+        as_root=o.allow_run_as_root,
+        partition=head.slurm.partition,
+        account=head.slurm.account,
+        extra_args=tuple(o.launcher_args),
+    )
+    launch = get(which).wrap(job)
+    return launch.argv, dict(launch.env)
+
+
 class NcclTestsRunner:
     traits: ClassVar[Traits] = NCCL_TRAITS
     name: ClassVar[str] = "nccl-tests"
@@ -299,32 +331,7 @@ class NcclTestsRunner:
                 )
             argv, launch_env = program, env
         else:
-            if which == "srun":
-                hosts = tuple(HostSlots(n.name, rpn) for n in group)
-            elif len(group) == 1:
-                hosts = (HostSlots("localhost", rpn),)
-            else:
-                hosts = tuple(HostSlots(n.host, rpn) for n in group)
-            job = Job(
-                program=program,
-                hosts=hosts,
-                env=env,
-                bind_to=o.bind_to,
-                map_by=o.map_by,
-                cpu_bind=o.cpu_bind,
-                gpus_per_task=o.gpus_per_task,
-                gpu_bind=o.gpu_bind,
-                interfaces=o.interfaces,
-                btl=o.btl,
-                mca=dict(o.mca),
-                ssh_config=ssh_config(head) if len(group) > 1 else None,
-                as_root=o.allow_run_as_root,
-                partition=head.slurm.partition,
-                account=head.slurm.account,
-                extra_args=tuple(o.launcher_args),
-            )
-            launch = get(which).wrap(job)
-            argv, launch_env = launch.argv, dict(launch.env)
+            argv, launch_env = launched(o, group, rpn, which, program, env)
         setup: tuple[ProcessSpec, ...] = ()
         if json_file:
             parent = json_file.rsplit("/", 1)[0]

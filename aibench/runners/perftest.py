@@ -49,15 +49,14 @@ from aibench.executors.base import ReadyCheck
 from aibench.inventory import Node
 from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
+from aibench.runners import _checks as checks
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.iperf3 import data_address
-from aibench.tools import PairSeries, Traits
+from aibench.traits import PairSeries, Traits
 
 TOOL = "perftest"
 RAIL_STRIDE = 32
-_SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 _WORD = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-_FLAG = re.compile(r"^--?[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
 
 Test = Literal[
     "ib_write_bw",
@@ -113,13 +112,7 @@ class PerftestOptions(Strict):
     @field_validator("size", mode="before")
     @classmethod
     def _size(cls, v: object) -> object:
-        if isinstance(v, int) and not isinstance(v, bool):
-            v = str(v)  # a plain byte count
-        if not isinstance(v, str | None):
-            return v
-        if v is not None and not _SIZE.match(v):
-            raise ValueError(f"not a perftest size: {v!r} (examples: 65536, 64K, 1M)")
-        return v
+        return checks.size(v, "a perftest size", "65536, 64K, 1M")
 
     @field_validator("device")
     @classmethod
@@ -139,17 +132,12 @@ class PerftestOptions(Strict):
     @field_validator("bin_dir")
     @classmethod
     def _bin_dir(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^/[A-Za-z0-9_./+@%=-]*$", v):
-            raise ValueError(f"bin_dir must be an absolute path without spaces: {v!r}")
-        return v
+        return checks.bin_dir(v)
 
     @field_validator("extra")
     @classmethod
     def _extra(cls, v: list[str]) -> list[str]:
-        for a in v:
-            if not _FLAG.match(a):
-                raise ValueError(f"option {a!r} must look like -x, --name, --name=value or a word")
-        return v
+        return checks.flags(v)
 
     @model_validator(mode="after")
     def _modes(self) -> PerftestOptions:

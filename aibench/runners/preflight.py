@@ -50,7 +50,7 @@ from aibench.parsers.sysinfo import NODE_FILES, TOOLS_SCRIPT
 from aibench.preflight import vendor
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot
 from aibench.textio import tail
-from aibench.tools import Consistent, Traits
+from aibench.traits import Consistent, Traits
 
 CLOCK_FIELDS = "index,pci.bus_id,clocks_event_reasons.active,clocks_event_reasons.supported"
 LSBLK_COLUMNS = "NAME,TYPE,MODEL,SIZE,REV,TRAN,ROTA"

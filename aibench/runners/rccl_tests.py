@@ -26,7 +26,7 @@ from typing import ClassVar
 from aibench.config import Strict
 from aibench.parsers._nccl_table import COLLECTIVES, RCCL_ONLY
 from aibench.runners.nccl_tests import NCCL_TRAITS, NcclTestsOptions, NcclTestsRunner
-from aibench.tools import Traits
+from aibench.traits import Traits
 
 
 class RcclTestsOptions(NcclTestsOptions):

@@ -30,7 +30,7 @@ A check with no series for a node is MISSING for it, never PASS.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -254,24 +254,31 @@ def _baseline_split(
     return base, rest
 
 
+def _against_start(
+    check: str,
+    series: list[dict[str, Any]],
+    node: str,
+    lim: Limits,
+    src: Mapping[str, str],
+    out: list[Verdict],
+) -> Iterator[tuple[dict[str, Any], float, list[tuple[float, float]]]]:
+    """Each series with its median over the first ``baseline_s`` and the samples after; a
+    series too short for both gets a MISSING verdict of ``check`` in ``out`` instead."""
+    for s in series:
+        base, rest = _baseline_split(s, lim.baseline_s)
+        if not base or not rest:
+            why = f"{s['key']}: too short a series"
+            out.append(_v(check, Outcome.MISSING, node, why, src=src))
+            continue
+        yield s, statistics.median(base), rest
+
+
 def _clock_and_throttle(
     tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
 ) -> list[Verdict]:
-    out = []
-    for s in _series(tel, node=node, metric="clock_sm"):
-        base, rest = _baseline_split(s, lim.baseline_s)
-        if not base or not rest:
-            out.append(
-                _v(
-                    "soak.clock.drop",
-                    Outcome.MISSING,
-                    node,
-                    f"{s['key']}: too short a series",
-                    src=src,
-                )
-            )
-            continue
-        ref = statistics.median(base)
+    out: list[Verdict] = []
+    clocks = _series(tel, node=node, metric="clock_sm")
+    for s, ref, rest in _against_start("soak.clock.drop", clocks, node, lim, src, out):
         later = statistics.median(v for _, v in rest)
         drop = 100.0 * (ref - later) / ref if ref else 0.0
         ok = drop <= lim.clock_drop_pct
@@ -354,21 +361,8 @@ def _stress_rate(
                 src=src,
             )
         ]
-    out = []
-    for s in series:
-        base, rest = _baseline_split(s, lim.baseline_s)
-        if not base or not rest:
-            out.append(
-                _v(
-                    "soak.stress.rate",
-                    Outcome.MISSING,
-                    node,
-                    f"{s['key']}: too short a series",
-                    src=src,
-                )
-            )
-            continue
-        ref = statistics.median(base)
+    out: list[Verdict] = []
+    for s, ref, rest in _against_start("soak.stress.rate", series, node, lim, src, out):
         low = [(t, v) for t, v in rest if ref and 100.0 * v / ref < lim.rate_min_pct]
         worst = min(v for _, v in rest)
         ok = not low

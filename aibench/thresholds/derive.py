@@ -131,31 +131,40 @@ def _exp(
 
 def derive(hw: Hardware) -> list[Expectation]:
     """Every expectation that follows from ``hw``, in a stable order."""
-    out: list[Expectation] = []
+    return [*_fabric(hw), *_nics(hw), *_multinode(hw), *_drives(hw)]
+
+
+def _fabric(hw: Hardware) -> list[Expectation]:
+    """all_reduce inside one node, bound by the GPUs' fabric (NVLink, xGMI)."""
     fabric = FABRICS.get((hw.nvlink or "").lower())
-    if fabric and hw.gpus >= 2:
-        who = f"{hw.gpus}×{hw.gpu or 'GPU'} {fabric.name}"
-        if fabric.name == "NVLink4":
-            pairs = [("nvls", "NVLS on, NCCL default"), ("ring", "ring, NVLS off")]
-        elif fabric.name == "NVLink5":
-            pairs = [("nvls5", "NVLS on, NCCL default"), ("ring5", "ring, NVLS off")]
-        elif fabric.name == "xGMI":
-            pairs = [("xgmi", "RCCL ring")]
-        else:
-            pairs = [("ring", "ring")]
-        for eff, label in pairs:
-            out.append(
-                _exp(
-                    f"nccl.all_reduce.{eff}",
-                    "nccl-tests",
-                    "busbw",
-                    f"all_reduce busbw {who} ({label})",
-                    fabric.busbw_line_gbs,
-                    "GB/s",
-                    eff,
-                )
-            )
-    compute = [n for n in hw.nics if n.role == "compute" and n.kind in ("ib", "roce")]
+    if not fabric or hw.gpus < 2:
+        return []
+    who = f"{hw.gpus}×{hw.gpu or 'GPU'} {fabric.name}"
+    if fabric.name == "NVLink4":
+        pairs = [("nvls", "NVLS on, NCCL default"), ("ring", "ring, NVLS off")]
+    elif fabric.name == "NVLink5":
+        pairs = [("nvls5", "NVLS on, NCCL default"), ("ring5", "ring, NVLS off")]
+    elif fabric.name == "xGMI":
+        pairs = [("xgmi", "RCCL ring")]
+    else:
+        pairs = [("ring", "ring")]
+    return [
+        _exp(
+            f"nccl.all_reduce.{eff}",
+            "nccl-tests",
+            "busbw",
+            f"all_reduce busbw {who} ({label})",
+            fabric.busbw_line_gbs,
+            "GB/s",
+            eff,
+        )
+        for eff, label in pairs
+    ]
+
+
+def _nics(hw: Hardware) -> list[Expectation]:
+    """One per network adapter: ib_write_bw per rail (IB, RoCE), else iperf3 TCP."""
+    out = []
     for nic in hw.nics:
         if nic.kind in ("ib", "roce"):
             label = f"{nic.count}× " if nic.count > 1 else ""
@@ -182,20 +191,32 @@ def derive(hw: Hardware) -> list[Expectation]:
                     "tcp",
                 )
             )
-    if compute and hw.gpus >= 1:
-        node_gbs = sum(n.rate_gbps * n.count for n in compute) / 8
-        out.append(
-            _exp(
-                "nccl.all_reduce.multinode",
-                "nccl-tests",
-                "busbw",
-                f"all_reduce busbw across nodes, ring bound by {sum(n.count for n in compute)} "
-                f"compute ports ({node_gbs:.0f} GB/s per node)",
-                node_gbs,
-                "GB/s",
-                "net_ring",
-            )
+    return out
+
+
+def _multinode(hw: Hardware) -> list[Expectation]:
+    """all_reduce across nodes, a ring bound by a node's compute ports."""
+    compute = [n for n in hw.nics if n.role == "compute" and n.kind in ("ib", "roce")]
+    if not compute or hw.gpus < 1:
+        return []
+    node_gbs = sum(n.rate_gbps * n.count for n in compute) / 8
+    return [
+        _exp(
+            "nccl.all_reduce.multinode",
+            "nccl-tests",
+            "busbw",
+            f"all_reduce busbw across nodes, ring bound by {sum(n.count for n in compute)} "
+            f"compute ports ({node_gbs:.0f} GB/s per node)",
+            node_gbs,
+            "GB/s",
+            "net_ring",
         )
+    ]
+
+
+def _drives(hw: Hardware) -> list[Expectation]:
+    """Sequential read of every kind of drive, its count times its datasheet rate."""
+    out = []
     for d in hw.drives:
         total = d.read_mbps * d.count
         src = f"; datasheet: {d.source}" if d.source else ""

@@ -41,7 +41,14 @@ from aibench import units
 from aibench.model import Fact, Measurement, Outcome, Run, StepResult, Verdict
 from aibench.thresholds import stats
 from aibench.thresholds.outliers import fleet_outliers
-from aibench.thresholds.spec import FACT_SYMBOLS, Check, Spec, _version, dim_matches
+from aibench.thresholds.spec import (
+    FACT_SYMBOLS,
+    Check,
+    FactSelect,
+    Spec,
+    _version,
+    dim_matches,
+)
 
 Subject = tuple[str, ...]
 
@@ -250,11 +257,42 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
                 reason=f"no {sel.tool} step{where} in this run",
             )
         ]
-    groups: dict[Subject, _Group] = defaultdict(_Group)
     labels = node_labels(run)
     if sel.labels:
         inventory = [n for n in inventory if _has_labels(labels, [n], sel.labels)]
         steps = [s for s in steps if _has_labels(labels, s.nodes, sel.labels)]
+    groups = _groups(check, steps, labels)
+    if check.scope == "rail":
+        _failed_nodes_cover_their_rails(groups)
+    if check.scope == "fleet" and any(g.failed for g in groups.values()):
+        failed = [s for g in groups.values() for s in g.failed]
+        groups = defaultdict(_Group, {(): _Group(failed=failed)})
+    verdicts = [_verdict(check, subj, g) for subj, g in sorted(groups.items())]
+    if not verdicts:
+        verdicts = [
+            Verdict(
+                **base,
+                outcome=Outcome.MISSING,
+                reason=f"{len(steps)} {sel.tool} step result(s), none with a measurement "
+                f"matching {sel.metric} {_dims_text(check)}".rstrip(),
+                evidence=tuple(sorted(s.step_id for s in steps)),
+            )
+        ]
+    verdicts = _flag_outliers(check, verdicts)
+    if check.require:
+        verdicts.append(_coverage(check, groups, inventory, _declared_rails(check, run)))
+    return verdicts
+
+
+def _groups(
+    check: Check, steps: list[StepResult], labels: Mapping[str, Mapping[str, str]]
+) -> dict[Subject, _Group]:
+    """The selected values of the steps by subject (node, pair, rail, the fleet), in the
+    check's unit, and the failed steps of each subject."""
+    sel = check.select
+    assert sel is not None
+    assert check.unit is not None
+    groups: dict[Subject, _Group] = defaultdict(_Group)
     selected: list[tuple[StepResult, Measurement]] = []
     for s in steps:
         if not s.ok:
@@ -281,32 +319,17 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
             g = groups[subj]
             g.series.setdefault((m.nodes, m.step, m.dims), []).append(value)
             g.evidence.add(s.step_id)
-    # a failed step of a node also covers that node's rails
-    if check.scope == "rail":
-        for subj in [k for k in groups if len(k) == 1 and groups[k].failed]:
-            for other in list(groups):
-                if len(other) > 1 and other[0] == subj[0]:
-                    groups[other].failed.extend(groups[subj].failed)
-            if any(len(o) > 1 and o[0] == subj[0] for o in groups):
-                del groups[subj]
-    if check.scope == "fleet" and any(g.failed for g in groups.values()):
-        failed = [s for g in groups.values() for s in g.failed]
-        groups = defaultdict(_Group, {(): _Group(failed=failed)})
-    verdicts = [_verdict(check, subj, g) for subj, g in sorted(groups.items())]
-    if not verdicts:
-        verdicts = [
-            Verdict(
-                **base,
-                outcome=Outcome.MISSING,
-                reason=f"{len(steps)} {sel.tool} step result(s), none with a measurement "
-                f"matching {sel.metric} {_dims_text(check)}".rstrip(),
-                evidence=tuple(sorted(s.step_id for s in steps)),
-            )
-        ]
-    verdicts = _flag_outliers(check, verdicts)
-    if check.require:
-        verdicts.append(_coverage(check, groups, inventory, _declared_rails(check, run)))
-    return verdicts
+    return groups
+
+
+def _failed_nodes_cover_their_rails(groups: dict[Subject, _Group]) -> None:
+    """A failed step of a node also covers that node's rails (in place)."""
+    for subj in [k for k in groups if len(k) == 1 and groups[k].failed]:
+        for other in list(groups):
+            if len(other) > 1 and other[0] == subj[0]:
+                groups[other].failed.extend(groups[subj].failed)
+        if any(len(o) > 1 and o[0] == subj[0] for o in groups):
+            del groups[subj]
 
 
 def _declared_rails(check: Check, run: Run) -> dict[str, list[tuple[str, ...]]]:
@@ -349,21 +372,7 @@ def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
     base = _base(check)
     culprit_nodes = tuple(n for n in subj if "=" not in n)
     if g.failed:
-        first = sorted(g.failed, key=lambda s: s.step_id)
-        why = "; ".join(
-            f"{s.step_id} {s.status.value}" + (f": {s.reason}" if s.reason else "")
-            for s in first[:3]
-        )
-        more = f" (+{len(first) - 3} more)" if len(first) > 3 else ""
-        nodes = sorted({n for s in first for n in s.nodes})
-        return Verdict(
-            **base,
-            outcome=Outcome.ERROR,
-            subject=subj,
-            reason=f"the measuring step did not finish: {why}{more}",
-            culprits=tuple(nodes) if check.scope == "fleet" else culprit_nodes,
-            evidence=tuple(sorted({s.step_id for s in first} | g.evidence)),
-        )
+        return _unfinished(check, subj, g, culprit_nodes)
     if g.unit_error:
         return Verdict(
             **base,
@@ -374,36 +383,7 @@ def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
         )
     per_series = [stats.aggregate(check.aggregate, v) for v in g.series.values()]
     value = stats.aggregate(check.combine or check.aggregate, per_series)
-    samples = sum(len(v) for v in g.series.values())
-    repeats = max(len(v) for v in g.series.values())
-    if len(g.series) == 1:
-        (only,) = g.series.values()
-        agg = f"{check.aggregate} of {repeats} repeat(s)"
-        if len(only) > 1:
-            agg += f" ({num(min(only))}..{num(max(only))}, CV {stats.cv(only) * 100:.1f}%)"
-    else:
-        combine = check.combine or check.aggregate
-        agg = f"{check.aggregate} of repeats, {combine} of {len(g.series)} series"
-
-    lo, hi = check.fail_bounds()
-    wlo, whi = check.warn_bounds()
-    reason = ""
-    if lo is not None and value < lo:
-        outcome, reason = Outcome.FAIL, f"{num(value)} {check.unit} is below {num(lo)}"
-    elif hi is not None and value > hi:
-        outcome, reason = Outcome.FAIL, f"{num(value)} {check.unit} is above {num(hi)}"
-    elif wlo is not None and value < wlo:
-        outcome, reason = (
-            Outcome.WARN,
-            f"{num(value)} {check.unit} is below the warn bound {num(wlo)}",
-        )
-    elif whi is not None and value > whi:
-        outcome, reason = (
-            Outcome.WARN,
-            f"{num(value)} {check.unit} is above the warn bound {num(whi)}",
-        )
-    else:
-        outcome = Outcome.PASS
+    outcome, reason = _held_to_bounds(check, value)
     if check.max_cv is not None:
         worst = max(stats.cv(v) for v in g.series.values())
         if worst > check.max_cv:
@@ -416,12 +396,57 @@ def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
         outcome=outcome,
         subject=subj,
         observed=value,
-        aggregate=agg,
-        samples=samples,
+        aggregate=_aggregate_text(check, g),
+        samples=sum(len(v) for v in g.series.values()),
         culprits=culprit_nodes if outcome is Outcome.FAIL else (),
         evidence=tuple(sorted(g.evidence)),
         reason=reason,
     )
+
+
+def _unfinished(check: Check, subj: Subject, g: _Group, culprit_nodes: Subject) -> Verdict:
+    """An ERROR naming the steps of the subject that did not finish (the first three)."""
+    first = sorted(g.failed, key=lambda s: s.step_id)
+    why = "; ".join(
+        f"{s.step_id} {s.status.value}" + (f": {s.reason}" if s.reason else "") for s in first[:3]
+    )
+    more = f" (+{len(first) - 3} more)" if len(first) > 3 else ""
+    nodes = sorted({n for s in first for n in s.nodes})
+    return Verdict(
+        **_base(check),
+        outcome=Outcome.ERROR,
+        subject=subj,
+        reason=f"the measuring step did not finish: {why}{more}",
+        culprits=tuple(nodes) if check.scope == "fleet" else culprit_nodes,
+        evidence=tuple(sorted({s.step_id for s in first} | g.evidence)),
+    )
+
+
+def _aggregate_text(check: Check, g: _Group) -> str:
+    """How the observed value was made: of how many repeats, their range and CV."""
+    if len(g.series) == 1:
+        (only,) = g.series.values()
+        agg = f"{check.aggregate} of {len(only)} repeat(s)"
+        if len(only) > 1:
+            agg += f" ({num(min(only))}..{num(max(only))}, CV {stats.cv(only) * 100:.1f}%)"
+        return agg
+    combine = check.combine or check.aggregate
+    return f"{check.aggregate} of repeats, {combine} of {len(g.series)} series"
+
+
+def _held_to_bounds(check: Check, value: float) -> tuple[Outcome, str]:
+    """FAIL outside the fail bounds, WARN outside the warn bounds, else PASS; and why."""
+    lo, hi = check.fail_bounds()
+    wlo, whi = check.warn_bounds()
+    if lo is not None and value < lo:
+        return Outcome.FAIL, f"{num(value)} {check.unit} is below {num(lo)}"
+    if hi is not None and value > hi:
+        return Outcome.FAIL, f"{num(value)} {check.unit} is above {num(hi)}"
+    if wlo is not None and value < wlo:
+        return Outcome.WARN, f"{num(value)} {check.unit} is below the warn bound {num(wlo)}"
+    if whi is not None and value > whi:
+        return Outcome.WARN, f"{num(value)} {check.unit} is above the warn bound {num(whi)}"
+    return Outcome.PASS, ""
 
 
 def _flag_outliers(check: Check, verdicts: list[Verdict]) -> list[Verdict]:
@@ -580,29 +605,7 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
     fs = check.fact
     assert fs is not None
     base = _base(check)
-    unreachable: dict[str, str] = {}
-    if fs.source == "environment":
-        facts = _environment_facts(run, fs.name)
-        steps: list[StepResult] = []
-        env = run.environment if isinstance(run.environment, Mapping) else {}
-        unreachable = {
-            str(n): str(f["unreachable"])
-            for n, f in env.items()
-            if isinstance(f, Mapping) and f.get("unreachable")
-        }
-    else:
-        facts = [
-            f
-            for f in run.facts
-            if f.source == fs.source
-            and f.name == fs.name
-            and all(dim_matches(r, f.dims.get(k)) for k, r in fs.dims.items())
-        ]
-        steps = [
-            s
-            for s in run.steps
-            if s.tool == fs.source or any(f.source == fs.source for f in s.facts)
-        ]
+    facts, steps, unreachable = _fact_sources(fs, run)
     if fs.labels:
         labels = node_labels(run)
         inventory = [n for n in inventory if _has_labels(labels, [n], fs.labels)]
@@ -621,76 +624,111 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
         return [Verdict(**base, outcome=Outcome.MISSING, reason="no node in the run")]
     out = []
     for n in nodes:
-        items = by_node.get(n, [])
-        subj = (n,) if n else ()
         evidence = tuple(sorted(s.step_id for s in steps if n in s.nodes))
-        if not items:
-            if n in unreachable:
-                out.append(
-                    Verdict(
-                        **base,
-                        outcome=Outcome.ERROR,
-                        subject=subj,
-                        culprits=subj,
-                        reason=f"node unreachable: {unreachable[n]}",
-                    )
-                )
-            elif failed_by_node.get(n):
-                s = failed_by_node[n][0]
-                out.append(
-                    Verdict(
-                        **base,
-                        outcome=Outcome.ERROR,
-                        subject=subj,
-                        culprits=subj,
-                        evidence=evidence,
-                        reason=f"{s.step_id} {s.status.value}: {s.reason}".rstrip(": "),
-                    )
-                )
-            else:
-                out.append(
-                    Verdict(
-                        **base,
-                        outcome=Outcome.MISSING,
-                        subject=subj,
-                        evidence=evidence,
-                        reason=f"no {fs.source} fact {fs.name} recorded for {n or 'the run'}",
-                    )
-                )
-            continue
-        bad: list[str] = []
-        shown: list[str] = []
-        for f in items:
-            label = ",".join(f"{k}={v}" for k, v in f.dims.items())
-            text = "absent" if f.absent else str(f.value)
-            shown.append(f"{label}: {text}" if label else text)
-            if f.absent and check.op != "absent":
-                if not check.allow_absent:
-                    bad.append(
-                        f"{label or fs.name} absent" + (f" ({f.reason})" if f.reason else "")
-                    )
-                continue
-            ok, why = _fact_compare(check, f.value)
-            if not ok:
-                bad.append(f"{label + ': ' if label else ''}{text}" + (f" ({why})" if why else ""))
-        uniq = sorted(set(shown))
-        failed = Outcome.WARN if check.severity == "warn" else Outcome.FAIL
-        out.append(
-            Verdict(
-                **base,
-                outcome=failed if bad else Outcome.PASS,
-                subject=subj,
-                observed_text="; ".join(uniq[:8])
-                + (f" (+{len(uniq) - 8} more)" if len(uniq) > 8 else ""),
-                samples=len(items),
-                culprits=subj if bad and failed is Outcome.FAIL else (),
-                evidence=evidence,
-                reason=(
-                    f"{fs.name} {'; '.join(bad[:5])}, expected {base['expected']}" if bad else ""
-                ),
-            )
-        )
+        if n not in by_node:
+            why_not = unreachable.get(n)
+            failed = failed_by_node.get(n, [])
+            out.append(_fact_not_measured(check, base, n, evidence, why_not, failed))
+        else:
+            out.append(_fact_verdict(check, base, n, by_node[n], evidence))
     return out
+
+
+def _fact_sources(fs: FactSelect, run: Run) -> tuple[list[Fact], list[StepResult], dict[str, str]]:
+    """The facts a fact check reads, the steps that should have recorded them, and the
+    nodes the environment could not reach (with why)."""
+    if fs.source == "environment":
+        env = run.environment if isinstance(run.environment, Mapping) else {}
+        unreachable = {
+            str(n): str(f["unreachable"])
+            for n, f in env.items()
+            if isinstance(f, Mapping) and f.get("unreachable")
+        }
+        return _environment_facts(run, fs.name), [], unreachable
+    facts = [
+        f
+        for f in run.facts
+        if f.source == fs.source
+        and f.name == fs.name
+        and all(dim_matches(r, f.dims.get(k)) for k, r in fs.dims.items())
+    ]
+    steps = [
+        s for s in run.steps if s.tool == fs.source or any(f.source == fs.source for f in s.facts)
+    ]
+    return facts, steps, {}
+
+
+def _fact_not_measured(
+    check: Check,
+    base: dict[str, Any],
+    node: str,
+    evidence: tuple[str, ...],
+    unreachable: str | None,
+    failed: Sequence[StepResult],
+) -> Verdict:
+    """A node without the fact: unreachable, its step failed (both errors), or missing."""
+    fs = check.fact
+    assert fs is not None
+    subj = (node,) if node else ()
+    if unreachable is not None:
+        return Verdict(
+            **base,
+            outcome=Outcome.ERROR,
+            subject=subj,
+            culprits=subj,
+            reason=f"node unreachable: {unreachable}",
+        )
+    if failed:
+        s = failed[0]
+        return Verdict(
+            **base,
+            outcome=Outcome.ERROR,
+            subject=subj,
+            culprits=subj,
+            evidence=evidence,
+            reason=f"{s.step_id} {s.status.value}: {s.reason}".rstrip(": "),
+        )
+    return Verdict(
+        **base,
+        outcome=Outcome.MISSING,
+        subject=subj,
+        evidence=evidence,
+        reason=f"no {fs.source} fact {fs.name} recorded for {node or 'the run'}",
+    )
+
+
+def _fact_verdict(
+    check: Check, base: dict[str, Any], node: str, items: list[Fact], evidence: tuple[str, ...]
+) -> Verdict:
+    """A node's values of the fact, each held against the check."""
+    fs = check.fact
+    assert fs is not None
+    subj = (node,) if node else ()
+    bad: list[str] = []
+    shown: list[str] = []
+    for f in items:
+        label = ",".join(f"{k}={v}" for k, v in f.dims.items())
+        text = "absent" if f.absent else str(f.value)
+        shown.append(f"{label}: {text}" if label else text)
+        if f.absent and check.op != "absent":
+            if not check.allow_absent:
+                bad.append(f"{label or fs.name} absent" + (f" ({f.reason})" if f.reason else ""))
+            continue
+        ok, why = _fact_compare(check, f.value)
+        if not ok:
+            bad.append(f"{label + ': ' if label else ''}{text}" + (f" ({why})" if why else ""))
+    uniq = sorted(set(shown))
+    failed = Outcome.WARN if check.severity == "warn" else Outcome.FAIL
+    return Verdict(
+        **base,
+        outcome=failed if bad else Outcome.PASS,
+        subject=subj,
+        observed_text="; ".join(uniq[:8]) + (f" (+{len(uniq) - 8} more)" if len(uniq) > 8 else ""),
+        samples=len(items),
+        culprits=subj if bad and failed is Outcome.FAIL else (),
+        evidence=evidence,
+        reason=(f"{fs.name} {'; '.join(bad[:5])}, expected {base['expected']}" if bad else ""),
+    )
 
 
 # ---------------------------------------------------------------- waivers

@@ -106,68 +106,81 @@ def localize(
     median = float(statistics.median(norm.values()))
     if median <= 0:
         return []
-    bar = median * (1 - min_drop)
-    # what is left of each pair once the suspects found so far are divided out
-    residual = dict(norm)
-    suspects: list[Suspect] = []
+    found = _Suspects(norm, median, median * (1 - min_drop))
+    found.groups(labels or {}, group_fraction)  # 1. groups
+    found.nodes(node_fraction)  # 2. nodes
+    for p in sorted(found.slow(), key=lambda p: found.residual[p]):  # 3. links
+        found.convict("link", f"{p[0]}+{p[1]}", [p], {p})
+    return found.suspects
 
-    def slow() -> set[Pair]:
-        return {p for p, v in residual.items() if v < bar}
 
-    def convict(kind: str, name: str, total: Iterable[Pair], bad: set[Pair]) -> None:
-        ev = sorted(bad, key=lambda p: residual[p])
-        ratio = statistics.median(residual[p] for p in ev) / median
-        suspects.append(
+class _Suspects:
+    """The suspects found so far, and what is left of each pair once they are divided out."""
+
+    def __init__(self, norm: dict[Pair, float], median: float, bar: float) -> None:
+        self.norm = norm
+        self.median = median
+        self.bar = bar
+        self.residual = dict(norm)
+        self.suspects: list[Suspect] = []
+
+    def slow(self) -> set[Pair]:
+        return {p for p, v in self.residual.items() if v < self.bar}
+
+    def convict(self, kind: str, name: str, total: Iterable[Pair], bad: set[Pair]) -> None:
+        ev = sorted(bad, key=lambda p: self.residual[p])
+        ratio = statistics.median(self.residual[p] for p in ev) / self.median
+        self.suspects.append(
             Suspect(
                 kind,
                 name,
                 len(bad),
                 len(set(total)),
                 ratio,
-                tuple((a, b, norm[(a, b)]) for a, b in ev[:10]),
+                tuple((a, b, self.norm[(a, b)]) for a, b in ev[:10]),
             )
         )
         for p in bad:
-            residual[p] /= ratio
+            self.residual[p] /= ratio
 
-    # 1. groups
-    groups: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for node, lab in (labels or {}).items():
-        for k, v in lab.items():
-            groups[(k, v)].add(node)
-    for (k, v), members in sorted(groups.items()):
-        if len(members) < 2:
-            continue
-        for where, inside in (("uplinks", False), ("inside", True)):
-            want = 2 if inside else 1
-            cat = [p for p in norm if (p[0] in members) + (p[1] in members) == want]
-            if not cat:
+    def groups(self, labels: Mapping[str, Mapping[str, str]], fraction: float) -> None:
+        """A label's group whose uplinks (pairs with one end in it) or inside (both ends)
+        are slow for most of its pairs and nodes."""
+        groups: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for node, lab in labels.items():
+            for k, v in lab.items():
+                groups[(k, v)].add(node)
+        for (k, v), members in sorted(groups.items()):
+            if len(members) < 2:
                 continue
-            now_slow = slow()
-            bad = {p for p in cat if p in now_slow}
-            if len(bad) / len(cat) < group_fraction:
-                continue
-            involved = {n for p in bad for n in p if n in members}
-            if len(involved) / len(members) < group_fraction:
-                continue
-            convict("group", f"{k}={v} ({where})", cat, bad)
-    # 2. nodes
-    by_node: dict[str, list[Pair]] = defaultdict(list)
-    for p in norm:
-        for n in set(p):
-            by_node[n].append(p)
-    still = slow()
-    found = []
-    for n in sorted(by_node):
-        bad = {p for p in by_node[n] if p in still}
-        if len(bad) >= 2 and len(bad) / len(by_node[n]) >= node_fraction:
-            found.append((n, bad))
-    for n, bad in found:
-        convict("node", n, by_node[n], bad)
-    # 3. links
-    for p in sorted(slow(), key=lambda p: residual[p]):
-        convict("link", f"{p[0]}+{p[1]}", [p], {p})
-    return suspects
+            for where, inside in (("uplinks", False), ("inside", True)):
+                want = 2 if inside else 1
+                cat = [p for p in self.norm if (p[0] in members) + (p[1] in members) == want]
+                if not cat:
+                    continue
+                now_slow = self.slow()
+                bad = {p for p in cat if p in now_slow}
+                if len(bad) / len(cat) < fraction:
+                    continue
+                involved = {n for p in bad for n in p if n in members}
+                if len(involved) / len(members) < fraction:
+                    continue
+                self.convict("group", f"{k}={v} ({where})", cat, bad)
+
+    def nodes(self, fraction: float) -> None:
+        """A node slow with at least two of its pairs and ``fraction`` of them."""
+        by_node: dict[str, list[Pair]] = defaultdict(list)
+        for p in self.norm:
+            for n in set(p):
+                by_node[n].append(p)
+        still = self.slow()
+        found = []
+        for n in sorted(by_node):
+            bad = {p for p in by_node[n] if p in still}
+            if len(bad) >= 2 and len(bad) / len(by_node[n]) >= fraction:
+                found.append((n, bad))
+        for n, bad in found:
+            self.convict("node", n, by_node[n], bad)
 
 
 # Dimensions that vary with the message size within one series.

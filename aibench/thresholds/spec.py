@@ -413,6 +413,7 @@ class Spec:
     description: str
     checks: tuple[Check, ...]
     model: SpecModel
+    text: str = ""  # the file exactly as loaded (kept in the run's record: aibench.judge)
 
     @property
     def hardware(self) -> Hardware | None:
@@ -421,14 +422,19 @@ class Spec:
 
 def load_spec(name_or_path: str | Path) -> Spec:
     """Load a built-in profile (``h100-ndr``) or a user's spec file, validated."""
-    import hashlib
-
     path, _ = resolve("profiles", str(name_or_path))
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(str(name_or_path), "", f"cannot read: {exc.__class__.__name__}") from None
-    shown = str(name_or_path)
+    return spec_from_bytes(data, str(name_or_path), source=str(path))
+
+
+def spec_from_bytes(data: bytes, shown: str, *, source: str = "") -> Spec:
+    """A spec from the bytes of its file (``shown`` names it in errors): what
+    :func:`load_spec` reads, and what a run's record keeps."""
+    import hashlib
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -439,11 +445,12 @@ def load_spec(name_or_path: str | Path) -> Spec:
     model = validate(SpecModel, raw, shown)
     return Spec(
         name=model.name,
-        source=str(path),
+        source=source or shown,
         sha256=hashlib.sha256(data).hexdigest(),
         description=model.description,
         checks=tuple(model.checks),
         model=model,
+        text=text,
     )
 
 

@@ -23,8 +23,8 @@ NOT_DETECTED = {
     "dmesg-xid",
 }
 # Parsers of a fork whose output is its parent's format: auto detection names the parent,
-# whose reader they use (an RCCL-tests log is a valid NCCL-tests log).
-READ_AS = {"rccl-tests": "nccl-tests"}
+# whose reader they use. (None now: an RCCL-tests log says it is RCCL's.)
+READ_AS: dict[str, str] = {}
 
 CASES = cases()
 

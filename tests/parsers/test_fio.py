@@ -57,7 +57,7 @@ def test_fio3_json_vocabulary_and_units() -> None:
     assert p99.unit == "ns"
     assert isinstance(p99.dims["percentile"], float)
     # a pure read job: the zero write/trim/sync sections are not emitted
-    assert {r.dims["direction"] for r in recs} == {"read"}
+    assert {r.dims["direction"] for r in recs if r.metric != "disk_util"} == {"read"}
 
 
 def test_fio2_schema_is_usec_and_io_bytes_in_kib() -> None:
@@ -73,9 +73,18 @@ def test_fio2_schema_is_usec_and_io_bytes_in_kib() -> None:
 
 def test_oldest_schema_without_job_options() -> None:
     recs = fio.parse(load("v2.1.3_randrw_json_reserialized.json"))
-    assert {r.dims["direction"] for r in recs} == {"read", "write"}
+    assert {r.dims["direction"] for r in recs if r.metric != "disk_util"} == {"read", "write"}
     assert "rw" not in recs[0].dims
     assert one(recs, "iops", direction="write").value == 21045
+
+
+def test_disk_util_per_device() -> None:
+    """fio's "Disk stats": the utilisation of every device it lists, in %."""
+    recs = fio.parse(load("v3.16_randread_libaio_json.json"))
+    util = {r.dims["device"]: r.value for r in recs if r.metric == "disk_util"}
+    assert util
+    assert all(0 <= v <= 100 for v in util.values())
+    assert {r.unit for r in recs if r.metric == "disk_util"} == {"%"}
 
 
 def test_sync_section_is_its_own_direction() -> None:
@@ -154,7 +163,7 @@ def test_terse_fields() -> None:
     assert one(recs, "io_bytes").value == 63160 * 1024
     assert one(recs, "clat_percentile", percentile=99.9).value == 1220
     assert not pick(recs, "slat_mean")  # psync: no submission latency measured
-    assert {r.dims["direction"] for r in recs} == {"read"}
+    assert {r.dims["direction"] for r in recs if r.metric != "disk_util"} == {"read"}
 
 
 def test_terse_line_cut_short_is_a_parse_error() -> None:

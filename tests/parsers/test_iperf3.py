@@ -100,8 +100,20 @@ def test_bidir_has_both_directions() -> None:
 
 def test_server_json_skips_the_half_it_did_not_see() -> None:
     recs = iperf3.parse((FIX / "v3.12_lo_server_tcp.json").read_text())
-    assert {r.dims["side"] for r in recs} == {"receiver"}
-    assert all(r.value > 0 for r in recs)
+    rates = [r for r in recs if r.metric != "cpu_utilization"]
+    assert {r.dims["side"] for r in rates} == {"receiver"}
+    assert all(r.value > 0 for r in rates)
+    # the server's CPU is read; its client's (which it writes as 0) is not
+    assert [(r.dims["cpu"], round(r.value, 1)) for r in recs if r.metric == "cpu_utilization"] == [
+        ("host", 60.2)
+    ]
+
+
+def test_cpu_utilization_of_host_and_remote() -> None:
+    recs = iperf3.parse((FIX / "v3.12_tcp1.json").read_text())
+    cpu = {r.dims["cpu"]: r.value for r in recs if r.metric == "cpu_utilization"}
+    assert set(cpu) == {"host", "remote"}
+    assert all(0 < v <= 100 * 64 for v in cpu.values())
 
 
 @pytest.mark.parametrize("name", ["v3.0.11_error_no_route.json", "v3.12_lo_refused.json"])

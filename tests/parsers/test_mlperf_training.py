@@ -396,3 +396,19 @@ def test_a_log_perplexity_cannot_be_judged_as_a_percentage() -> None:
     assert last.value < 3.3  # reached the 5.1 target of 3.3 log perplexity
     with pytest.raises(units.UnitError):
         units.convert(last.value, last.unit, "%")
+
+
+def test_tracked_stats_throughput_mean_and_last() -> None:
+    """The throughput an implementation logs in its tracked_stats events (5 on MI300X)."""
+    recs = parse((FIX / "v5.0_AMD_MI300X_llama2_70b_lora_result_0.txt").read_text())
+    got = {
+        r.dims["stat"]: r.value
+        for r in recs
+        if isinstance(r, Measurement) and r.metric == "train_throughput"
+    }
+    logged = [2.0265096564665908, 2.029685430709314, 2.0279696812191723, 2.0272792138832743,
+              2.0283686075275873]  # fmt: skip
+    assert got == pytest.approx({"mean": sum(logged) / 5, "last": logged[-1]})
+    assert {
+        r.unit for r in recs if isinstance(r, Measurement) and r.metric == "train_throughput"
+    } == {"samples/s"}

@@ -1,8 +1,8 @@
 """A REPLAY of a real captured GPU tool output, for tests only (no GPU on the test bed).
 
-Started in place of gpu_burn, nvbandwidth or dcgmproftester12 (a small wrapper script named
-like the binary execs this file with ``--fixture FILE --binary NAME``, then the argv the
-runner built). It:
+Started in place of gpu_burn, nvbandwidth, dcgmproftester12 or nvidia-smi (``dmon``) (a
+small wrapper script named like the binary execs this file with ``--fixture FILE --binary
+NAME``, then the argv the runner built). It:
 
 * checks the options the way the real binary reads them (unknown options, missing values
   and a missing or non-numeric duration are an error, exit 2), so the runner's argv is
@@ -73,10 +73,26 @@ def check_dcgmproftester(args: list[str]) -> None:
         fail("no -t FIELD_ID")
 
 
+def check_nvidia_smi(args: list[str]) -> None:
+    """nvidia-smi dmon [-s pucvmet] [-d SECS] [-c COUNT] [-i IDS] (the options dmon reads)."""
+    valid = {
+        "-s": lambda v: bool(v) and set(v) <= set("pucvmet"),
+        "-d": lambda v: v.isdigit() and int(v) > 0,
+        "-c": lambda v: v.isdigit() and int(v) > 0,
+        "-i": lambda v: bool(v) and all(x.isdigit() for x in v.split(",")),
+    }
+    if not args or args[0] != "dmon":
+        fail("only dmon is replayed")
+    for a, value in zip(args[1::2], [*args[2::2], ""], strict=False):
+        if a not in valid or not valid[a](value):
+            fail(f"unknown option or bad value: {a!r} {value!r}")
+
+
 CHECKS = {
     "gpu_burn": check_gpu_burn,
     "nvbandwidth": check_nvbandwidth,
     "dcgmproftester12": check_dcgmproftester,
+    "nvidia-smi": check_nvidia_smi,
 }
 
 

@@ -163,12 +163,14 @@ def test_report_with_spec_rejudges_and_stores_only_with_write(run_dir, tmp_path,
     spec = load_spec("default")
     before = (run_dir / "run.json").read_bytes()
     expected = judge_run(Run.from_dict(json.loads(before)), spec)
-    code = main(["report", str(run_dir), "--spec", "default"])
+    files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    out = tmp_path / "rejudged"
+    code = main(["report", str(run_dir), "--spec", "default", "--out", str(out)])
     assert code == (1 if expected.failing else 0)
-    assert (run_dir / "run.json").read_bytes() == before  # the record is not rewritten
-    root = ET.parse(run_dir / "junit.xml").getroot()
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files
+    root = ET.parse(out / "junit.xml").getroot()
     assert int(root.get("tests")) == len(expected.verdicts)  # the reports show the judgement
-    assert "not stored in run.json" in (run_dir / "summary.md").read_text()
+    assert "not stored in run.json" in (out / "summary.md").read_text()
     assert main(["verify", str(run_dir)]) == 0
     old = Run.from_dict(json.loads(before))
     code = main(["report", str(run_dir), "--spec", "default", "--write"])

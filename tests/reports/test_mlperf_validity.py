@@ -228,9 +228,10 @@ def test_a_spec_that_judges_validity_covers_the_invalid_results(
             }
         )
     )
-    res = aibench("report", str(run_dir), "--spec", str(spec), timeout=120)
+    out = tmp_path / "rejudged"  # a judgement not stored: the run directory stays as it is
+    res = aibench("report", str(run_dir), "--spec", str(spec), "--out", str(out), timeout=120)
     assert res.returncode == 1, res.stderr
-    html = (run_dir / "report.html").read_text()
+    html = (out / "report.html").read_text()
     nv = html.split('id="not-valid"')[1].split("</div>")[0]
     assert nv.count("a failing check below covers it") == 3
     assert "no check of the spec judges it" not in nv

@@ -9,6 +9,8 @@ removed before a new one is built.
 That is the :data:`SMALL` layout (the 4-host bed). :data:`BIG` is a second one, for the
 bed of up to 250 hosts (``abx-hN`` at ``10.213.8.N``, veths ``abxvN``, bridge ``abxbr0``):
 its own names and subnet, so it can stand beside the small bed and be cleaned up alone.
+:data:`STORE` (``s3-hN`` at ``10.213.30.N``, veths ``s3vN``, bridge ``s3br0``) is the
+object-storage and cache bed: S3 and Redis clients and one storage host.
 Its hosts are made with one ``ip -batch`` per kind of command (a few seconds for 64
 hosts instead of a few hundred ``ip`` processes).
 
@@ -42,7 +44,9 @@ class Layout:
 
 SMALL = Layout(prefix="abt-h", veth="abtv", bridge="abtbr0", subnet="10.213.7")
 BIG = Layout(prefix="abx-h", veth="abxv", bridge="abxbr0", subnet="10.213.8")
-LAYOUTS = (SMALL, BIG)
+# the object-storage and cache bed: clients and one storage host (tests/testbed/ceph.py)
+STORE = Layout(prefix="s3-h", veth="s3v", bridge="s3br0", subnet="10.213.30")
+LAYOUTS = (SMALL, BIG, STORE)
 BRIDGE = SMALL.bridge
 SUBNET = SMALL.subnet
 PREFIX = SMALL.prefix

@@ -46,7 +46,10 @@ def _run_dir(tmp_path: Path, seq_kib: float) -> Path:
 
 def test_pass_exit_0_and_suspects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = _run_dir(tmp_path, 600_000)
-    assert main(["check", str(d)]) == 0
+    # a run stored without its inputs is judged with an explicit spec only
+    assert main(["check", str(d)]) == 2
+    assert "holds no copy of the spec" in capsys.readouterr().err
+    assert main(["check", str(d), "--spec", "default"]) == 0
     out = capsys.readouterr().out
     assert "SUSPECT iperf3: node n4: 5 of 5 pairs slow" in out
     assert out.strip().splitlines()[-1].startswith("PASS: r1 against default (")
@@ -62,7 +65,11 @@ def test_fail_exit_1_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str
     stored = Run.from_dict(json.loads((d / "run.json").read_text()))
     assert {v.outcome.value for v in stored.verdicts if v.check == "fio-seq-read-bw"} == {"FAIL"}
     last = stored.judgements[-1]
-    assert (last["by"], last["spec"], last["outcome"]) == ("aibench check --write", "default", "FAIL")
+    assert (last["by"], last["spec"], last["outcome"]) == (
+        "aibench check --write",
+        "default",
+        "FAIL",
+    )
     (suspect,) = stored.suspects
     assert (suspect["tool"], suspect["kind"], suspect["name"]) == ("iperf3", "node", "n4")
     assert len(suspect["series"]) == 2  # iperf3-tcp and iperf3-tcp-reverse, named once
@@ -70,7 +77,7 @@ def test_fail_exit_1_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = _run_dir(tmp_path, 600_000)
-    assert main(["check", str(d), "--format", "json"]) == 0
+    assert main(["check", str(d), "--spec", "default", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["outcome"] == "PASS"
     assert [s["name"] for s in data["suspects"]] == ["n4"]

@@ -136,10 +136,10 @@ def test_a_fail_of_every_origin_survives_every_rejudge(
     assert f"{origin} " in out.splitlines()[-2]  # "judged: consistency 1, spec 3; ..."
     assert (run_dir / "run.json").read_bytes() == before
 
-    # aibench report --spec: exit 1, the reports show the FAIL, run.json untouched
+    # aibench report --spec: exit 1, the summary (on stdout) shows the FAIL, run.json untouched
     assert main(["report", str(run_dir), "--spec", str(spec.source)]) == 1
     assert (run_dir / "run.json").read_bytes() == before
-    assert "FAIL" in (run_dir / "summary.md").read_text().splitlines()[0]
+    assert "FAIL" in capsys.readouterr().out.splitlines()[0]
 
     # aibench check --write, then aibench report: still FAIL, every judgement kept
     assert main(["check", str(run_dir), "--spec", str(spec.source), "--write"]) == 1

@@ -156,7 +156,7 @@ def test_h100_profile_fails_a_gpu_with_an_uncorrectable_sram_error() -> None:
 
 
 # the sections of the cluster guide that state checkable requirements (its digest's rows)
-GUIDE_SECTIONS = {"3.1", "3.2", "3.3", "4.1", "7.2"}
+GUIDE_SECTIONS = {"3.1", "3.2", "3.3", "4.1", "4.2", "7.2"}
 
 
 def test_every_check_cites_the_guides_section(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,7 +170,7 @@ def test_every_check_cites_the_guides_section(capsys: pytest.CaptureFixture[str]
         section = source.removeprefix("source: guide §").split(":")[0]
         assert section in GUIDE_SECTIONS, (cid, section)
     # every checkable row of the guide has a check: §3.1 nodes and disk, §3.2 networks,
-    # §3.3 (GPU side), §4.1 software, §7.2 ECC
+    # §3.3 (GPU side), §4.1 software, §4.2 shared file system, §7.2 ECC
     assert {
         "training-memory", "training-cores", "training-threads",
         "inference-memory", "inference-cores", "inference-threads",
@@ -178,8 +178,17 @@ def test_every_check_cites_the_guides_section(capsys: pytest.CaptureFixture[str]
         "compute-fabric-bw", "hca-port-rate", "nvlink-in-node", "storage-network-bw",
         "management-network-tcp", "gpu-no-thermal-slowdown", "os-release", "cpu-governor",
         "swappiness", "gpu-driver", "gpu-persistence", "docker", "nvidia-container-toolkit",
-        "gpu-ecc",
+        "gpu-ecc", "shared-read-aggregate", "shared-write-aggregate", "shared-read-client",
+        "shared-metadata-create", "shared-checkpoint-write",
     } == set(ids)  # fmt: skip
+
+
+def test_the_storage_numbers_are_said_not_to_be_the_guides() -> None:
+    storage = [c for c in SEED.checks if c.source.startswith("guide §4.2")]
+    assert len(storage) == 5
+    for c in storage:
+        assert "(no number given)" in c.source, c.id
+        assert "aibench's example" in c.source, c.id
 
 
 def test_no_placeholder_is_left() -> None:

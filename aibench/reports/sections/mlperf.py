@@ -267,66 +267,69 @@ class TrainingResult:
 
 
 def training_results(steps: Sequence[StepResult]) -> list[TrainingResult]:
-    out = []
-    for s in steps:
-        if s.tool != TRAINING or not _from_runner(s):
-            continue
-        dims = [x.dims for x in s.facts] + [m.dims for m in s.measurements]
-        indices = sorted({int(d["run_index"]) for d in dims if isinstance(d.get("run_index"), int)})
-        runs = []
-        for k in indices:
-            f = _facts(s, run_index=k)
-            ttt = next(
-                (
-                    m
-                    for m in s.measurements
-                    if m.metric == "time_to_train" and m.dims.get("run_index") == k
-                ),
-                None,
-            )
-            comp = f.get("compliance")
-            status = _value(f.get("status"))
-            runs.append(
-                TrainingRun(
-                    index=k,
-                    ttt=ttt,
-                    status=str(status) if status is not None else _("(no status)"),
-                    compliance=_value(comp),
-                    complaint=comp.reason if comp is not None else _("no compliance check"),
-                )
-            )
-        per = [f for f in s.facts if "benchmark" in f.dims]
-        benchmark = str(
-            next((f.dims["benchmark"] for f in per), None)
-            or next((f.value for f in s.facts if f.name == "benchmark" and f.value), "?")
-        )
-        f = _facts(s, benchmark=benchmark)
-        rr = f.get("runs_required")
-        sv = f.get("score_valid")
-        score = next(
+    return [_training_result(s) for s in steps if s.tool == TRAINING and _from_runner(s)]
+
+
+def _training_result(s: StepResult) -> TrainingResult:
+    """One training step: its runs, and the benchmark's score and whether it is valid."""
+    per = [f for f in s.facts if "benchmark" in f.dims]
+    benchmark = str(
+        next((f.dims["benchmark"] for f in per), None)
+        or next((f.value for f in s.facts if f.name == "benchmark" and f.value), "?")
+    )
+    f = _facts(s, benchmark=benchmark)
+    rr = f.get("runs_required")
+    sv = f.get("score_valid")
+    score = next(
+        (
+            m
+            for m in s.measurements
+            if m.metric == "score" and m.dims.get("benchmark", benchmark) == benchmark
+        ),
+        None,
+    )
+    checker = _value(_facts(s).get("mlperf_logging_version"))
+    return TrainingResult(
+        step=s,
+        benchmark=benchmark,
+        runs=tuple(_training_runs(s)),
+        runs_required=_value(rr),
+        runs_reason=rr.reason if rr is not None else "",
+        score=score,
+        score_valid=_value(sv),
+        score_reason=(sv.reason if sv is not None else "")
+        or ("" if sv is not None else s.reason or _("the runner stated no score validity")),
+        checker=str(checker) if checker else "",
+    )
+
+
+def _training_runs(s: StepResult) -> list[TrainingRun]:
+    """Each run of the step (``run_index``): its time to train, status and compliance."""
+    dims = [x.dims for x in s.facts] + [m.dims for m in s.measurements]
+    indices = sorted({int(d["run_index"]) for d in dims if isinstance(d.get("run_index"), int)})
+    runs = []
+    for k in indices:
+        f = _facts(s, run_index=k)
+        ttt = next(
             (
                 m
                 for m in s.measurements
-                if m.metric == "score" and m.dims.get("benchmark", benchmark) == benchmark
+                if m.metric == "time_to_train" and m.dims.get("run_index") == k
             ),
             None,
         )
-        checker = _value(_facts(s).get("mlperf_logging_version"))
-        out.append(
-            TrainingResult(
-                step=s,
-                benchmark=benchmark,
-                runs=tuple(runs),
-                runs_required=_value(rr),
-                runs_reason=rr.reason if rr is not None else "",
-                score=score,
-                score_valid=_value(sv),
-                score_reason=(sv.reason if sv is not None else "")
-                or ("" if sv is not None else s.reason or _("the runner stated no score validity")),
-                checker=str(checker) if checker else "",
+        comp = f.get("compliance")
+        status = _value(f.get("status"))
+        runs.append(
+            TrainingRun(
+                index=k,
+                ttt=ttt,
+                status=str(status) if status is not None else _("(no status)"),
+                compliance=_value(comp),
+                complaint=comp.reason if comp is not None else _("no compliance check"),
             )
         )
-    return out
+    return runs
 
 
 def _from_runner(s: StepResult) -> bool:
@@ -345,15 +348,16 @@ def _compliance_text(r: TrainingRun) -> str:
     return _("? not checked ({why})").format(why=r.complaint) if r.complaint else _("? not checked")
 
 
-def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
-    run_rows: list[tuple[str, ...]] = []
-    run_flags: set[tuple[int, int]] = set()
-    score_rows: list[tuple[str, ...]] = []
-    score_flags: set[tuple[int, int]] = set()
+def _run_rows(
+    results: Sequence[TrainingResult],
+) -> tuple[list[tuple[str, ...]], set[tuple[int, int]]]:
+    """One row per run, and the cells flagged (a run that did not succeed or comply)."""
+    rows: list[tuple[str, ...]] = []
+    flags: set[tuple[int, int]] = set()
     for t in results:
         for r in t.runs:
-            i = len(run_rows)
-            run_rows.append(
+            i = len(rows)
+            rows.append(
                 (
                     t.step.step_id,
                     t.benchmark,
@@ -365,9 +369,17 @@ def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
                 )
             )
             if r.status != "success":
-                run_flags.add((i, 4))
+                flags.add((i, 4))
             if r.compliance != "passed":
-                run_flags.add((i, 5))
+                flags.add((i, 5))
+    return rows, flags
+
+
+def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
+    run_rows, run_flags = _run_rows(results)
+    score_rows: list[tuple[str, ...]] = []
+    score_flags: set[tuple[int, int]] = set()
+    for t in results:
         i = len(score_rows)
         required = t.runs_required
         score_rows.append(

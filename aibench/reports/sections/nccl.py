@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Collection
 
 from aibench.model import Measurement
 from aibench.reports import context, plots
@@ -42,65 +43,11 @@ def render(si: SectionInput) -> SectionOutput:
     out_plots: list[Plot] = []
     rows: list[tuple[str, ...]] = []
     bad = failing_nodes(si.verdicts)
-    ops = sorted({str(m.dims.get("op", "")) for m in ms})
-    for op in ops:
+    for op in sorted({str(m.dims.get("op", "")) for m in ms}):
         op_ms = [m for m in ms if str(m.dims.get("op", "")) == op]
-        unit = op_ms[0].unit
-        curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-        single_node: set[str] = set()  # placements of one node (or none)
-        for m in op_ms:
-            if m.unit == unit:
-                curves[_placement(m)][float(m.dims["size_bytes"])].append(m.value)
-                if len(m.nodes) <= 1:
-                    single_node.add(_placement(m))
-        series = {
-            p: (sorted(c), [statistics.median(c[x]) for x in sorted(c)]) for p, c in curves.items()
-        }
-        band = None
-        failing = [p for p in series if p in bad]
-        if len(series) > MAX_LINES:
-            singles = [p for p in series if p in single_node]
-            xs = sorted({x for p in singles for x in series[p][0]})
-            lo, hi = [], []
-            for x in xs:
-                vals = [y for p in singles for xx, y in zip(*series[p], strict=True) if xx == x]
-                lo.append(min(vals))
-                hi.append(max(vals))
-            band = (xs, lo, hi)
-            series = {p: s for p, s in series.items() if p not in singles or p in bad}
-        svg = plots.sweep(
-            series,
-            bounds=lower_bounds(list(si.verdicts), unit),
-            band=band,
-            band_label=_("{n} single-node placements (min–max)").format(
-                n=len(curves) - len(series) + len(failing)
-            ),
-            highlight=failing,
-            ylabel=f"{metric} ({unit})",
-            title=op or metric,
-        )
-        out_plots.append(
-            Plot(
-                _("{op}: {metric} vs message size").format(op=op or metric, metric=metric),
-                svg,
-                _(
-                    "grey lines: the spec's bounds; thick red line with × markers, named "
-                    "'(failing)': a failing placement"
-                ),
-            )
-        )
-        for p, c in sorted(curves.items()):
-            top = max(c)
-            rows.append(
-                (
-                    op,
-                    p,
-                    context.fmt_bytes(top),
-                    context.fmt_number(max(c[top])),
-                    unit,
-                    _("failing") if p in bad else "",
-                )
-            )
+        plot, op_rows = _op(si, op, metric, op_ms, bad)
+        out_plots.append(plot)
+        rows += op_rows
     heat = None
     if ms:
         largest = max(float(x.dims["size_bytes"]) for x in ms)
@@ -120,6 +67,62 @@ def render(si: SectionInput) -> SectionOutput:
     if rest:
         tables.append(measurement_table(rest, _("Other NCCL measurements")))
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
+
+
+def _op(
+    si: SectionInput, op: str, metric: str, op_ms: list[Measurement], bad: Collection[str]
+) -> tuple[Plot, list[tuple[str, ...]]]:
+    """One collective: its sweep of bandwidth against message size per placement (many
+    single-node placements drawn as one band), and its rows at the largest size."""
+    unit = op_ms[0].unit
+    curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    single_node: set[str] = set()  # placements of one node (or none)
+    for m in op_ms:
+        if m.unit == unit:
+            curves[_placement(m)][float(m.dims["size_bytes"])].append(m.value)
+            if len(m.nodes) <= 1:
+                single_node.add(_placement(m))
+    series = {
+        p: (sorted(c), [statistics.median(c[x]) for x in sorted(c)]) for p, c in curves.items()
+    }
+    band = None
+    failing = [p for p in series if p in bad]
+    if len(series) > MAX_LINES:
+        singles = [p for p in series if p in single_node]
+        xs = sorted({x for p in singles for x in series[p][0]})
+        lo, hi = [], []
+        for x in xs:
+            vals = [y for p in singles for xx, y in zip(*series[p], strict=True) if xx == x]
+            lo.append(min(vals))
+            hi.append(max(vals))
+        band = (xs, lo, hi)
+        series = {p: s for p, s in series.items() if p not in singles or p in bad}
+    svg = plots.sweep(
+        series,
+        bounds=lower_bounds(list(si.verdicts), unit),
+        band=band,
+        band_label=_("{n} single-node placements (min–max)").format(
+            n=len(curves) - len(series) + len(failing)
+        ),
+        highlight=failing,
+        ylabel=f"{metric} ({unit})",
+        title=op or metric,
+    )
+    plot = Plot(
+        _("{op}: {metric} vs message size").format(op=op or metric, metric=metric),
+        svg,
+        _(
+            "grey lines: the spec's bounds; thick red line with × markers, named "
+            "'(failing)': a failing placement"
+        ),
+    )
+    top = {p: max(c) for p, c in curves.items()}  # the largest size of each placement
+    note = {p: _("failing") if p in bad else "" for p in curves}
+    rows: list[tuple[str, ...]] = [
+        (op, p, context.fmt_bytes(top[p]), context.fmt_number(max(c[top[p]])), unit, note[p])
+        for p, c in sorted(curves.items())
+    ]
+    return plot, rows
 
 
 SECTION = Section("nccl-tests", N_("NCCL tests (collective bandwidth)"), render)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aibench.model import Fact
+from aibench.preflight import vendor
 from aibench.reports.i18n import N_, _
 from aibench.reports.sections import Section, SectionInput, SectionOutput, Table, measurement_table
 
@@ -90,7 +91,7 @@ COLUMNS += (
     Column("CANN (HCCL)", "ascend", "cann_version"),
     Column("NPU RoCE link (hccn_tool)", "hccn_tool", "link_status", "tally"),
 )
-VENDOR_SOURCES = frozenset({"amd-smi", "rocm-smi", "npu-smi", "hccn_tool", "ascend"})
+VENDOR_SOURCES = vendor.SOURCES  # AMD Instinct and Huawei Ascend: shown only where found
 TOOL_SOURCE = "tool-version"
 
 
@@ -179,43 +180,51 @@ def preflight_table(facts: Sequence[Fact], nodes: Sequence[str]) -> Table | None
     g = grid(facts, nodes)
     if not g.columns:
         return None
-    compare = len(nodes) > 1
-
-    def shown(n: str, i: int) -> str:
-        return ODD + g.cells[n][i] if (n, i) in g.odd else g.cells[n][i]
-
-    flagged: set[tuple[int, int]] = set()
     odd_nodes = [n for n in nodes if any((n, i) in g.odd for i in range(len(g.columns)))]
     how = (
         _(
             "≠ marks a value that differs from the value most nodes have (highlighted); on a "
             "tie every value is marked; — the node reported nothing for it"
         )
-        if compare
+        if len(nodes) > 1
         else _("one node: nothing to compare it with")
     )
     title = _("Per-node preflight facts ({nodes} nodes, {odd} with an odd value)").format(
         nodes=len(nodes), odd=len(odd_nodes)
     )
     if len(nodes) <= TRANSPOSE:
-        header = (_("fact"), *nodes, *((_("most nodes"),) if compare else ()))
-        rows = []
-        for i, c in enumerate(g.columns):
-            rows.append(
-                (_(c.label), *(shown(n, i) for n in nodes), *((g.majority[i],) if compare else ()))
-            )
-            flagged |= {(i, 1 + j) for j, n in enumerate(nodes) if (n, i) in g.odd}
-        return Table(
-            title,
-            header,
-            tuple(rows),
-            how,
-            frozenset(flagged),
+        return _fact_rows(g, title, how)
+    return _node_rows(g, odd_nodes, title, how)
+
+
+def _shown(g: Grid, n: str, i: int) -> str:
+    return ODD + g.cells[n][i] if (n, i) in g.odd else g.cells[n][i]
+
+
+def _fact_rows(g: Grid, title: str, how: str) -> Table:
+    """A few nodes: one row per fact, one column per node (and the fleet's value)."""
+    nodes = g.nodes
+    compare = len(nodes) > 1
+    header = (_("fact"), *nodes, *((_("most nodes"),) if compare else ()))
+    rows = []
+    flagged: set[tuple[int, int]] = set()
+    for i, c in enumerate(g.columns):
+        rows.append(
+            (_(c.label), *(_shown(g, n, i) for n in nodes), *((g.majority[i],) if compare else ()))
         )
+        flagged |= {(i, 1 + j) for j, n in enumerate(nodes) if (n, i) in g.odd}
+    return Table(title, header, tuple(rows), how, frozenset(flagged))
+
+
+def _node_rows(g: Grid, odd_nodes: list[str], title: str, how: str) -> Table:
+    """Many nodes: the fleet's value first, then one row per node (beyond MAX_ROWS nodes,
+    only those with an odd value)."""
+    nodes = g.nodes
     listed = list(nodes) if len(nodes) <= MAX_ROWS else odd_nodes[:MAX_ROWS]
     rows = [(_("(most nodes)"), *g.majority)]
+    flagged: set[tuple[int, int]] = set()
     for r, n in enumerate(listed, 1):
-        rows.append((n, *(shown(n, i) for i in range(len(g.columns)))))
+        rows.append((n, *(_shown(g, n, i) for i in range(len(g.columns)))))
         flagged |= {(r, 1 + i) for i in range(len(g.columns)) if (n, i) in g.odd}
     note = how
     if len(listed) < len(nodes):
@@ -227,13 +236,8 @@ def preflight_table(facts: Sequence[Fact], nodes: Sequence[str]) -> Table | None
             note += _("; {n} more nodes with odd values not shown").format(
                 n=len(odd_nodes) - len(listed)
             )
-    return Table(
-        title,
-        (_("node"), *(_(c.label) for c in g.columns)),
-        tuple(rows),
-        note,
-        frozenset(flagged),
-    )
+    header = (_("node"), *(_(c.label) for c in g.columns))
+    return Table(title, header, tuple(rows), note, frozenset(flagged))
 
 
 def render(si: SectionInput) -> SectionOutput:
