@@ -864,16 +864,14 @@ def _kubernetes_nodes(model: InventoryModel, file: str) -> tuple[list[NodeModel]
     ]  # fmt: skip
     if model.nodes and all(e.address or e.address_pattern for e in listed_k8s):
         return list(model.nodes), {}
-    from aibench.executors.kubernetes import node_addresses
+    from aibench.kubeapi import api_error, node_addresses
 
     try:
-        found = node_addresses(k.settings())
+        found = node_addresses(k.kubeconfig, k.context, k.node_selector)
     except ImportError:
         raise ConfigError(file, "kubernetes", "the kubernetes Python client is not installed "
                           "(pip install 'aibench-cluster[kubernetes]')") from None  # fmt: skip
     except Exception as exc:
-        from aibench.executors.kubernetes import api_error
-
         raise ConfigError(file, "kubernetes", f"cannot list the nodes: {api_error(exc)}") from None
     if model.nodes:
         return list(model.nodes), found

@@ -69,6 +69,7 @@ from aibench.executors.kubernetes_spec import (
     secret_manifest,
 )
 from aibench.executors.local import now_iso, wait_ready
+from aibench.kubeapi import api_client, api_error
 
 if TYPE_CHECKING:
     from aibench.inventory import KubernetesSettings, Node
@@ -90,43 +91,7 @@ _DNS = re.compile(r"[^a-z0-9-]+")
 
 
 def _client(settings: KubernetesSettings) -> Any:
-    """An ApiClient for the inventory's kubeconfig and context (in-cluster without one)."""
-    from kubernetes import client, config
-
-    cfg = client.Configuration()
-    path = os.path.expanduser(settings.kubeconfig) if settings.kubeconfig else None
-    if path is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    else:
-        config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=path, context=settings.context, client_configuration=cfg
-        )
-    cfg.connection_pool_maxsize = 64
-    return client.ApiClient(cfg)
-
-
-def api_error(exc: Exception) -> str:
-    """One line for a failed API call."""
-    status = getattr(exc, "status", None)
-    reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
-    if status:
-        return f"Kubernetes API: {status} {reason}"
-    return f"Kubernetes API unreachable: {reason}"
-
-
-def node_addresses(settings: KubernetesSettings) -> dict[str, str]:
-    """Node name -> InternalIP of the nodes the settings select (all, or by selector)."""
-    from kubernetes import client
-
-    api = client.CoreV1Api(_client(settings))
-    selector = ",".join(f"{k}={v}" for k, v in settings.node_selector.items())
-    nodes = api.list_node(label_selector=selector or None, _request_timeout=30).items
-    out: dict[str, str] = {}
-    for n in nodes:
-        addresses: Any = n.status.addresses if n.status else None
-        ips = [a.address for a in addresses or [] if a.type == "InternalIP"]
-        out[str(n.metadata.name if n.metadata else "")] = ips[0] if ips else ""
-    return out
+    return api_client(settings.kubeconfig, settings.context)
 
 
 def pod_name(run: str, seq: int, argv0: str) -> str:

@@ -61,7 +61,8 @@ def label_nodes(inventory: Inventory, verdicts: Iterable[Verdict], run_name: str
     that could not be labelled (the run's result stands either way)."""
     from kubernetes import client
 
-    from aibench.executors.kubernetes import _client, api_error
+    from aibench.executors.kubernetes import _client
+    from aibench.kubeapi import api_error
 
     k8s = [n for n in inventory.nodes if n.kubernetes is not None and n.kubernetes.label_results]
     if not k8s:
