@@ -6,6 +6,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 PYTEST_ARGS ?=
+# Test processes side by side (pytest-xdist). More than the 2 cores of a small machine pays:
+# many tests wait on processes, sockets and test beds rather than compute.
+TEST_JOBS ?= 4
 SUITE ?= acceptance
 AIBENCH_ARGS ?=
 
@@ -27,8 +30,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 acceptance: system-packages venv
 	$(VENV)/bin/aibench run --suite $(SUITE) $(AIBENCH_ARGS)
 
+# --dist loadgroup: the tests of one test bed, and those of one module, stay on one worker
+# (tests/conftest.py gives each test its xdist_group)
 test: system-packages venv k8s-binaries
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
 
 # The Kubernetes test bed's kube-* binaries, built once from Debian's source package and
 # cached outside the checkout (AIBENCH_K8S_CACHE, default /var/cache/aibench-k8s); a no-op
@@ -56,6 +61,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -e '.[test]'
+	# the editable install imports from the source tree: compile it once here, so that a
+	# run under PYTHONDONTWRITEBYTECODE=1 does not compile every module each time it starts
+	$(VENV)/bin/python -m compileall -q aibench
 	touch $@
 
 # The report's translations: extract the fixed text into the .pot, merge it into each .po

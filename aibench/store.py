@@ -63,6 +63,8 @@ def load_run(run_dir: Path) -> Run:
         ) from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a run.json (not UTF-8 text)") from None
     try:
         return Run.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:

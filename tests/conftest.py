@@ -20,10 +20,38 @@ pytest_plugins = ["tests.testbed.fixtures"]
 _BED_MARKERS = {
     "testbed_hosts": ("netns",),
     "testbed_big": ("netns",),
+    "testbed_serving": ("netns",),
     "testbed_slurm": ("netns", "slurm"),
 }
 
+# Side by side (``make test`` runs pytest-xdist with ``--dist loadgroup``): the tests of a
+# bed run on one worker, which builds it once and keeps it until it ends; every test that
+# asks for a fixture here goes to that fixture's group. A bed's names (namespaces, bridge,
+# subnet) are its own, so beds of different groups stand at once on different workers. A
+# new bed: give it a name prefix of its own, a lock of its own (tests/testbed/bed.py) and a
+# group here. Any other test runs with the rest of its module (tests of one module share
+# module fixtures and may reuse one port or file name one after the other).
+BED_GROUPS = {
+    "testbed_hosts": "bed-abt",
+    "testbed_slurm": "bed-abt",  # the Slurm cluster runs on the 4-host bed
+    "testbed_big": "bed-abx",
+    "testbed_serving": "bed-abs",
+}
 
+
+def xdist_group_of(item: pytest.Item) -> str:
+    """The group a test runs in when the suite runs side by side."""
+    names = set(getattr(item, "fixturenames", ()))
+    groups = sorted({g for f, g in BED_GROUPS.items() if f in names})
+    if len(groups) > 1:
+        raise pytest.UsageError(
+            f"{item.nodeid} uses two test beds ({', '.join(groups)}): a worker that builds "
+            "one waits for the other's until its worker ends; give them one group"
+        )
+    return groups[0] if groups else item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
@@ -32,6 +60,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 for marker in markers:
                     if item.get_closest_marker(marker) is None:
                         item.add_marker(marker)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
 
 
 @pytest.fixture

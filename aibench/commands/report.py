@@ -5,7 +5,7 @@ fresh manifest.sha256.
 
 ``--spec P`` re-judges the run first, the way ``aibench run`` judged it (aibench/judge.py:
 the spec's checks and coverage, consistency, inventory, and the stored history verdicts
-carried over, or recomputed with ``--history-db DB``; as of the stored instant), and
+carried over, or recomputed with ``--history DB``; as of the stored instant), and
 renders the reports from that judgement (labelled a new judgement when the spec's sha256
 differs from the stored one). With ``--write`` it becomes the run's verdict: run.json,
 the reports and the manifest are written in RUN_DIR, and the run's record of judgements
@@ -13,7 +13,10 @@ keeps every verdict given before. Without ``--write`` the run directory is left 
 is: the reports go to ``--out DIR``, or summary.md to standard output, and say that
 their judgement is not stored.
 
-``--history RUN_DIR`` (repeatable) adds earlier runs for the trend plots. ``--sign KEY``
+``--history DB`` is the history database, spelled as ``aibench run`` and ``aibench check``
+spell it (``--history-db DB`` is its old, deprecated spelling). ``--trend RUN_DIR``
+(repeatable) adds earlier runs for the trend plots; ``--history RUN_DIR``, its old spelling,
+still does that for a directory, with a note on stderr. ``--sign KEY``
 signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``). Exit code: 0 when the
 (re-)judged run passes, 1 when a check fails, 2 for a bad argument.
 """
@@ -34,7 +37,8 @@ examples:
   aibench report runs/20261202-101500-acceptance --spec h100-ndr            # re-judge, show
   aibench report runs/20261202-101500-acceptance --spec h100-ndr --out /tmp/rejudged
   aibench report runs/20261202-101500-acceptance --spec h100-ndr --write    # and store it
-  aibench report RUN_DIR --history runs/20261201-101500-acceptance --sign ~/.ssh/id_ed25519
+  aibench report RUN_DIR --spec nightly --history runs/history.sqlite     # recompute history
+  aibench report RUN_DIR --trend runs/20261201-101500-acceptance --sign ~/.ssh/id_ed25519
 """
 
 
@@ -58,12 +62,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "or with --write",
     )
     p.add_argument(
-        "--history-db",
+        "--history",
         metavar="DB",
+        action="append",
+        default=[],
         help="with --spec: recompute the history verdicts against this database",
     )
+    p.add_argument("--history-db", metavar="DB", help=argparse.SUPPRESS)  # deprecated spelling
     p.add_argument(
-        "--history",
+        "--trend",
         metavar="RUN_DIR",
         action="append",
         default=[],
@@ -75,6 +82,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="report language")
 
 
+def _history_args(args: argparse.Namespace) -> tuple[Path | None, list[Path]]:
+    """The history database and the trend run directories. ``--history`` names the
+    database, as it does for ``run`` and ``check``; a directory given to it is the old
+    spelling of ``--trend`` and ``--history-db`` the old spelling of ``--history``."""
+    trend = [Path(t) for t in args.trend]
+    db = Path(args.history_db) if args.history_db else None
+    if args.history_db:
+        print("aibench report: --history-db is deprecated; use --history DB", file=sys.stderr)
+    for given in map(Path, args.history):
+        if given.is_dir():
+            print(
+                f"aibench report: --history {given}: a run directory; --trend RUN_DIR adds "
+                "it to the trend plots (--history RUN_DIR is deprecated)",
+                file=sys.stderr,
+            )
+            trend.append(given)
+        elif db is not None:
+            raise UserError(f"--history {given}: one history database only (also {db})")
+        else:
+            db = given
+    return db, trend
+
+
 def run(args: argparse.Namespace) -> int:
     from aibench import manifest, reports
     from aibench.store import load_run
@@ -82,18 +112,19 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: not a directory", hint="give a run directory")
-    if (args.write or args.history_db) and not args.spec:
-        raise UserError("--write and --history-db go with --spec (the spec to judge with)")
+    db, trend = _history_args(args)
+    if (args.write or db) and not args.spec:
+        raise UserError("--write and --history go with --spec (the spec to judge with)")
     if args.out and args.write:
         raise UserError("--out and --write: --write stores the judgement in RUN_DIR itself")
     the_run = load_run(run_dir)
     out_dir: Path | None = run_dir
     if args.spec:
-        the_run = _rejudge(the_run, run_dir, args)
+        the_run = _rejudge(the_run, run_dir, args, db)
         out_dir = None if not args.write else run_dir
     if args.out:
         out_dir = Path(args.out)
-    history = [load_run(Path(h)) for h in args.history]
+    history = [load_run(h) for h in trend]
     if out_dir is None:
         from aibench.reports import i18n, markdown
 
@@ -108,16 +139,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CHECKS_FAILED if the_run.outcome.failing else EXIT_OK
 
 
-def _rejudge(the_run: Any, run_dir: Path, args: argparse.Namespace) -> Any:
+def _rejudge(the_run: Any, run_dir: Path, args: argparse.Namespace, db: Path | None) -> Any:
     """The run with its judgement against ``--spec`` (stored in run.json with --write)."""
     from aibench.judge import basis, judge_run, partial_run, record
     from aibench.store import save_run
     from aibench.thresholds import load_spec
 
     b = basis(the_run, str(run_dir / "run.json"), spec=load_spec(args.spec))
-    db = Path(args.history_db) if args.history_db else None
     if db is not None and not db.is_file():
-        raise UserError(f"--history-db {db}: no such history database")
+        raise UserError(f"--history {db}: no such history database")
     judgement = judge_run(
         the_run,
         b.spec,

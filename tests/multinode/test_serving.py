@@ -1,10 +1,10 @@
 """The serving step on the bed: AIPerf through HAProxy and Nginx and to each backend, and a
 backend killed while the load runs through HAProxy.
 
-abt-h2 and abt-h3 each run a backend: the TEST-ONLY streaming OpenAI-compatible server
+abs-h2 and abs-h3 each run a backend: the TEST-ONLY streaming OpenAI-compatible server
 ``tests/programs/openai_stub_server.py`` (a fixed 20 ms between tokens; it needs an API
-key). abt-h4 runs real HAProxy (health checks every 300 ms) and real Nginx in front of
-both. abt-h1 drives AIPerf over SSH. One ``aibench run`` (child process) holds five steps:
+key). abs-h4 runs real HAProxy (health checks every 300 ms) and real Nginx in front of
+both. abs-h1 drives AIPerf over SSH. One ``aibench run`` (child process) holds five steps:
 a sweep of three concurrency levels against each of the four endpoints, then a failover
 step through HAProxy where the suite's ``stop`` command kills the h2 backend (run on h2
 through the SSH executor) and its ``start`` command starts it again.
@@ -134,36 +134,36 @@ def _wait_port(bed: TestBed, host: str, addr: str, port: int, timeout: float = 1
 
 
 @pytest.fixture
-def serving_bed(testbed_hosts: TestBed, tmp_path: Path) -> Iterator[dict[str, Any]]:
+def serving_bed(testbed_serving: TestBed, tmp_path: Path) -> Iterator[dict[str, Any]]:
     for tool in ("haproxy", "nginx"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             pytest.skip(f"{tool} is not installed")
     if not Path(AIPERF).exists():
         pytest.skip("aiperf is not installed (the serving extra)")
-    bed = testbed_hosts
+    bed = testbed_serving
     tmp = tmp_path / "serving"
     tmp.mkdir()
     (tmp / "backend.key").write_text(KEY)
     (tmp / "driver.key").write_text(KEY + "\n")
     os.chmod(tmp / "driver.key", 0o600)
     subprocess.run([PY, str(STUB), "write-tokenizer", str(tmp / "tok")], check=True)
-    h = {n: bed.host(n).address for n in ("abt-h1", "abt-h2", "abt-h3", "abt-h4")}
+    h = {n: bed.host(n).address for n in ("abs-h1", "abs-h2", "abs-h3", "abs-h4")}
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        for host, name in (("abt-h2", "b1"), ("abt-h3", "b2")):
+        for host, name in (("abs-h2", "b1"), ("abs-h3", "b2")):
             subprocess.run(_netns(bed, host, *backend_argv(tmp, h[host], name)), check=True)
-        (tmp / "haproxy.cfg").write_text(haproxy_cfg(h["abt-h4"], h["abt-h2"], h["abt-h3"]))
-        (tmp / "nginx.conf").write_text(nginx_cfg(tmp, h["abt-h4"], h["abt-h2"], h["abt-h3"]))
+        (tmp / "haproxy.cfg").write_text(haproxy_cfg(h["abs-h4"], h["abs-h2"], h["abs-h3"]))
+        (tmp / "nginx.conf").write_text(nginx_cfg(tmp, h["abs-h4"], h["abs-h2"], h["abs-h3"]))
         for argv in (
             ["haproxy", "-db", "-f", str(tmp / "haproxy.cfg")],
             ["nginx", "-c", str(tmp / "nginx.conf"), "-p", str(tmp)],
         ):
             log = (tmp / f"{argv[0]}.out").open("wb")
-            procs.append(subprocess.Popen(_netns(bed, "abt-h4", *argv), stdout=log, stderr=log))
-        for host, port in (("abt-h2", PORT), ("abt-h3", PORT)):
-            _wait_port(bed, "abt-h1", h[host], port)
-        _wait_port(bed, "abt-h1", h["abt-h4"], HAPROXY_PORT)
-        _wait_port(bed, "abt-h1", h["abt-h4"], NGINX_PORT)
+            procs.append(subprocess.Popen(_netns(bed, "abs-h4", *argv), stdout=log, stderr=log))
+        for host, port in (("abs-h2", PORT), ("abs-h3", PORT)):
+            _wait_port(bed, "abs-h1", h[host], port)
+        _wait_port(bed, "abs-h1", h["abs-h4"], HAPROXY_PORT)
+        _wait_port(bed, "abs-h1", h["abs-h4"], NGINX_PORT)
         yield {"bed": bed, "tmp": tmp, "addr": h}
     finally:
         for p in procs:
@@ -183,15 +183,15 @@ def _files(ctx: dict[str, Any], out: Path) -> tuple[Path, Path, Path]:
     a = ctx["addr"]
     inv = bed.inventory_data("ssh")
     eps = {
-        "abt-h2": [{"name": "b1", "url": f"http://{a['abt-h2']}:{PORT}", "model": "stub-model",
+        "abs-h2": [{"name": "b1", "url": f"http://{a['abs-h2']}:{PORT}", "model": "stub-model",
                     "role": "backend", "api_key_file": str(tmp / "driver.key")}],
-        "abt-h3": [{"name": "b2", "url": f"http://{a['abt-h3']}:{PORT}", "model": "stub-model",
+        "abs-h3": [{"name": "b2", "url": f"http://{a['abs-h3']}:{PORT}", "model": "stub-model",
                     "role": "backend", "api_key_file": str(tmp / "driver.key")}],
-        "abt-h4": [
-            {"name": "haproxy", "url": f"http://{a['abt-h4']}:{HAPROXY_PORT}",
+        "abs-h4": [
+            {"name": "haproxy", "url": f"http://{a['abs-h4']}:{HAPROXY_PORT}",
              "model": "stub-model", "role": "balancer", "backends": ["b1", "b2"],
              "api_key_file": str(tmp / "driver.key")},
-            {"name": "nginx", "url": f"http://{a['abt-h4']}:{NGINX_PORT}",
+            {"name": "nginx", "url": f"http://{a['abs-h4']}:{NGINX_PORT}",
              "model": "stub-model", "role": "balancer", "backends": ["b1", "b2"],
              "api_key_file": str(tmp / "driver.key")},
         ],
@@ -202,7 +202,7 @@ def _files(ctx: dict[str, Any], out: Path) -> tuple[Path, Path, Path]:
     inv_path = out / "inventory.yaml"
     inv_path.write_text(yaml.safe_dump(inv, sort_keys=False))
     common = {
-        "driver": "abt-h1", "api": "chat", "streaming": True, "input_tokens": 16,
+        "driver": "abs-h1", "api": "chat", "streaming": True, "input_tokens": 16,
         "output_tokens": 10, "tokenizer": str(tmp / "tok"), "aiperf": AIPERF,
         "workdir": str(tmp / "work"),
     }  # fmt: skip
@@ -219,7 +219,7 @@ def _files(ctx: dict[str, Any], out: Path) -> tuple[Path, Path, Path]:
                     "failover": {
                         "endpoint": "b1", "stop_after_s": 1.5, "start_after_s": 2.5,
                         "stop": [*stub, "stop", "--pidfile", str(tmp / "b1.pid")],
-                        "start": backend_argv(tmp, a["abt-h2"], "b1")}}})  # fmt: skip
+                        "start": backend_argv(tmp, a["abs-h2"], "b1")}}})  # fmt: skip
     suite = {"schema_version": 1, "name": "serving", "settings": {"workdir": str(tmp / "work")},
              "steps": steps}  # fmt: skip
     suite_path = out / "suite.yaml"

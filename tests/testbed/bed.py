@@ -1,20 +1,20 @@
 """The multi-host test bed: namespace hosts with sshd, optionally a Slurm cluster on them.
 
-Only one test run builds beds on a machine at a time (the names are fixed): the first
-``up`` of a process takes an exclusive ``flock`` on ``LOCK`` and waits for it (up to
-``LOCK_WAIT`` s) while another test run holds it; the kernel drops the lock of a killed
-run, so what a killed run left behind is then removed as stale. Within the process that
-holds the lock, one bed per layout (:data:`~tests.testbed.net.SMALL`, the 4-host bed,
-and :data:`~tests.testbed.net.BIG`, the 64-host one) may stand at once: their names and
-subnets differ. The lock is released when the last of them goes down.
+Only one test process builds a given bed on a machine at a time (its names are fixed): the
+``up`` of a layout takes an exclusive ``flock`` on that layout's lock file
+(:func:`lock_path`) and waits for it (up to ``LOCK_WAIT`` s) while another test process
+holds it; the kernel drops the lock of a killed run, so what a killed run left behind is
+then removed as stale. Layouts have names and subnets of their own
+(:data:`~tests.testbed.net.SMALL`, the 4-host bed, :data:`~tests.testbed.net.BIG`, the
+64-host one, and :data:`~tests.testbed.net.SERVING`, the serving test's 4 hosts), so test
+processes (pytest-xdist workers) may each hold one, and one process may hold several. A layout's lock is released when its bed goes down.
 
-``TestBed.up(n, root, layout)`` removes whatever a killed earlier run left (namespaces,
-veths, bridge, daemons by pid file, /tmp/spmix_*; only the layout's own when another bed
-of this process stands), then builds ``n`` hosts and starts their sshd, all at once.
-``down()`` stops every process by PID, kills whatever still runs in the namespaces and
-removes namespaces, veths and bridge. The pytest fixtures in
-:mod:`tests.testbed.fixtures` call ``down()`` in a ``finally``, so the bed goes away
-also when a test or the bring-up itself fails.
+``TestBed.up(n, root, layout)`` removes whatever a killed earlier run left of its layout
+(namespaces, veths, bridge; for the 4-host bed also the Slurm daemons by pid file and
+/tmp/spmix_*), then builds ``n`` hosts and starts their sshd, all at once. ``down()`` stops
+every process by PID, kills whatever still runs in the namespaces and removes namespaces,
+veths and bridge. The pytest fixtures in :mod:`tests.testbed.fixtures` call ``down()`` in a
+``finally``, so the bed goes away also when a test or the bring-up itself fails.
 """
 
 from __future__ import annotations
@@ -33,11 +33,16 @@ from tests.testbed import net, slurm, sshd
 from tests.testbed.net import SMALL, Host, Layout
 
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository (for python -m tests...)
-LOCK = Path("/var/tmp/abt-testbed.lock")
+LOCK_DIR = Path("/var/tmp")
 LOCK_WAIT = 900.0
-# The beds this process has up, by layout prefix, and the lock's fd while any is up: a
-# second ``up`` of the same layout would wait on itself.
+# The beds this process has up, by layout prefix, with their lock's fd: a second ``up`` of
+# the same layout would wait on itself.
 _held_here: dict[str, int] = {}
+
+
+def lock_path(layout: Layout) -> Path:
+    """The lock file of a layout's bed (``/var/tmp/abt-testbed-abt-h.lock`` ...)."""
+    return LOCK_DIR / f"abt-testbed-{layout.prefix}.lock"
 
 
 def _lock(layout: Layout) -> int:
@@ -46,9 +51,7 @@ def _lock(layout: Layout) -> int:
             "a second test bed in one test session: register the fixtures once "
             "(tests/conftest.py pytest_plugins), never import them into another conftest"
         )
-    if _held_here:
-        return next(iter(_held_here.values()))
-    fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    fd = os.open(lock_path(layout), os.O_CREAT | os.O_RDWR, 0o644)
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
@@ -57,7 +60,9 @@ def _lock(layout: Layout) -> int:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(fd)
-                raise RuntimeError(f"the test bed is held by another test run ({LOCK})") from None
+                raise RuntimeError(
+                    f"the test bed is held by another test run ({lock_path(layout)})"
+                ) from None
             time.sleep(0.5)
 
 
@@ -77,14 +82,10 @@ class TestBed:
 
     @classmethod
     def up(cls, n: int, root: Path, layout: Layout = SMALL) -> TestBed:
-        first = not _held_here
         fd = _lock(layout)
         _held_here[layout.prefix] = fd
         try:
-            if first:
-                cleanup_stale()
-            else:
-                net.remove_all(layout)
+            cleanup_stale(layout)
             hosts = net.create(n, layout)
             bed = cls(
                 root=root,
@@ -273,9 +274,9 @@ class TestBed:
 
 
 def _release(layout: Layout) -> None:
-    """This layout's bed is gone; the last one of the process releases the flock."""
+    """This layout's bed is gone: release its flock."""
     fd = _held_here.pop(layout.prefix, None)
-    if fd is not None and not _held_here:
+    if fd is not None:
         os.close(fd)
 
 
@@ -286,6 +287,8 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def cleanup_stale() -> None:
-    slurm.stale_cleanup()
-    net.remove_all()
+def cleanup_stale(layout: Layout = SMALL) -> None:
+    """Remove what a killed run left of a layout's bed (the Slurm cluster runs on SMALL)."""
+    if layout == SMALL:
+        slurm.stale_cleanup()
+    net.remove_all(layout)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.testbed.bed import TestBed
-from tests.testbed.net import BIG, netns_available
+from tests.testbed.net import BIG, SERVING, netns_available
 from tests.testbed.slurm import SlurmCluster
 
 N_HOSTS = 4
@@ -52,6 +52,20 @@ def testbed_big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
     if reason:
         pytest.skip(reason)
     bed = TestBed.up(N_BIG, tmp_path_factory.mktemp("testbed-big"), BIG)
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="session")
+def testbed_serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
+    """4 namespace hosts with sshd (``abs-h1`` .. ``abs-h4``, 10.213.20.0/24) for the
+    serving test, a bed of its own so that it runs beside the 4-host bed's tests."""
+    reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
+    if reason:
+        pytest.skip(reason)
+    bed = TestBed.up(N_HOSTS, tmp_path_factory.mktemp("testbed-serving"), SERVING)
     try:
         yield bed
     finally:

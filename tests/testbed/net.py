@@ -44,9 +44,12 @@ class Layout:
 
 SMALL = Layout(prefix="abt-h", veth="abtv", bridge="abtbr0", subnet="10.213.7")
 BIG = Layout(prefix="abx-h", veth="abxv", bridge="abxbr0", subnet="10.213.8")
+# 4 hosts of their own for the serving test (AIPerf, HAProxy, Nginx), so that its minutes
+# of load run beside the tests of the 4-host bed, on another test worker
+SERVING = Layout(prefix="abs-h", veth="absv", bridge="absbr0", subnet="10.213.20")
 # the object-storage and cache bed: clients and one storage host (tests/testbed/ceph.py)
 STORE = Layout(prefix="s3-h", veth="s3v", bridge="s3br0", subnet="10.213.30")
-LAYOUTS = (SMALL, BIG, STORE)
+LAYOUTS = (SMALL, BIG, SERVING, STORE)
 BRIDGE = SMALL.bridge
 SUBNET = SMALL.subnet
 PREFIX = SMALL.prefix
