@@ -19,19 +19,27 @@ APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slu
 	haproxy nginx \
 	stress-ng openipmi ipmitool openssl \
 	ceph-mon ceph-osd radosgw redis-server redis-tools \
-	glusterfs-server glusterfs-client
+	glusterfs-server glusterfs-client \
+	golang-go rsync dpkg-dev etcd-server containerd runc containernetworking-plugins \
+	busybox-static iptables gcc libc6-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: acceptance test system-packages venv lint clean catalogs
+.PHONY: acceptance test system-packages venv lint clean catalogs k8s-binaries
 
 acceptance: system-packages venv
 	$(VENV)/bin/aibench run --suite $(SUITE) $(AIBENCH_ARGS)
 
 # --dist loadgroup: the tests of one test bed, and those of one module, stay on one worker
 # (tests/conftest.py gives each test its xdist_group)
-test: system-packages venv
+test: system-packages venv k8s-binaries
 	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+
+# The Kubernetes test bed's kube-* binaries, built once from Debian's source package and
+# cached outside the checkout (AIBENCH_K8S_CACHE, default /var/cache/aibench-k8s); a no-op
+# when the cache has them.
+k8s-binaries: system-packages
+	$(SUDO) bash tests/k8s/build-cluster.sh
 
 lint: venv
 	$(VENV)/bin/ruff check .

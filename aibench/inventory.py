@@ -105,14 +105,39 @@ class SlurmSettings:
 
 
 @dataclass(frozen=True)
+class KubernetesSettings:
+    """How the kubernetes executor runs steps as Pods (see :class:`KubernetesModel`)."""
+
+    image: str = ""
+    kubeconfig: str | None = None  # None: ~/.kube/config, or in-cluster
+    context: str | None = None
+    namespace: str = "default"
+    image_pull_policy: str = "IfNotPresent"
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    host_network: bool = True
+    host_pid: bool = False
+    privileged: bool = False
+    capabilities: tuple[str, ...] = ()
+    service_account: str | None = None
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    host_paths: tuple[str, ...] = ()
+    host_paths_ro: tuple[str, ...] = ()
+    secret_env: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    label_results: bool = False
+    result_valid_h: float = 24.0
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     address: str = ""  # what executors connect to; defaults to the name
-    executor: str = "local"  # local | ssh | slurm
+    executor: str = "local"  # local | ssh | slurm | kubernetes
     labels: Mapping[str, str] = field(default_factory=dict)
     facts: Mapping[str, Any] = field(default_factory=dict)  # gpus, hcas, data_dirs ...
     ssh: SSHSettings = field(default_factory=SSHSettings)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
+    kubernetes: KubernetesSettings | None = None
 
     def __post_init__(self) -> None:
         safe_name(self.name, "node name")
@@ -305,6 +330,119 @@ class SlurmModel(Strict):
         return v
 
 
+_K8S_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+_K8S_LABEL = r"^([a-z0-9.\-]{1,253}/)?[A-Za-z0-9]([A-Za-z0-9_.\-]{0,61}[A-Za-z0-9])?$"
+_K8S_QUANTITY = r"^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk]|e[0-9]+)?$"
+
+
+class SecretRefModel(Strict):
+    """A key of a Kubernetes Secret, given to a step's container as a variable."""
+
+    secret: str = Field(pattern=_K8S_NAME, description="the Secret's name (in the namespace)")
+    key: str = Field(pattern=r"^[-._a-zA-Z0-9]+$", description="the key within it")
+
+
+class TolerationModel(Strict):
+    """A Pod toleration, as in the Pod spec."""
+
+    key: str | None = Field(None, pattern=_K8S_LABEL)
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str | None = Field(None, max_length=63)
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    tolerationSeconds: int | None = None  # the Pod spec's spelling
+
+
+class KubernetesModel(Strict):
+    """How to run steps on a Kubernetes cluster: each step is a Pod on its node."""
+
+    kubeconfig: SafePath | None = Field(
+        None, description="kubeconfig file (default ~/.kube/config; in-cluster when run in a Pod)"
+    )
+    context: str | None = Field(None, max_length=253, description="kubeconfig context")
+    namespace: str = Field("default", pattern=_K8S_NAME, description="namespace of the Pods")
+    image: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/@\-]*$",
+        max_length=512,
+        description="the image with the tools (and /bin/sh)",
+    )
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent")
+    node_selector: dict[str, str] = Field(
+        default_factory=dict,
+        description="labels that pick the nodes when the inventory lists none",
+    )
+    resources: dict[Literal["requests", "limits"], dict[str, str]] = Field(
+        default_factory=dict,
+        description="container resources, e.g. {limits: {nvidia.com/gpu: '8', rdma/ib: '1'}}",
+    )
+    host_network: bool = Field(
+        True, description="Pods use the node's network (iperf3 and NCCL measure the node's)"
+    )
+    host_pid: bool = Field(False, description="Pods see the node's processes")
+    privileged: bool = Field(False, description="privileged containers")
+    capabilities: list[Annotated[str, Field(pattern=r"^[A-Z_]+$")]] = Field(
+        default_factory=list, description="capabilities added, e.g. [IPC_LOCK, SYS_ADMIN]"
+    )
+    service_account: str | None = Field(
+        None, pattern=_K8S_NAME, description="the Pods' service account (none mounted if unset)"
+    )
+    tolerations: list[TolerationModel] = Field(default_factory=list)
+    host_paths: list[SafePath] = Field(
+        default_factory=list,
+        description="node directories mounted read-write at the same path (data_dirs are too)",
+    )
+    host_paths_ro: list[SafePath] = Field(
+        default_factory=list, description="node directories mounted read-only (preflight facts)"
+    )
+    secret_env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], SecretRefModel] = (
+        Field(default_factory=dict, description="variables taken from Secrets (secretKeyRef)")
+    )
+    label_results: bool = Field(
+        False, description="label each node aibench.io/acceptance=PASS|FAIL after a run"
+    )
+    result_valid_h: Annotated[float, Field(gt=0, le=8760)] = Field(
+        24.0, description="hours the result label is valid (the aibench.io/valid-until annotation)"
+    )
+
+    @field_validator("node_selector")
+    @classmethod
+    def _selector(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not re.match(_K8S_LABEL, key) or not re.match(r"^[A-Za-z0-9_.\-]{0,63}$", value):
+                raise ValueError(f"invalid node_selector entry {key!r}: {value!r}")
+        return v
+
+    @field_validator("resources")
+    @classmethod
+    def _resources(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for kind in v.values():
+            for name, qty in kind.items():
+                if not re.match(_K8S_LABEL, name) or not re.match(_K8S_QUANTITY, str(qty)):
+                    raise ValueError(f"invalid resource {name!r}: {qty!r}")
+        return v
+
+    def settings(self) -> KubernetesSettings:
+        return KubernetesSettings(
+            image=self.image,
+            kubeconfig=self.kubeconfig,
+            context=self.context,
+            namespace=self.namespace,
+            image_pull_policy=self.image_pull_policy,
+            node_selector=dict(self.node_selector),
+            resources={k: dict(v) for k, v in self.resources.items()},
+            host_network=self.host_network,
+            host_pid=self.host_pid,
+            privileged=self.privileged,
+            capabilities=tuple(self.capabilities),
+            service_account=self.service_account,
+            tolerations=tuple(t.model_dump(exclude_none=True) for t in self.tolerations),
+            host_paths=tuple(self.host_paths),
+            host_paths_ro=tuple(self.host_paths_ro),
+            secret_env={k: (r.secret, r.key) for k, r in self.secret_env.items()},
+            label_results=self.label_results,
+            result_valid_h=self.result_valid_h,
+        )
+
+
 class EndpointModel(Strict):
     """An OpenAI-compatible inference endpoint served from a node (the serving step).
 
@@ -456,8 +594,10 @@ class RedisEndpointModel(Strict):
 class NodeFields(Strict):
     """What a node entry and ``defaults`` may say about nodes."""
 
-    executor: Literal["local", "ssh", "slurm"] | None = Field(
-        None, description="how to reach the node: local | ssh | slurm (default ssh)"
+    executor: Literal["local", "ssh", "slurm", "kubernetes"] | None = Field(
+        None,
+        description="how to reach the node: local | ssh | slurm | kubernetes (default ssh; "
+        "kubernetes when the file has a kubernetes block)",
     )
     labels: dict[SafeWord, SafeWord] | None = Field(
         None, description="free labels (rack, leaf, role); placements group by them"
@@ -569,7 +709,14 @@ class InventoryModel(Strict):
     ssh: SSHModel = Field(default_factory=SSHModel, description="SSH settings for every node")
     slurm: SlurmModel = Field(default_factory=SlurmModel, description="Slurm settings")
     limits: LimitsModel = Field(default_factory=LimitsModel, description="concurrency caps")
-    nodes: list[NodeModel] = Field(min_length=1, description="the nodes")
+    kubernetes: KubernetesModel | None = Field(
+        None, description="the Kubernetes cluster whose nodes run the steps as Pods"
+    )
+    nodes: list[NodeModel] = Field(
+        default_factory=list,
+        description="the nodes (with a kubernetes block: default, every node the cluster's "
+        "node_selector picks)",
+    )
 
 
 # ------------------------------------------------------------------------ loading
@@ -667,15 +814,20 @@ def build_inventory(
         extra_args=tuple(model.slurm.extra_args),
         time_limit_min=model.slurm.time_limit_min,
     )
+    k8s = model.kubernetes.settings() if model.kubernetes is not None else None
+    entries, k8s_addresses = _kubernetes_nodes(model, file)
     nodes: list[Node] = []
     seen: dict[str, str] = {}
-    for i, entry in enumerate(model.nodes):
+    for i, entry in enumerate(entries):
         where = f"nodes[{i}]"
         names, addresses = _names_and_addresses(entry, file, where)
         labels = {**(d.labels or {}), **(entry.labels or {})}
         facts = _node_facts(entry, d)
         ssh = _merge_ssh(model.ssh, d.ssh, entry.ssh)
-        executor = _pick(entry, d, "executor") or "ssh"
+        executor = _pick(entry, d, "executor") or ("kubernetes" if k8s else "ssh")
+        if executor == "kubernetes" and k8s is None:
+            raise ConfigError(file, f"{where}.executor", "executor kubernetes needs a "
+                              "top-level kubernetes block")  # fmt: skip
         for j, name in enumerate(names, start=1):
             if name in seen:
                 raise ConfigError(
@@ -683,6 +835,8 @@ def build_inventory(
                 )
             seen[name] = where
             address = _address_for(entry, name, j, addresses)
+            if executor == "kubernetes" and not address:
+                address = k8s_addresses.get(name, "")
             try:
                 node = Node(
                     name=name,
@@ -692,6 +846,7 @@ def build_inventory(
                     facts=dict(facts),
                     ssh=ssh,
                     slurm=slurm,
+                    kubernetes=k8s if executor == "kubernetes" else None,
                 )
             except ValueError as exc:
                 key = "address" if address and "address" in str(exc) else "name"
@@ -703,6 +858,37 @@ def build_inventory(
     return Inventory(
         name=model.name, nodes=tuple(nodes), limits=limits, source=file, raw=dict(raw or {})
     )
+
+
+def _kubernetes_nodes(model: InventoryModel, file: str) -> tuple[list[NodeModel], dict[str, str]]:
+    """The node entries (every node the cluster's selector picks when none are listed) and
+    the InternalIP of each Kubernetes node, read from the API when some are needed."""
+    k = model.kubernetes
+    if k is None:
+        if not model.nodes:
+            why = "List should have at least 1 item (or a kubernetes block to read them from)"
+            raise ConfigError(file, "nodes", why)
+        return list(model.nodes), {}
+    listed_k8s = [
+        e for e in model.nodes
+        if (e.executor or model.defaults.executor or "kubernetes") == "kubernetes"
+    ]  # fmt: skip
+    if model.nodes and all(e.address or e.address_pattern for e in listed_k8s):
+        return list(model.nodes), {}
+    from aibench.kubeapi import api_error, node_addresses
+
+    try:
+        found = node_addresses(k.kubeconfig, k.context, k.node_selector)
+    except ImportError:
+        raise ConfigError(file, "kubernetes", "the kubernetes Python client is not installed "
+                          "(pip install 'aibench-cluster[kubernetes]')") from None  # fmt: skip
+    except Exception as exc:
+        raise ConfigError(file, "kubernetes", f"cannot list the nodes: {api_error(exc)}") from None
+    if model.nodes:
+        return list(model.nodes), found
+    if not found:
+        raise ConfigError(file, "kubernetes.node_selector", "no node of the cluster matches")
+    return [NodeModel(name=n) for n in sorted(found)], found
 
 
 def load_inventory(path: Path | str) -> Inventory:

@@ -159,9 +159,21 @@ def run(args: argparse.Namespace) -> int:
             telemetry=args.telemetry or inputs.suite.settings.telemetry,
         )
     _print_summary(result.run, run_dir, quiet=args.quiet)
+    _label_kubernetes_nodes(inputs.inventory, result.run, run_dir)
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
     return result.exit_code
+
+
+def _label_kubernetes_nodes(inventory: Any, run: Any, run_dir: Path) -> None:
+    """With ``label_results`` in the inventory's kubernetes block: each node's verdict as a
+    node label (aibench/executors/kubernetes_labels.py)."""
+    if not any(n.kubernetes is not None and n.kubernetes.label_results for n in inventory):
+        return
+    from aibench.executors.kubernetes_labels import label_nodes
+
+    for line in label_nodes(inventory, run.verdicts, run_dir.name):
+        print(f"aibench: warning: {line}", file=sys.stderr)
 
 
 # run's options that mean nothing to a soak: refused with one line (exit 2)

@@ -1,7 +1,8 @@
 """Choosing the executor of a node: ``for_node(node, inventory)``.
 
 ``Node.executor`` names it: ``local`` (this machine, :class:`LocalExecutor`), ``ssh``
-(:class:`SSHExecutor`) or ``slurm`` (:class:`SlurmExecutor`). Every ssh node of one
+(:class:`SSHExecutor`), ``slurm`` (:class:`SlurmExecutor`) or ``kubernetes``
+(:class:`KubernetesExecutor`: Pods). Every ssh node of one
 inventory gets the same SSHExecutor, so its connection pool serves the whole run; the
 same holds for slurm (one allocation per run). Call ``close()`` on what you got (once per
 distinct executor) at the end of the run.
@@ -15,7 +16,7 @@ from aibench.errors import UserError
 from aibench.executors.base import Executor
 from aibench.inventory import Inventory, Node
 
-EXECUTORS = ("local", "ssh", "slurm")
+EXECUTORS = ("local", "ssh", "slurm", "kubernetes")
 
 # id(inventory) -> (inventory, {kind: executor}); the inventory is kept so its id stays valid.
 _SHARED: dict[int, tuple[Inventory | None, dict[str, Any]]] = {}
@@ -48,6 +49,13 @@ def _make(kind: str, inventory: Inventory | None) -> Any:
 
         limits = inventory.limits if inventory is not None else None
         return SSHExecutor(policy=ConnectionPolicy.from_limits(limits) if limits else None)
+    if kind == "kubernetes":
+        from aibench.executors.kubernetes import KubernetesExecutor
+
+        settings = next((n.kubernetes for n in inventory or () if n.kubernetes), None)
+        if settings is None:
+            raise UserError("executor kubernetes needs the inventory's kubernetes block")
+        return KubernetesExecutor(settings)
     from aibench.executors.slurm import SlurmExecutor
 
     return SlurmExecutor(inventory)

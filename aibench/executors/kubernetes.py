@@ -1,0 +1,611 @@
+"""Kubernetes executor: a step on a node is a Pod pinned to that node (``nodeName``).
+
+Contract:
+
+* **The same argv** as every other executor runs, in the inventory's image, as the only
+  container of a Pod bound to the node by ``nodeName`` (no scheduler decision, no
+  placement surprise), ``restartPolicy: Never``. The container's command is a fixed
+  ``/bin/sh -c`` wrapper that waits for one line on its stdin and then ``exec``\\ s the
+  argv unchanged (no inventory or suite value is ever part of a shell string); the image
+  needs ``/bin/sh``.
+* **Output is streamed** as it comes: the executor attaches to the container (the
+  ``attach`` subresource, stdin + stdout + stderr), then releases the wrapper, so
+  nothing the tool prints is missed and stdout and stderr reach their own raw files.
+* **Exit code and reason** come from the container's terminated state: the exit code,
+  and the reason the kubelet gives when it is not a plain exit (``OOMKilled``, or the
+  Pod's ``DeadlineExceeded``); a Pod that never starts (image missing, a Secret missing,
+  unschedulable resources) ends the step with the kubelet's reason.
+* **Timeouts**: the step's timeout is kept here (the Pod is deleted when it passes) and by
+  the cluster (``activeDeadlineSeconds`` = timeout + a start-up allowance), so a Pod whose
+  aibench died is still ended.
+* **Nothing is left behind**: every Pod is deleted when its step ends, when the step is
+  cancelled (Ctrl-C) and when a server is stopped. Each run holds a ``Lease``
+  (``aibench-run-…``, renewed every 15 s) that owns all its Pods and Secrets: ``close``
+  deletes it, and the garbage collector removes whatever it owned. A run that was killed
+  leaves a Lease that is no longer renewed (or whose holder process is gone); the next
+  run in the namespace deletes it and its Pods before it starts.
+* **Secrets** never appear in a Pod spec or argv: a variable the inventory maps to a
+  Secret key (``secret_env``) is a ``secretKeyRef``; a step variable whose name marks it
+  secret (``*_TOKEN``, ``*PASSWORD``...) is put into a Secret of the run, owned by the
+  Lease, and referenced the same way.
+* **Unreachable**: the API server not answering, or the node missing or not ``Ready``,
+  gives ``ProcResult(unreachable=True)`` (``NodeUnreachable`` from ``start``).
+
+Uses the official ``kubernetes`` Python client (the ``kubernetes`` extra); its blocking
+calls run in worker threads. Tested with client 37 against Kubernetes 1.20.2 (kubelet with
+containerd 1.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from aibench.executors.base import (
+    SECRET_NAME,
+    Command,
+    NodeUnreachable,
+    ProcResult,
+    ReadyCheck,
+    ServerNotReady,
+)
+from aibench.executors.kubernetes_spec import (
+    MANAGED,
+    RUN_LABEL,
+    pod_manifest,
+    secret_manifest,
+)
+from aibench.executors.local import now_iso, wait_ready
+from aibench.kubeapi import api_client, api_error
+
+if TYPE_CHECKING:
+    from aibench.inventory import KubernetesSettings, Node
+
+LEASE_S = 60  # a run's Lease expires this long after its last renewal
+RENEW_S = 15.0
+START_ALLOWANCE_S = 30  # activeDeadlineSeconds beyond the step's own timeout
+# Waiting reasons after which a container will not start by waiting longer.
+FATAL_WAITING = {
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "RunContainerError",
+}
+_DNS = re.compile(r"[^a-z0-9-]+")
+
+
+def _client(settings: KubernetesSettings) -> Any:
+    return api_client(settings.kubeconfig, settings.context)
+
+
+def pod_name(run: str, seq: int, argv0: str) -> str:
+    tool = _DNS.sub("-", os.path.basename(argv0).lower()).strip("-")[:20] or "step"
+    return f"{run}-{seq:04d}-{tool}".rstrip("-")
+
+
+@dataclass
+class _Attached:
+    """The attach stream of a running container, copied into files as the data comes."""
+
+    ws: Any
+    out: IO[bytes]
+    err: IO[bytes]
+    tail: bytearray = field(default_factory=bytearray)
+    write_error: OSError | None = None
+
+    def pump(self, stop: threading.Event) -> None:
+        """Copy stdout and stderr until the container's streams end (thread body)."""
+        self.ws.write_stdin("go\n")
+        while self.ws.is_open() and not stop.is_set():
+            self.ws.update(timeout=0.5)
+            self._take()
+        self._take()
+
+    def _take(self) -> None:
+        from kubernetes.stream.ws_client import STDERR_CHANNEL, STDOUT_CHANNEL
+
+        for channel, f in ((STDOUT_CHANNEL, self.out), (STDERR_CHANNEL, self.err)):
+            data = self.ws.read_channel(channel)
+            if data:
+                raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+                if channel == STDERR_CHANNEL:
+                    self.tail = (self.tail + raw)[-2048:]
+                self._write(f, raw)
+
+    def _write(self, f: IO[bytes], data: bytes) -> None:
+        if self.write_error is not None:
+            return
+        try:
+            f.write(data)
+            f.flush()
+        except OSError as exc:
+            self.write_error = OSError(exc.errno, exc.strerror, getattr(f, "name", None))
+
+
+class KubernetesExecutor:
+    """Runs every step of a run's Kubernetes nodes as Pods; one per inventory."""
+
+    name = "kubernetes"
+
+    def __init__(self, settings: KubernetesSettings, kill_grace: int = 3) -> None:
+        self.settings = settings
+        self.kill_grace = kill_grace
+        self.run_id = f"aibench-{datetime.now(UTC):%m%d%H%M}-{secrets.token_hex(3)}"
+        self._api: Any = None
+        self._lease_uid: str | None = None
+        self._seq = 0
+        self._lock = asyncio.Lock()
+        self._renewer: asyncio.Task[None] | None = None
+        self._pods: set[str] = set()
+        self._swept = False
+        # blocking API calls run here, not in the loop's default pool (a few threads on a
+        # small machine, which long calls could fill)
+        self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="aibench-k8s")
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    # ------------------------------------------------------------------ the run's Lease
+
+    def _core(self) -> Any:
+        from kubernetes import client
+
+        if self._api is None:
+            self._api = _client(self.settings)
+        return client.CoreV1Api(self._api)
+
+    def _coord(self) -> Any:
+        from kubernetes import client
+
+        self._core()
+        return client.CoordinationV1Api(self._api)
+
+    async def _sweep_once(self) -> None:
+        """Remove what killed runs left in the namespace, once per run (before its first
+        Pod, or when the nodes are checked)."""
+        if not self._swept:
+            self._swept = True
+            await self._call(sweep_stale, self._core(), self._coord(), self.settings)
+
+    async def _ensure_lease(self) -> str:
+        async with self._lock:
+            if self._lease_uid is None:
+                await self._sweep_once()
+                self._lease_uid = await self._call(self._create_lease)
+                self._renewer = asyncio.ensure_future(self._renew())
+            return self._lease_uid
+
+    def _create_lease(self) -> str:
+        from kubernetes import client
+
+        now = datetime.now(UTC)
+        body = client.V1Lease(
+            metadata=client.V1ObjectMeta(
+                name=self.run_id, labels={**MANAGED, RUN_LABEL: self.run_id}
+            ),
+            spec=client.V1LeaseSpec(
+                holder_identity=holder_identity(),
+                lease_duration_seconds=LEASE_S,
+                acquire_time=now,
+                renew_time=now,
+            ),
+        )
+        lease = self._coord().create_namespaced_lease(
+            self.settings.namespace, body, _request_timeout=30
+        )
+        return str(lease.metadata.uid)
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(RENEW_S)
+            patch = {"spec": {"renewTime": datetime.now(UTC).isoformat().replace("+00:00", "Z")}}
+            with contextlib.suppress(Exception):
+                await self._call(
+                    self._coord().patch_namespaced_lease,
+                    self.run_id,
+                    self.settings.namespace,
+                    patch,
+                    _request_timeout=10,
+                )
+
+    def _owner(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "name": self.run_id,
+                "uid": self._lease_uid,
+            }
+        ]
+
+    # ------------------------------------------------------------------ nodes
+
+    async def check(self, node: Node) -> str | None:
+        try:
+            async with self._lock:
+                await self._sweep_once()
+            n = await self._call(self._core().read_node, node.name, _request_timeout=20)
+        except Exception as exc:
+            return f"{node.name}: {api_error(exc)}"
+        for cond in n.status.conditions or []:
+            if cond.type == "Ready":
+                if cond.status == "True":
+                    return None
+                return f"{node.name}: node not Ready ({cond.reason or cond.status})"
+        return f"{node.name}: node has no Ready condition"
+
+    # ------------------------------------------------------------------ pods
+
+    async def _create_pod(self, node: Node, cmd: Command) -> str:
+        env_names_ok(cmd.env)
+        await self._ensure_lease()
+        self._seq += 1
+        name = pod_name(self.run_id, self._seq, cmd.argv[0])
+        ns = self.settings.namespace
+        secret_env = {k: v for k, v in cmd.env.items() if SECRET_NAME.search(k)}
+        if secret_env:
+            body = secret_manifest(name, self.run_id, secret_env, self._owner())
+            await self._call(self._core().create_namespaced_secret, ns, body, _request_timeout=30)
+        manifest = pod_manifest(
+            name, node, cmd, self.settings, self.run_id, self._owner(), secret_env,
+            deadline=int(cmd.timeout) + START_ALLOWANCE_S,
+        )  # fmt: skip
+        self._pods.add(name)
+        try:
+            await self._call(self._core().create_namespaced_pod, ns, manifest, _request_timeout=30)
+        except BaseException:
+            self._pods.discard(name)
+            raise
+        return name
+
+    async def _delete(self, name: str) -> None:
+        """Delete a Pod (and the Secret of the same name, if any); never raises."""
+        from kubernetes.client import V1DeleteOptions
+
+        core = self._core()
+        ns = self.settings.namespace
+        opts = V1DeleteOptions(grace_period_seconds=self.kill_grace)
+        for call in (core.delete_namespaced_pod, core.delete_namespaced_secret):
+            with contextlib.suppress(Exception):
+                await self._call(call, name, ns, body=opts, _request_timeout=20)
+        self._pods.discard(name)
+
+    async def _wait_started(self, name: str, deadline: float) -> str | None:
+        """Wait until the container runs (None) or cannot (the reason)."""
+        core = self._core()
+        ns = self.settings.namespace
+        while time.monotonic() < deadline:
+            pod = await self._call(core.read_namespaced_pod, name, ns, _request_timeout=20)
+            state = _container_state(pod)
+            if state is not None and (state.running or state.terminated):
+                return None
+            why = _not_starting(pod, state)
+            if why:
+                return why
+            await asyncio.sleep(0.25)
+        return "timeout"
+
+    async def _attach(self, name: str, out: IO[bytes], err: IO[bytes]) -> _Attached:
+        from kubernetes import client
+        from kubernetes.stream import stream
+
+        # stream() swaps the transport of the ApiClient it is given while it connects: a
+        # client of its own, so that the other threads' calls are not sent over websockets
+        self._core()
+        core = client.CoreV1Api(client.ApiClient(self._api.configuration))
+        ws = await self._call(
+            stream,
+            core.connect_get_namespaced_pod_attach,
+            name,
+            self.settings.namespace,
+            container="step",
+            stdin=True,
+            stdout=True,
+            stderr=True,
+            tty=False,
+            _preload_content=False,
+            binary=True,
+        )
+        return _Attached(ws, out, err)
+
+    async def _terminated(self, name: str, wait: float) -> tuple[int | None, str]:
+        """The container's exit code and reason, once the kubelet reports them."""
+        core = self._core()
+        ns = self.settings.namespace
+        deadline = time.monotonic() + wait
+        while True:
+            pod = await self._call(core.read_namespaced_pod, name, ns, _request_timeout=20)
+            state = _container_state(pod)
+            if state is not None and state.terminated is not None:
+                return exit_and_reason(pod, state.terminated)
+            if pod.status.reason == "DeadlineExceeded":
+                return None, f"DeadlineExceeded: {pod.status.message or 'pod deadline passed'}"
+            if time.monotonic() > deadline:
+                return None, "the kubelet reported no exit status"
+            await asyncio.sleep(0.2)
+
+    async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
+        started = now_iso()
+        t0 = time.monotonic()
+
+        def result(**kw: Any) -> ProcResult:
+            kw.setdefault("exit_code", None)
+            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
+
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        with stdout.open("wb") as out, stderr.open("wb") as err:
+            try:
+                name = await self._create_pod(node, cmd)
+            except Exception as exc:
+                return result(unreachable=True, reason=f"{node.name}: {api_error(exc)}")
+            try:
+                return await self._run_pod(node, name, cmd, out, err, result)
+            except asyncio.CancelledError:
+                await asyncio.shield(self._delete(name))
+                raise
+            finally:
+                await asyncio.shield(self._delete(name))
+
+    async def _run_pod(
+        self,
+        node: Node,
+        name: str,
+        cmd: Command,
+        out: IO[bytes],
+        err: IO[bytes],
+        result: Callable[..., ProcResult],
+    ) -> ProcResult:
+        t0 = time.monotonic()
+        try:
+            why = await self._wait_started(name, t0 + cmd.timeout)
+        except Exception as exc:
+            return result(unreachable=True, reason=f"{node.name}: {api_error(exc)}")
+        if why == "timeout":
+            return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
+                          f"pod {name} never started on {node.name}; pod deleted")  # fmt: skip
+        if why:
+            return result(reason=f"pod {name} on {node.name}: {why}")
+        attached = await self._attach(name, out, err)
+        stop = threading.Event()
+        pump = in_thread(attached.pump, stop)
+        left = max(0.0, cmd.timeout - (time.monotonic() - t0))
+        try:
+            await asyncio.wait_for(asyncio.shield(pump), left)
+        except TimeoutError:
+            stop.set()
+            code, reason = await self._terminated(name, 0.0)
+            if reason.startswith("DeadlineExceeded"):
+                return result(timed_out=True, reason=reason)
+            return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
+                          f"pod {name} deleted")  # fmt: skip
+        finally:
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(pump), 5.0)
+            with contextlib.suppress(Exception):
+                attached.ws.close()
+        if attached.write_error is not None:
+            raise attached.write_error
+        code, reason = await self._terminated(name, 30.0)
+        if code is None:
+            return result(reason=f"pod {name} on {node.name}: {reason}")
+        return result(exit_code=code, reason=reason)
+
+    async def start(
+        self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
+    ) -> KubernetesServer:
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            name = await self._create_pod(node, cmd)
+        except Exception as exc:
+            raise NodeUnreachable(f"{node.name}: {api_error(exc)}") from None
+        server = KubernetesServer(self, name, stdout.open("wb"), stderr.open("wb"))
+        try:
+            why = await self._wait_started(name, time.monotonic() + cmd.timeout)
+            if why:
+                raise ServerNotReady(f"pod {name} on {node.name}: {why}")
+            await server.attach()
+            await wait_ready(ready, alive=lambda: server.alive, output=stdout, host=node.host)
+        except BaseException:
+            await server.stop()
+            raise
+        return server
+
+    async def close(self) -> None:
+        """Delete every Pod still here and the run's Lease (which owns its Secrets)."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+        for name in list(self._pods):
+            await self._delete(name)
+        if self._lease_uid is not None:
+            from kubernetes.client import V1DeleteOptions
+
+            with contextlib.suppress(Exception):
+                await self._call(
+                    self._coord().delete_namespaced_lease,
+                    self.run_id,
+                    self.settings.namespace,
+                    body=V1DeleteOptions(propagation_policy="Background"),
+                    _request_timeout=20,
+                )
+            self._lease_uid = None
+        if self._api is not None:
+            with contextlib.suppress(Exception):
+                self._api.close()
+            self._api = None
+        self._pool.shutdown(wait=False)
+
+
+class KubernetesServer:
+    """A background Pod (an iperf3 server); ``stop`` deletes it."""
+
+    def __init__(self, ex: KubernetesExecutor, name: str, out: IO[bytes], err: IO[bytes]):
+        self._ex = ex
+        self.name = name
+        self._files = (out, err)
+        self._stop = threading.Event()
+        self._pump: asyncio.Future[None] | None = None
+        self._attached: _Attached | None = None
+        self._code: int | None = None
+        self._stopped = False
+
+    async def attach(self) -> None:
+        self._attached = await self._ex._attach(self.name, *self._files)
+        self._pump = in_thread(self._attached.pump, self._stop)
+
+    @property
+    def alive(self) -> bool:
+        return self._pump is not None and not self._pump.done()
+
+    async def stop(self) -> int | None:
+        if self._stopped:
+            return self._code
+        self._stopped = True
+        try:
+            await self._ex._delete(self.name)
+            self._stop.set()
+            if self._pump is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._pump, 5.0)
+            if self._attached is not None:
+                with contextlib.suppress(Exception):
+                    self._attached.ws.close()
+        finally:
+            for f in self._files:
+                f.close()
+        return self._code
+
+
+def in_thread(fn: Callable[[threading.Event], None], stop: threading.Event) -> asyncio.Future[None]:
+    """Run a stream pump in a thread of its own (it lasts as long as its container)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def body() -> None:
+        try:
+            fn(stop)
+        except BaseException as exc:  # handed to the waiting coroutine
+            loop.call_soon_threadsafe(_settle, done, exc)
+        else:
+            loop.call_soon_threadsafe(_settle, done, None)
+
+    threading.Thread(target=body, name="aibench-k8s-stream", daemon=True).start()
+    return done
+
+
+def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(exc)
+
+
+def _container_state(pod: Any) -> Any:
+    for cs in pod.status.container_statuses or []:
+        if cs.name == "step":
+            return cs.state
+    return None
+
+
+def _not_starting(pod: Any, state: Any) -> str | None:
+    """The reason a Pod will not start by waiting longer, else None."""
+    if pod.status.phase in ("Failed", "Succeeded") and state is None:
+        return f"{pod.status.reason or pod.status.phase}: {pod.status.message or ''}".strip()
+    if state is not None and state.waiting is not None:
+        w = state.waiting
+        if w.reason in FATAL_WAITING:
+            return f"{w.reason}: {w.message or ''}".strip().rstrip(":")
+    return None
+
+
+def exit_and_reason(pod: Any, term: Any) -> tuple[int | None, str]:
+    """(exit code, reason) of a terminated container; the reason is empty for a plain exit."""
+    code = term.exit_code
+    reason = term.reason or ""
+    if pod.status.reason == "DeadlineExceeded":
+        return code, f"DeadlineExceeded: {pod.status.message or 'pod deadline passed'}"
+    if reason == "OOMKilled":
+        return code, f"OOMKilled: the container passed its memory limit (exit {code})"
+    if reason in ("Completed", "Error", ""):
+        return code, ""
+    return code, f"{reason}: {term.message or ''}".strip().rstrip(":")
+
+
+def holder_identity() -> str:
+    """Who holds a run's Lease: host, process id and the process's start time."""
+    return f"{socket.gethostname()}/{os.getpid()}/{_start_ticks(os.getpid())}"
+
+
+def _start_ticks(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "?"
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _holder_gone(identity: str) -> bool:
+    """True when the holder ran on this host and its process is gone."""
+    host, _, rest = identity.partition("/")
+    pid, _, ticks = rest.partition("/")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return _start_ticks(int(pid)) != ticks
+
+
+def sweep_stale(core: Any, coord: Any, settings: KubernetesSettings) -> list[str]:
+    """Delete the Leases (and so the Pods and Secrets) of runs that ended without
+    cleaning up: expired, or held by a process of this host that is gone."""
+    from kubernetes.client import V1DeleteOptions
+
+    ns = settings.namespace
+    selector = ",".join(f"{k}={v}" for k, v in MANAGED.items())
+    leases = coord.list_namespaced_lease(ns, label_selector=selector, _request_timeout=30).items
+    now = datetime.now(UTC)
+    removed = []
+    for lease in leases:
+        spec = lease.spec
+        renewed = spec.renew_time or spec.acquire_time
+        expired = renewed is None or (now - renewed).total_seconds() > (
+            spec.lease_duration_seconds or LEASE_S
+        )
+        if not expired and not _holder_gone(spec.holder_identity or ""):
+            continue
+        run = lease.metadata.name
+        with contextlib.suppress(Exception):
+            coord.delete_namespaced_lease(
+                run, ns, body=V1DeleteOptions(propagation_policy="Background")
+            )
+        sel = f"{RUN_LABEL}={run}"
+        for kind in ("pod", "secret"):
+            with contextlib.suppress(Exception):
+                getattr(core, f"delete_collection_namespaced_{kind}")(
+                    ns, label_selector=sel, grace_period_seconds=0
+                )
+        removed.append(run)
+    return removed
+
+
+def env_names_ok(env: Mapping[str, str]) -> None:
+    for name in env:
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            raise ValueError(f"invalid environment variable name {name!r}")

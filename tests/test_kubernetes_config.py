@@ -1,0 +1,151 @@
+"""The inventory's kubernetes block and the Pod a step becomes (no cluster needed: the
+real cluster's tests are in tests/k8s)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aibench.errors import ConfigError
+from aibench.executors.base import Command
+from aibench.executors.kubernetes import exit_and_reason, pod_name
+from aibench.executors.kubernetes_spec import WRAPPER, pod_manifest, secret_manifest
+from aibench.inventory import load_inventory
+
+BLOCK: dict[str, object] = {
+    "kubeconfig": "~/.kube/bed.yaml",
+    "namespace": "aibench",
+    "image": "registry.example/aibench-tools:1.4",
+    "resources": {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "1", "memory": "64Gi"}},
+    "capabilities": ["IPC_LOCK"],
+    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "host_paths_ro": ["/sys/class/infiniband"],
+    "secret_env": {"S3_SECRET_KEY": {"secret": "s3", "key": "secret"}},
+}
+
+
+def inventory(tmp_path: Path, block: dict[str, object], **node: object) -> Path:
+    doc = {
+        "schema_version": 1,
+        "kubernetes": block,
+        "nodes": [{"name": "gpu[01-02]", "address_pattern": "10.0.0.{n}", **node}],
+    }
+    path = tmp_path / "inv.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_block_gives_kubernetes_nodes(tmp_path: Path) -> None:
+    inv = load_inventory(inventory(tmp_path, BLOCK, data_dirs=["/scratch"]))
+    assert [n.executor for n in inv.nodes] == ["kubernetes", "kubernetes"]
+    k = inv.nodes[0].kubernetes
+    assert k is not None
+    assert k.namespace == "aibench"
+    assert k.host_network
+    assert k.secret_env == {"S3_SECRET_KEY": ("s3", "secret")}
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"resources": {"limits": {"nvidia.com/gpu": "eight"}}}, "kubernetes.resources"),
+        ({"namespace": "Bad_NS"}, "kubernetes.namespace"),
+        ({"image": "-rm -rf"}, "kubernetes.image"),
+        ({"capabilities": ["ipc_lock; reboot"]}, "kubernetes.capabilities"),
+        ({"cordon": True}, "kubernetes.cordon"),
+    ],
+)
+def test_bad_block_is_one_error_naming_the_key(
+    tmp_path: Path, change: dict[str, object], key: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_inventory(inventory(tmp_path, {**BLOCK, **change}))
+    assert key in str(err.value)
+    assert "inv.yaml" in str(err.value)
+
+
+def test_kubernetes_executor_needs_the_block(tmp_path: Path) -> None:
+    doc = {"schema_version": 1, "nodes": [{"name": "n1", "executor": "kubernetes"}]}
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"nodes\[0\]\.executor.*kubernetes block"):
+        load_inventory(tmp_path / "inv.yaml")
+
+
+def test_pod_runs_the_argv_verbatim_on_its_node_and_holds_no_secret(tmp_path: Path) -> None:
+    inv = load_inventory(inventory(tmp_path, BLOCK, data_dirs=["/scratch"]))
+    node = inv.nodes[1]
+    assert node.kubernetes is not None
+    argv = ("fio", "--name=a b", "$(reboot)", "; rm -rf /")
+    cmd = Command(argv, env={"NCCL_DEBUG": "INFO", "API_TOKEN": "t0ps3cret"}, timeout=90)
+    owner = [{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "name": "r", "uid": "u"}]
+    pod = pod_manifest("p", node, cmd, node.kubernetes, "r", owner, {"API_TOKEN": "t0ps3cret"},
+                       deadline=120)  # fmt: skip
+    spec = pod["spec"]
+    c = spec["containers"][0]
+    assert spec["nodeName"] == "gpu02"
+    assert spec["restartPolicy"] == "Never"
+    assert spec["activeDeadlineSeconds"] == 120
+    assert spec["hostNetwork"] is True
+    assert c["command"] == ["/bin/sh", "-c", WRAPPER, "aibench", *argv]
+    assert c["resources"] == {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "1", "memory": "64Gi"}}
+    assert c["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+    env = {e["name"]: e for e in c["env"]}
+    assert env["NCCL_DEBUG"] == {"name": "NCCL_DEBUG", "value": "INFO"}
+    assert env["API_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "p", "key": "API_TOKEN"}
+    assert env["S3_SECRET_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "s3", "key": "secret"}
+    assert "t0ps3cret" not in json.dumps(pod)
+    mounts = {m["mountPath"]: m["readOnly"] for m in c["volumeMounts"]}
+    assert mounts == {"/scratch": False, "/sys/class/infiniband": True}
+    assert pod["metadata"]["ownerReferences"] == owner
+    assert spec["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    secret = secret_manifest("p", "r", {"API_TOKEN": "t0ps3cret"}, owner)
+    assert secret["data"] == {"API_TOKEN": "dDBwczNjcmV0"}
+
+
+def test_pod_names_are_dns_labels() -> None:
+    assert pod_name("aibench-12031845-abc123", 7, "/opt/nccl/all_reduce_perf") == (
+        "aibench-12031845-abc123-0007-all-reduce-perf"
+    )
+
+
+class _Obj:
+    def __init__(self, **kw: object) -> None:
+        self.__dict__.update(kw)
+
+
+def test_exit_reasons() -> None:
+    pod = _Obj(status=_Obj(reason=None, message=None))
+    oom = _Obj(exit_code=137, reason="OOMKilled", message=None)
+    assert exit_and_reason(pod, oom) == (137, "OOMKilled: the container passed its memory "
+                                         "limit (exit 137)")  # fmt: skip
+    assert exit_and_reason(pod, _Obj(exit_code=3, reason="Error", message=None)) == (3, "")
+    late = _Obj(status=_Obj(reason="DeadlineExceeded", message="Pod was active too long"))
+    _code, why = exit_and_reason(late, _Obj(exit_code=137, reason="Error", message=None))
+    assert why == "DeadlineExceeded: Pod was active too long"
+
+
+def test_node_verdicts_never_pass_what_was_not_measured() -> None:
+    from datetime import UTC, datetime
+
+    from aibench.executors.kubernetes_labels import node_verdicts, patch_body
+    from aibench.model import Outcome, Verdict
+
+    verdicts = [
+        Verdict("fio-bw", Outcome.PASS, subject=("n1",)),
+        Verdict("fio-bw", Outcome.PASS, subject=("n2",)),
+        Verdict("iperf3", Outcome.FAIL, subject=("n2", "n3"), culprits=("n3",)),
+        Verdict("fio-bw", Outcome.MISSING, subject=("n4",)),
+    ]
+    got = node_verdicts(verdicts, ["n1", "n2", "n3", "n4", "n5"])
+    assert got == {"n1": "PASS", "n2": "PASS", "n3": "FAIL", "n4": "FAIL"}
+    # a failing verdict about the whole run, with no culprit named, fails every node
+    whole = [*verdicts[:2], Verdict("coverage", Outcome.FAIL)]
+    assert node_verdicts(whole, ["n1", "n2"]) == {"n1": "FAIL", "n2": "FAIL"}
+    body = patch_body("PASS", "20261203-run", 24, datetime(2026, 12, 3, 18, 0, tzinfo=UTC))
+    assert body["metadata"]["labels"] == {"aibench.io/acceptance": "PASS"}
+    assert body["metadata"]["annotations"]["aibench.io/valid-until"] == "2026-12-04T18:00:00Z"
