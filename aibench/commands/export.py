@@ -11,7 +11,10 @@ Exit code: 0 when written; 2 for a bad run directory, table or a missing library
 from __future__ import annotations
 
 import argparse
+import json
+import math
 from pathlib import Path
+from typing import Any
 
 from aibench.commands import Command
 from aibench.errors import EXIT_OK, UserError
@@ -42,13 +45,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """One row with JSON's own types: a missing cell (NaN, NaT, None) is null, a numpy
+    scalar its Python value, anything else (a timestamp) its text."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if hasattr(value, "item") and not isinstance(value, str | bytes):
+            value = value.item()
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            out[key] = None
+        elif isinstance(value, bool | int | float | str):
+            out[key] = value
+        elif type(value).__name__ in ("NAType", "NaTType"):
+            out[key] = None
+        elif hasattr(value, "isoformat"):
+            out[key] = value.isoformat()
+        else:
+            out[key] = value
+    return out
+
+
 def write(frame: object, path: Path, fmt: str) -> None:
     """Write one DataFrame as ``fmt``, atomically (a temporary name, then renamed)."""
     tmp = path.with_name(f".{path.name}.tmp")
     if fmt == "csv":
         frame.to_csv(tmp, index=False)  # type: ignore[attr-defined]
     elif fmt == "json":
-        frame.to_json(tmp, orient="records", indent=1, force_ascii=False)  # type: ignore[attr-defined]
+        # Python's own float repr: every value read back exactly (pandas' to_json keeps
+        # at most 15 significant digits, so 39.980208310518464 came back as 39.9802083105)
+        rows = frame.to_dict(orient="records")  # type: ignore[attr-defined]
+        text = json.dumps([_plain(r) for r in rows], indent=1, ensure_ascii=False, default=str)
+        tmp.write_text(text + "\n", encoding="utf-8")
     else:
         try:
             import pyarrow  # noqa: F401

@@ -132,9 +132,10 @@ def test_seed_reference_on_a_training_and_an_inference_node(tmp_path: Path) -> N
     # each node is judged by its own role's floors only
     assert ("training-memory", "node-1") not in got
     assert ("inference-cores", "node-0") not in got
-    # the NVMe, fabric and TCP checks are benchmark checks: left to aibench run / check
+    # the NVMe, fabric, TCP and shared-storage (§4.2) checks are benchmark checks: left to
+    # aibench run / check
     assert not [v for v in run.verdicts if v.check == "nvme-system-read"]
-    assert "4 benchmark check(s) of seed-reference not judged here" in p.stdout
+    assert "9 benchmark check(s) of seed-reference not judged here" in p.stdout
     assert "judged against seed-reference (--spec)" in p.stdout
     failing = any(v.outcome.failing for v in run.verdicts)
     assert p.returncode == (1 if failing else 0)
