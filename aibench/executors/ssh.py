@@ -439,7 +439,6 @@ class SSHExecutor:
             try:
                 conn = await self._connect(node)
                 proc = await conn.create_process(line, encoding=None)
-                proc.stdin.write(stdin)  # the env values; the channel stays open: the lease
             except asyncssh.ChannelOpenError:
                 # the server's MaxSessions: hold later sessions in our queue instead
                 gate.refused()
@@ -453,6 +452,7 @@ class SSHExecutor:
                 await gate.release(opened=False)
                 raise
             gate.opened()
+            _send_values(proc, stdin)
             return proc
 
         try:
@@ -593,6 +593,17 @@ class SSHExecutor:
         for c in conns:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(c.wait_closed(), 2.0)
+
+
+def _send_values(proc: Any, data: bytes) -> None:
+    """Write the env values to a started process, whose stdin then stays open (the lease).
+    With no values nothing is written: a command that needs none may already have ended,
+    and its closed channel is no fault of the connection (closing that connection would
+    cut every other session opened on it)."""
+    if not data:
+        return
+    with contextlib.suppress(BrokenPipeError):  # the wrapper ended first: its status says why
+        proc.stdin.write(data)
 
 
 def env_input(env: Mapping[str, str]) -> bytes:

@@ -41,12 +41,16 @@ def _comm(pid: int) -> str:
         return ""
 
 
+_BED_DAEMONS = ("sshd", "slurmd", "munged", "slurmctld")
+
+
 def _left_on(bed: TestBed) -> dict[str, list[str]]:
-    """Every process in a host's namespace that is not the host's sshd."""
+    """Every process in a host's namespace that is not one of the bed's own daemons (its
+    sshd, and slurmd and munged once a Slurm test on the same bed has started them)."""
     out: dict[str, list[str]] = {}
     for h in bed.hosts:
         names = [_comm(p) for p in net.netns_pids(h)]
-        left = [n for n in names if n and n != "sshd" and not n.startswith("sshd")]
+        left = [n for n in names if n and not n.startswith(_BED_DAEMONS)]
         if left:
             out[h.name] = left
     return out
