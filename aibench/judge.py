@@ -145,17 +145,8 @@ def judge_run(
     from aibench.thresholds.localize import suspect_records
 
     when = (now or datetime.now(UTC)).replace(microsecond=0)
-    whole_spec, notes = spec, []
-    if facts_only:
-        spec, skipped = _facts_only(spec)
-        if skipped:
-            notes.append(f"{skipped} benchmark check(s) of {spec.name} not judged here")
-    if partial:
-        spec, skipped = applicable(spec, run)
-        if skipped:
-            notes.append(
-                f"{skipped} check(s) of {spec.name} not judged: their steps were not selected"
-            )
+    whole_spec = spec
+    spec, notes = _judged_part(spec, run, partial=partial, facts_only=facts_only)
     verdicts: list[Verdict] = [*judge(spec, run, now=when), *_fleet(run)]
     notes += not_applicable(spec, run)
     recomputed = set(RECOMPUTED)
@@ -189,6 +180,24 @@ def judge_run(
         spec_text=getattr(whole_spec, "text", ""),
         label=_label(run, spec.sha256, iso(when), db_text),
     )
+
+
+def _judged_part(spec: Any, run: Run, *, partial: bool, facts_only: bool) -> tuple[Any, list[str]]:
+    """The part of ``spec`` this judgement judges (its fact checks only for the preflight,
+    the checks of the selected steps only for a partial run), with a note for each part
+    left out."""
+    notes = []
+    if facts_only:
+        spec, skipped = _facts_only(spec)
+        if skipped:
+            notes.append(f"{skipped} benchmark check(s) of {spec.name} not judged here")
+    if partial:
+        spec, skipped = applicable(spec, run)
+        if skipped:
+            notes.append(
+                f"{skipped} check(s) of {spec.name} not judged: their steps were not selected"
+            )
+    return spec, notes
 
 
 def carry(run: Run, recomputed: set[str]) -> list[Verdict]:

@@ -7,7 +7,7 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from aibench.commands import Command
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_OK, UserError
@@ -85,21 +85,7 @@ def run(args: argparse.Namespace) -> int:
     )
     out = sys.stdout
     print(table(facts, nodes), file=out)
-    problems = [r for r in results if r.status is not StepStatus.OK]
-    if problems:
-        print("\nsteps that did not finish cleanly:", file=out)
-        for r in problems:
-            print(f"  {r.status.value:<11} {r.step_id}: {r.reason}", file=out)
-    shown = [v for v in run_obj.verdicts if v.outcome.value != "PASS"]
-    if shown:
-        print("\nchecks:", file=out)
-        for v in shown:
-            subject = ",".join(v.subject) or "-"
-            observed = v.observed_text or ("" if v.observed is None else f"{v.observed:g} {v.unit}")
-            print(
-                f"  {v.outcome.value:<7} {v.check} [{subject}] {observed} expected {v.expected}",
-                file=out,
-            )
+    _print_findings(results, run_obj.verdicts, out)
     for line in judgement.notes:
         print(f"note: {line}", file=out)
     why = "--spec" if args.spec else f"the spec of suite {suite.name}"
@@ -111,6 +97,27 @@ def run(args: argparse.Namespace) -> int:
         print("aibench: error: no node could be reached", file=sys.stderr)
         return EXIT_CANNOT_RUN
     return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run_obj.verdicts) else EXIT_OK
+
+
+def _print_findings(results: list[Any], verdicts: list[Any], out: TextIO) -> None:
+    """The steps that did not finish cleanly, then every check that did not pass."""
+    from aibench.model import StepStatus
+
+    problems = [r for r in results if r.status is not StepStatus.OK]
+    if problems:
+        print("\nsteps that did not finish cleanly:", file=out)
+        for r in problems:
+            print(f"  {r.status.value:<11} {r.step_id}: {r.reason}", file=out)
+    shown = [v for v in verdicts if v.outcome.value != "PASS"]
+    if shown:
+        print("\nchecks:", file=out)
+        for v in shown:
+            subject = ",".join(v.subject) or "-"
+            observed = v.observed_text or ("" if v.observed is None else f"{v.observed:g} {v.unit}")
+            print(
+                f"  {v.outcome.value:<7} {v.check} [{subject}] {observed} expected {v.expected}",
+                file=out,
+            )
 
 
 def _judged(inputs: Any, executed: Any, started: str) -> tuple[Any, Any]:

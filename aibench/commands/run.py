@@ -110,12 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.duration:
         raise UserError("--duration applies to --suite soak only")
     if resume_dir is not None:
-        cfg = _load_config(resume_dir)
-        for key in ("suite", "inventory", "spec", "steps", "tool", "nodes"):
-            setattr(args, key, cfg.get(key))
-        for key in ("vendor", "customer", "cluster"):
-            if not getattr(args, key, ""):
-                setattr(args, key, cfg.get(key, ""))
+        _resume_arguments(args, resume_dir)
     inputs = load_inputs(args)
     plan = build_plan(inputs.suite, inputs.inventory)
     runs = plan.run_count()
@@ -163,6 +158,17 @@ def run(args: argparse.Namespace) -> int:
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
     return result.exit_code
+
+
+def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
+    """A resumed run runs what it was started with: the suite, inventory, spec and
+    selection of its saved configuration, and its sign-off names where none is given."""
+    cfg = _load_config(resume_dir)
+    for key in ("suite", "inventory", "spec", "steps", "tool", "nodes"):
+        setattr(args, key, cfg.get(key))
+    for key in ("vendor", "customer", "cluster"):
+        if not getattr(args, key, ""):
+            setattr(args, key, cfg.get(key, ""))
 
 
 def _label_kubernetes_nodes(inventory: Any, run: Any, run_dir: Path) -> None:

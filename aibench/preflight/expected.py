@@ -141,78 +141,95 @@ def _hcas(
     out = []
     for h in hcas:
         name, port = str(h.get("name")), int(h.get("port", 1))
-        where = f"{name} port {port}"
-        state = [
-            (d, f) for d, f in _answers(facts, ds, "hca_state", hca=name, port=port) if f.value
-        ]
-        readable = [f for f in counts if f.value is not None]
-        if state:
-            ok, seen = state[0][1].value == state[0][0].active, str(state[0][1].value)
-        elif not readable:  # no HCA tool could be read: not verified
-            why = "; ".join(sorted({f.reason for f in counts if f.reason})) or "no HCA tool"
-            out.append(
-                Verdict(
-                    check="inventory.hca_state",
-                    outcome=Outcome.MISSING,
-                    subject=(node,),
-                    description="declared HCA port is up",
-                    expected=f"{where} Active",
-                    observed_text=f"absent ({why})",
-                    reason=f"{node}: {where} not verified: {why}",
-                    benchmark=BENCHMARK,
-                    origin="inventory",
-                )
-            )
-            continue
-        else:
-            ok, seen = False, "not listed"
-        out.append(
-            _verdict(
-                "inventory.hca_state",
-                node,
-                ok,
-                f"{where} Active",
-                seen,
-                f"{node}: {where} is {seen}",
-                "declared HCA port is up",
-            )
-        )
+        state = _hca_state(node, name, port, facts, ds, counts)
+        out.append(state)
         rate_want = h.get("rate_gbps")
-        if rate_want is None:
+        if state.outcome is Outcome.MISSING or rate_want is None:
             continue
-        rates = [
-            (d, f)
-            for d, f in _answers(facts, ds, "hca_rate", hca=name, port=port)
-            if isinstance(f.value, int | float)
-        ]
-        rate_tools = {d.source for d in _declared(ds, "hca_rate")}
-        if not rates:
-            if any(f.value is not None and f.source in rate_tools for f in counts):
-                out.append(
-                    _verdict(
-                        "inventory.hca_rate",
-                        node,
-                        False,
-                        f">= {rate_want:g} Gbit/s",
-                        "not listed",
-                        f"{node}: {', '.join(sorted(rate_tools))} lists no rate for {where}",
-                        "declared HCA port runs at its nominal rate",
-                    )
-                )
-            continue
-        got = float(rates[0][1].value)  # type: ignore[arg-type]
-        out.append(
-            _verdict(
-                "inventory.hca_rate",
-                node,
-                got >= float(rate_want),
-                f">= {rate_want:g} Gbit/s",
-                f"{got:g} Gbit/s",
-                f"{node}: {where} runs at {got:g} Gbit/s, declared {rate_want:g}",
-                "declared HCA port runs at its nominal rate",
-            )
-        )
+        out += _hca_rate(node, name, port, rate_want, facts, ds, counts)
     return out
+
+
+def _hca_state(
+    node: str, name: str, port: int, facts: list[Fact], ds: tuple[Declares, ...], counts: list[Fact]
+) -> Verdict:
+    """Whether the declared port is up; not verified (MISSING) when no HCA tool could be
+    read at all, failed when the tools were read but do not list the port."""
+    where = f"{name} port {port}"
+    state = [(d, f) for d, f in _answers(facts, ds, "hca_state", hca=name, port=port) if f.value]
+    readable = [f for f in counts if f.value is not None]
+    if state:
+        ok, seen = state[0][1].value == state[0][0].active, str(state[0][1].value)
+    elif not readable:  # no HCA tool could be read: not verified
+        why = "; ".join(sorted({f.reason for f in counts if f.reason})) or "no HCA tool"
+        return Verdict(
+            check="inventory.hca_state",
+            outcome=Outcome.MISSING,
+            subject=(node,),
+            description="declared HCA port is up",
+            expected=f"{where} Active",
+            observed_text=f"absent ({why})",
+            reason=f"{node}: {where} not verified: {why}",
+            benchmark=BENCHMARK,
+            origin="inventory",
+        )
+    else:
+        ok, seen = False, "not listed"
+    return _verdict(
+        "inventory.hca_state",
+        node,
+        ok,
+        f"{where} Active",
+        seen,
+        f"{node}: {where} is {seen}",
+        "declared HCA port is up",
+    )
+
+
+def _hca_rate(
+    node: str,
+    name: str,
+    port: int,
+    rate_want: Any,
+    facts: list[Fact],
+    ds: tuple[Declares, ...],
+    counts: list[Fact],
+) -> list[Verdict]:
+    """Whether the declared port runs at its declared rate; nothing when no tool that
+    reports rates could be read, failed when one was read but lists no rate for the port."""
+    where = f"{name} port {port}"
+    rates = [
+        (d, f)
+        for d, f in _answers(facts, ds, "hca_rate", hca=name, port=port)
+        if isinstance(f.value, int | float)
+    ]
+    rate_tools = {d.source for d in _declared(ds, "hca_rate")}
+    if not rates:
+        if any(f.value is not None and f.source in rate_tools for f in counts):
+            return [
+                _verdict(
+                    "inventory.hca_rate",
+                    node,
+                    False,
+                    f">= {rate_want:g} Gbit/s",
+                    "not listed",
+                    f"{node}: {', '.join(sorted(rate_tools))} lists no rate for {where}",
+                    "declared HCA port runs at its nominal rate",
+                )
+            ]
+        return []
+    got = float(rates[0][1].value)  # type: ignore[arg-type]
+    return [
+        _verdict(
+            "inventory.hca_rate",
+            node,
+            got >= float(rate_want),
+            f">= {rate_want:g} Gbit/s",
+            f"{got:g} Gbit/s",
+            f"{node}: {where} runs at {got:g} Gbit/s, declared {rate_want:g}",
+            "declared HCA port runs at its nominal rate",
+        )
+    ]
 
 
 def _dirs(

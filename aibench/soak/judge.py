@@ -199,14 +199,13 @@ def _is_inlet(name: str, lim: Limits) -> bool:
 def _temperatures(
     tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
 ) -> list[Verdict]:
-    out = []
     temps = [
         s for s in _series(tel, node=node) if s["metric"] in ("temp_gpu", "temperature", "temp")
     ]
     parts = [s for s in temps if not (s["metric"] == "temperature" and _is_inlet(s["key"], lim))]
     inlets = [s for s in temps if s["metric"] == "temperature" and _is_inlet(s["key"], lim)]
     if not parts:
-        out.append(
+        out = [
             _v(
                 "soak.temperature.max",
                 Outcome.MISSING,
@@ -214,65 +213,73 @@ def _temperatures(
                 "no temperature series",
                 src=src,
             )
-        )
-    else:
-        worst = max(parts, key=lambda s: max(s["v"]))
-        peak = max(worst["v"])
-        when = _first_over(worst, lambda v: v > lim.temp_max)
-        ok = when is None
-        out.append(
-            _v(
-                "soak.temperature.max",
-                Outcome.PASS if ok else Outcome.FAIL,
-                node,
-                f"{worst['key']} peaked at {peak:g} C"
-                + ("" if ok else f", above {lim.temp_max:g} C from {when:g} s"),
-                culprits=() if ok else (f"{node}:{worst['key']}",),
-                observed=peak,
-                unit="C",
-                expected=f"<= {lim.temp_max:g} C",
-                src=src,
-                samples=sum(len(s["v"]) for s in parts),
-            )
-        )
-        p99s = [
-            (statistics.quantiles(s["v"], n=100)[98] if len(s["v"]) > 1 else s["v"][0], s)
-            for s in parts
         ]
-        p, s = max(p99s, key=lambda x: x[0])
-        ok = p <= lim.temp_p99
-        out.append(
-            _v(
-                "soak.temperature.p99",
-                Outcome.PASS if ok else Outcome.FAIL,
-                node,
-                f"{s['key']} p99 {p:.1f} C",
-                culprits=() if ok else (f"{node}:{s['key']}",),
-                observed=round(p, 2),
-                unit="C",
-                expected=f"<= {lim.temp_p99:g} C",
-                src=src,
-            )
-        )
-    for s in inlets:
-        when = _first_over(s, lambda v: not lim.inlet_min <= v <= lim.inlet_max)
-        ok = when is None
-        out.append(
-            _v(
-                "soak.inlet.band",
-                Outcome.PASS if ok else Outcome.FAIL,
-                node,
-                f"{s['key']} {min(s['v']):g}-{max(s['v']):g} C"
-                + (
-                    "" if ok else f", outside {lim.inlet_min:g}-{lim.inlet_max:g} C from {when:g} s"
-                ),
-                culprits=() if ok else (f"{node}:{s['key']}",),
-                unit="C",
-                expected=f"{lim.inlet_min:g}-{lim.inlet_max:g} C",
-                src=src,
-            )
-        )
-    return out
+    else:
+        out = [_temperature_max(parts, node, lim, src), _temperature_p99(parts, node, lim, src)]
+    return out + [_inlet_band(s, node, lim, src) for s in inlets]
+
+
+def _temperature_max(
+    parts: list[dict[str, Any]], node: str, lim: Limits, src: Mapping[str, str]
+) -> Verdict:
+    """The hottest part's peak against the limit, with when it first went over."""
+    worst = max(parts, key=lambda s: max(s["v"]))
+    peak = max(worst["v"])
+    when = _first_over(worst, lambda v: v > lim.temp_max)
+    ok = when is None
+    return _v(
+        "soak.temperature.max",
+        Outcome.PASS if ok else Outcome.FAIL,
+        node,
+        f"{worst['key']} peaked at {peak:g} C"
+        + ("" if ok else f", above {lim.temp_max:g} C from {when:g} s"),
+        culprits=() if ok else (f"{node}:{worst['key']}",),
+        observed=peak,
+        unit="C",
+        expected=f"<= {lim.temp_max:g} C",
+        src=src,
+        samples=sum(len(s["v"]) for s in parts),
+    )
+
+
+def _temperature_p99(
+    parts: list[dict[str, Any]], node: str, lim: Limits, src: Mapping[str, str]
+) -> Verdict:
+    """The highest 99th percentile of any part's temperature against the limit."""
+    p99s = [
+        (statistics.quantiles(s["v"], n=100)[98] if len(s["v"]) > 1 else s["v"][0], s)
+        for s in parts
+    ]
+    p, s = max(p99s, key=lambda x: x[0])
+    ok = p <= lim.temp_p99
+    return _v(
+        "soak.temperature.p99",
+        Outcome.PASS if ok else Outcome.FAIL,
+        node,
+        f"{s['key']} p99 {p:.1f} C",
+        culprits=() if ok else (f"{node}:{s['key']}",),
+        observed=round(p, 2),
+        unit="C",
+        expected=f"<= {lim.temp_p99:g} C",
+        src=src,
+    )
+
+
+def _inlet_band(s: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> Verdict:
+    """An inlet sensor stays within the band of air the node is meant to breathe."""
+    when = _first_over(s, lambda v: not lim.inlet_min <= v <= lim.inlet_max)
+    ok = when is None
+    return _v(
+        "soak.inlet.band",
+        Outcome.PASS if ok else Outcome.FAIL,
+        node,
+        f"{s['key']} {min(s['v']):g}-{max(s['v']):g} C"
+        + ("" if ok else f", outside {lim.inlet_min:g}-{lim.inlet_max:g} C from {when:g} s"),
+        culprits=() if ok else (f"{node}:{s['key']}",),
+        unit="C",
+        expected=f"{lim.inlet_min:g}-{lim.inlet_max:g} C",
+        src=src,
+    )
 
 
 def _baseline_split(
@@ -306,6 +313,18 @@ def _against_start(
 def _clock_and_throttle(
     tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
 ) -> list[Verdict]:
+    out = _clock_drop(tel, node, lim, src)
+    out += [
+        _throttle(s, node, lim, src) for s in _series(tel, node=node, metric="clocks_event_mask")
+    ]
+    out += [_ecc(s, node, src) for s in _series(tel, node=node, metric="ecc_uncorrected")]
+    return out
+
+
+def _clock_drop(
+    tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
+) -> list[Verdict]:
+    """Each GPU's median SM clock after the start against its median over the start."""
     out: list[Verdict] = []
     clocks = _series(tel, node=node, metric="clock_sm")
     for s, ref, rest in _against_start("soak.clock.drop", clocks, node, lim, src, out):
@@ -332,49 +351,52 @@ def _clock_and_throttle(
                 src=src,
             )
         )
-    for s in _series(tel, node=node, metric="clocks_event_mask"):
-        start: float | None = None
-        longest, at = 0.0, None
-        for t, v in zip(s["t"], s["v"], strict=True):
-            if int(v) & ~IGNORED_CLOCK_EVENTS:
-                start = t if start is None else start
-                if t - start > longest:
-                    longest, at = t - start, start
-            else:
-                start = None
-        ok = longest <= lim.throttle_s
-        out.append(
-            _v(
-                "soak.throttle",
-                Outcome.PASS if ok else Outcome.FAIL,
-                node,
-                f"{s['key']}: clocks held down (not idle, not power cap) for {longest:g} s"
-                + ("" if at is None else f" from {at:g} s"),
-                culprits=() if ok else (f"{node}:{s['key']}",),
-                observed=longest,
-                unit="s",
-                expected=f"<= {lim.throttle_s:g} s",
-                src=src,
-            )
-        )
-    for s in _series(tel, node=node, metric="ecc_uncorrected"):
-        first = next((t for t, v in zip(s["t"], s["v"], strict=True) if v > s["v"][0]), None)
-        ok = first is None
-        out.append(
-            _v(
-                "soak.ecc",
-                Outcome.PASS if ok else Outcome.FAIL,
-                node,
-                f"{s['key']}: uncorrected ECC {s['v'][0]:g} -> {s['v'][-1]:g}"
-                + ("" if ok else f", rose at {first:g} s"),
-                culprits=() if ok else (f"{node}:{s['key']}",),
-                observed=s["v"][-1] - s["v"][0],
-                unit="count",
-                expected="no increase",
-                src=src,
-            )
-        )
     return out
+
+
+def _throttle(s: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> Verdict:
+    """The longest span a GPU's clocks were held down for a reason other than idle or the
+    software power cap."""
+    start: float | None = None
+    longest, at = 0.0, None
+    for t, v in zip(s["t"], s["v"], strict=True):
+        if int(v) & ~IGNORED_CLOCK_EVENTS:
+            start = t if start is None else start
+            if t - start > longest:
+                longest, at = t - start, start
+        else:
+            start = None
+    ok = longest <= lim.throttle_s
+    return _v(
+        "soak.throttle",
+        Outcome.PASS if ok else Outcome.FAIL,
+        node,
+        f"{s['key']}: clocks held down (not idle, not power cap) for {longest:g} s"
+        + ("" if at is None else f" from {at:g} s"),
+        culprits=() if ok else (f"{node}:{s['key']}",),
+        observed=longest,
+        unit="s",
+        expected=f"<= {lim.throttle_s:g} s",
+        src=src,
+    )
+
+
+def _ecc(s: Mapping[str, Any], node: str, src: Mapping[str, str]) -> Verdict:
+    """A GPU's uncorrected ECC count does not rise during the soak."""
+    first = next((t for t, v in zip(s["t"], s["v"], strict=True) if v > s["v"][0]), None)
+    ok = first is None
+    return _v(
+        "soak.ecc",
+        Outcome.PASS if ok else Outcome.FAIL,
+        node,
+        f"{s['key']}: uncorrected ECC {s['v'][0]:g} -> {s['v'][-1]:g}"
+        + ("" if ok else f", rose at {first:g} s"),
+        culprits=() if ok else (f"{node}:{s['key']}",),
+        observed=s["v"][-1] - s["v"][0],
+        unit="count",
+        expected="no increase",
+        src=src,
+    )
 
 
 def _stress_rate(
@@ -415,11 +437,10 @@ def _stress_rate(
 
 
 def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> list[Verdict]:
-    out: list[Verdict] = []
+    if not _series(tel, node=node, source="bmc"):
+        return []  # no BMC in the inventory for this node: nothing to judge here
     fans = _series(tel, node=node, source="bmc", metric="fan")
-    bmc_any = _series(tel, node=node, source="bmc")
-    if not bmc_any:
-        return out  # no BMC in the inventory for this node: nothing to judge here
+    out: list[Verdict] = []
     if not fans:
         out.append(
             _v(
@@ -430,42 +451,62 @@ def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str])
                 src=src,
             )
         )
-    for s in fans:
-        when = _first_over(s, lambda v: v < lim.fan_min_rpm)
+    out += [_fan_floor(s, node, lim, src) for s in fans]
+    out += _power_band(tel, node, lim, src)
+    out.append(_bmc_events(tel, node, lim, src))
+    return out
+
+
+def _fan_floor(s: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> Verdict:
+    """A fan never spins below the floor."""
+    when = _first_over(s, lambda v: v < lim.fan_min_rpm)
+    ok = when is None
+    return _v(
+        "soak.fan.floor",
+        Outcome.PASS if ok else Outcome.FAIL,
+        node,
+        f"{s['key']} {min(s['v']):g}-{max(s['v']):g} RPM"
+        + ("" if ok else f", below {lim.fan_min_rpm:g} RPM from {when:g} s"),
+        culprits=() if ok else (f"{node}:{s['key']}",),
+        observed=min(s["v"]),
+        unit="RPM",
+        expected=f">= {lim.fan_min_rpm:g} RPM",
+        src=src,
+    )
+
+
+def _power_band(
+    tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]
+) -> list[Verdict]:
+    """The node's power, as its BMC reads it, within the band the limits give (none when
+    they give no bound)."""
+    if lim.power_min_w is None and lim.power_max_w is None:
+        return []
+    lo = lim.power_min_w if lim.power_min_w is not None else float("-inf")
+    hi = lim.power_max_w if lim.power_max_w is not None else float("inf")
+    out = []
+    for s in _series(tel, node=node, source="bmc", metric="power"):
+        when = _first_over(s, lambda v: not lo <= v <= hi)
         ok = when is None
         out.append(
             _v(
-                "soak.fan.floor",
+                "soak.power.band",
                 Outcome.PASS if ok else Outcome.FAIL,
                 node,
-                f"{s['key']} {min(s['v']):g}-{max(s['v']):g} RPM"
-                + ("" if ok else f", below {lim.fan_min_rpm:g} RPM from {when:g} s"),
+                f"{s['key']} {min(s['v']):g}-{max(s['v']):g} W"
+                + ("" if ok else f", outside the band from {when:g} s"),
                 culprits=() if ok else (f"{node}:{s['key']}",),
-                observed=min(s["v"]),
-                unit="RPM",
-                expected=f">= {lim.fan_min_rpm:g} RPM",
+                unit="W",
+                expected=f"{lo:g}-{hi:g} W",
                 src=src,
             )
         )
-    if lim.power_min_w is not None or lim.power_max_w is not None:
-        lo = lim.power_min_w if lim.power_min_w is not None else float("-inf")
-        hi = lim.power_max_w if lim.power_max_w is not None else float("inf")
-        for s in _series(tel, node=node, source="bmc", metric="power"):
-            when = _first_over(s, lambda v: not lo <= v <= hi)
-            ok = when is None
-            out.append(
-                _v(
-                    "soak.power.band",
-                    Outcome.PASS if ok else Outcome.FAIL,
-                    node,
-                    f"{s['key']} {min(s['v']):g}-{max(s['v']):g} W"
-                    + ("" if ok else f", outside the band from {when:g} s"),
-                    culprits=() if ok else (f"{node}:{s['key']}",),
-                    unit="W",
-                    expected=f"{lo:g}-{hi:g} W",
-                    src=src,
-                )
-            )
+    return out
+
+
+def _bmc_events(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> Verdict:
+    """No new BMC event of the watched types (fan, power, memory...) during the soak; the
+    events already there at the first read do not count."""
     new = [
         e
         for e in tel.get("events", [])
@@ -475,17 +516,14 @@ def _bmc(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str])
     ]
     ok = not new
     text = "; ".join(f"{e['sensor_type']} {e['sensor']}: {e['event']} at {e['t']:g} s" for e in new)
-    out.append(
-        _v(
-            "soak.bmc.events",
-            Outcome.PASS if ok else Outcome.FAIL,
-            node,
-            text or "no new fan, power or memory event",
-            culprits=[f"{node}:{e['sensor_type']} {e['sensor']}".strip() for e in new],
-            observed=float(len(new)),
-            unit="count",
-            expected="no new event",
-            src=src,
-        )
+    return _v(
+        "soak.bmc.events",
+        Outcome.PASS if ok else Outcome.FAIL,
+        node,
+        text or "no new fan, power or memory event",
+        culprits=[f"{node}:{e['sensor_type']} {e['sensor']}".strip() for e in new],
+        observed=float(len(new)),
+        unit="count",
+        expected="no new event",
+        src=src,
     )
-    return out

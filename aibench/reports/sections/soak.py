@@ -83,16 +83,24 @@ def _figure(node: str, series: Sequence[Mapping[str, Any]], verdicts: Sequence[V
 
 def render(si: SectionInput) -> SectionOutput:
     tel: Mapping[str, Any] = si.run.telemetry or {}
+    notes = () if tel else ("this run holds no telemetry",)
+    return SectionOutput(
+        plots=_figures(tel, si.verdicts), tables=_tables(tel, si.verdicts), notes=notes
+    )
+
+
+def _figures(tel: Mapping[str, Any], verdicts: Sequence[Verdict]) -> tuple[Plot, ...]:
+    """One figure per node, the failing nodes first, at most :data:`MAX_FIGURES`."""
     by_node: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for s in tel.get("series", []):
         by_node[str(s["node"])].append(s)
     verdicts_of: dict[str, list[Verdict]] = defaultdict(list)
-    for v in si.verdicts:
+    for v in verdicts:
         for n in v.subject:
             verdicts_of[n].append(v)
     failing = {n for n, vs in verdicts_of.items() if any(v.outcome.failing for v in vs)}
     order = sorted(by_node, key=lambda n: (n not in failing, n))
-    figs = tuple(
+    return tuple(
         Plot(
             f"{n}: temperature, power and clock over time",
             _figure(n, by_node[n], verdicts_of[n]),
@@ -102,9 +110,13 @@ def render(si: SectionInput) -> SectionOutput:
         )
         for n in order[:MAX_FIGURES]
     )
+
+
+def _tables(tel: Mapping[str, Any], verdicts: Sequence[Verdict]) -> tuple[Table, ...]:
+    """The failing parts, the BMC events and, when there were any, the sampling problems."""
     parts = tuple(
         (v.subject[0] if v.subject else "", c.split(":", 1)[-1], v.check, v.observed_text)
-        for v in si.verdicts
+        for v in verdicts
         if v.outcome.failing
         for c in (v.culprits or ("",))
     )
@@ -148,8 +160,7 @@ def render(si: SectionInput) -> SectionOutput:
                 "Sampling problems (the soak went on)", ("node", "t (s)", "probe", "reason"), errors
             )
         )
-    notes = () if tel else ("this run holds no telemetry",)
-    return SectionOutput(plots=figs, tables=tuple(tables), notes=notes)
+    return tuple(tables)
 
 
 SECTION = Section("soak", "Burn-in soak", render)
