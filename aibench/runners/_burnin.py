@@ -1,12 +1,11 @@
-"""What the burn-in runners share: validated names and paths, one invocation per node."""
+"""What the burn-in runners share: validated names and paths (one invocation per node is
+:func:`aibench.runners.base.each_node`)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 
 from aibench.inventory import Node
-from aibench.runners.base import Invocation, ProcessSpec, Slot, label_for
 
 TOKEN = re.compile(r"^[A-Za-z0-9_.%+-]+$")
 
@@ -27,28 +26,3 @@ def binary(name: str, bin_dir: str | None, node: Node, fact: str) -> str:
     """``bin_dir/name``, else ``<node fact>/name``, else ``name`` (found on PATH)."""
     directory = bin_dir or node.facts.get(fact)
     return f"{str(directory).rstrip('/')}/{name}" if directory else name
-
-
-def each_node(
-    step: str,
-    tool: str,
-    parser: str,
-    group: Sequence[Node],
-    slot: Slot,
-    argv_for: Callable[[Node], Sequence[str]],
-    timeout: float,
-) -> list[Invocation]:
-    """One invocation per node of the group, all at once (placement ``each``)."""
-    return [
-        Invocation(
-            step=step,
-            tool=tool,
-            nodes=(node.name,),
-            label=label_for((node.name,)),
-            repeat=slot.repeat,
-            round=slot.round,
-            parser=parser,
-            client=ProcessSpec(node.name, tuple(argv_for(node)), timeout=timeout),
-        )
-        for node in group
-    ]

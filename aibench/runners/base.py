@@ -12,7 +12,7 @@ the suite is loaded, before any node is touched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -140,3 +140,33 @@ def label_for(nodes: Sequence[str]) -> str:
     if len(nodes) <= 3:
         return "--".join(nodes)
     return f"{nodes[0]}--{nodes[-1]}-{len(nodes)}nodes"
+
+
+def each_node(
+    step: str,
+    tool: str,
+    parser: str,
+    group: Sequence[Node],
+    slot: Slot,
+    argv_for: Callable[[Node], Sequence[str]],
+    timeout: float,
+    *,
+    env: Mapping[str, str] | None = None,
+    network: bool = False,
+) -> list[Invocation]:
+    """One invocation per node of the group, all at once (placement ``each``); ``network``
+    when the tool's traffic counts against the fabric-load cap."""
+    return [
+        Invocation(
+            step=step,
+            tool=tool,
+            nodes=(node.name,),
+            label=label_for((node.name,)),
+            repeat=slot.repeat,
+            round=slot.round,
+            parser=parser,
+            network=network,
+            client=ProcessSpec(node.name, tuple(argv_for(node)), env=env or {}, timeout=timeout),
+        )
+        for node in group
+    ]

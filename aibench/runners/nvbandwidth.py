@@ -16,8 +16,8 @@ from pydantic import Field, field_validator
 
 from aibench.config import Strict
 from aibench.inventory import Node
-from aibench.runners._burnin import binary, check_dir, each_node
-from aibench.runners.base import Invocation, Slot
+from aibench.runners._burnin import binary, check_dir
+from aibench.runners.base import Invocation, Slot, each_node
 
 _CASE = re.compile(r"^[a-z0-9_]+$")
 _VERSION = re.compile(r"nvbandwidth Version:\s*(\S+)")

@@ -23,8 +23,7 @@ from pydantic import Field, field_validator
 from aibench.config import Strict
 from aibench.inventory import Node
 from aibench.runners import _checks as checks
-from aibench.runners._burnin import each_node
-from aibench.runners.base import Invocation, Slot
+from aibench.runners.base import Invocation, Slot, each_node
 from aibench.traits import Traits
 
 TOOL = "nvidia-smi-dmon"

@@ -25,7 +25,7 @@ from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.parsers.redis_benchmark import TOOL, UNITS, parse
 from aibench.runners._checks import bin_dir, tool_path
-from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.runners.base import Invocation, Output, Slot, each_node
 from aibench.traits import Traits
 
 ENDPOINT_ENV = "AIBENCH_REDIS_ENDPOINT"  # the endpoint's name, for the records
@@ -98,25 +98,10 @@ class RedisBenchmarkRunner:
     def invocations(
         self, step: str, options: RedisBenchmarkOptions, group: Sequence[Node], slot: Slot
     ) -> list[Invocation]:
-        return [
-            Invocation(
-                step=step,
-                tool=self.tool,
-                nodes=(node.name,),
-                label=label_for((node.name,)),
-                repeat=slot.repeat,
-                round=slot.round,
-                parser=TOOL,
-                network=True,
-                client=ProcessSpec(
-                    node.name,
-                    argv(options, node),
-                    env={ENDPOINT_ENV: options.endpoint},
-                    timeout=options.timeout,
-                ),
-            )
-            for node in group
-        ]
+        return each_node(
+            step, self.tool, TOOL, group, slot, lambda node: argv(options, node),
+            options.timeout, env={ENDPOINT_ENV: options.endpoint}, network=True,
+        )  # fmt: skip
 
     def expected_seconds(self, options: RedisBenchmarkOptions) -> tuple[float, str]:
         tests = len(options.tests.split(","))

@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 from aibench.config import Strict
 from aibench.inventory import Node
 from aibench.runners import _checks as checks
-from aibench.runners.base import Invocation, ProcessSpec, Slot, label_for
+from aibench.runners.base import Invocation, Slot, each_node
 
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*$|^[A-Za-z0-9_.,:/%+-]+$")
 
@@ -58,19 +58,10 @@ class RocmBandwidthTestRunner:
         self, step: str, options: RocmBandwidthTestOptions, group: Sequence[Node], slot: Slot
     ) -> list[Invocation]:
         binary = f"{options.bin_dir.rstrip('/')}/rocm-bandwidth-test"
-        return [
-            Invocation(
-                step=step,
-                tool=self.tool,
-                nodes=(node.name,),
-                label=label_for((node.name,)),
-                repeat=slot.repeat,
-                round=slot.round,
-                parser="rocm-bandwidth-test",
-                client=ProcessSpec(node.name, (binary, *options.extra), timeout=options.timeout),
-            )
-            for node in group
-        ]
+        return each_node(
+            step, self.tool, "rocm-bandwidth-test", group, slot,
+            lambda _node: (binary, *options.extra), options.timeout,
+        )  # fmt: skip
 
     def version_argv(self) -> tuple[str, ...] | None:
         return None  # the banner of every run names the version (a fact of the step)

@@ -49,7 +49,7 @@ from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.parsers.s5cmd import TOOL, UNITS, parse
 from aibench.runners._checks import bin_dir, tool_path
-from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.runners.base import Invocation, Output, Slot, each_node
 from aibench.traits import Traits
 
 DRIVER = r"""wd=$1 s5=$3 url=$4 bucket=$5 prefix=$6 cred=$7 profile=$8 akenv=$9 skenv=${10}
@@ -204,22 +204,10 @@ class S5cmdRunner:
     def invocations(
         self, step: str, options: S5cmdOptions, group: Sequence[Node], slot: Slot
     ) -> list[Invocation]:
-        return [
-            Invocation(
-                step=step,
-                tool=self.tool,
-                nodes=(node.name,),
-                label=label_for((node.name,)),
-                repeat=slot.repeat,
-                round=slot.round,
-                parser=TOOL,
-                network=True,
-                client=ProcessSpec(
-                    node.name, self.argv(step, options, node, slot), timeout=options.timeout
-                ),
-            )
-            for node in group
-        ]
+        return each_node(
+            step, self.tool, TOOL, group, slot,
+            lambda node: self.argv(step, options, node, slot), options.timeout, network=True,
+        )  # fmt: skip
 
     def expected_seconds(self, options: S5cmdOptions) -> tuple[float, str]:
         o = options

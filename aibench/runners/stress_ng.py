@@ -16,8 +16,8 @@ from pydantic import Field, field_validator
 
 from aibench.config import Strict
 from aibench.inventory import Node
-from aibench.runners._burnin import check_token, each_node
-from aibench.runners.base import Invocation, Slot
+from aibench.runners._burnin import check_token
+from aibench.runners.base import Invocation, Slot, each_node
 
 _BYTES = re.compile(r"^[0-9]+[bkmgBKMG]?$|^[0-9]+%$")
 _VERSION = re.compile(r"version (\S+)")
