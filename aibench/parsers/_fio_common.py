@@ -104,6 +104,16 @@ def number(value: Any, what: str, line: int | None) -> float:
     return f
 
 
+def percentile_key(key: str, what: str, line: int | None, tool: str = TOOL) -> float:
+    """A ``clat_ns.percentile`` key ("99.000000") as its number; anything else is a
+    ParseError naming it."""
+    try:
+        return float(key)
+    except ValueError:
+        msg = f"{what}.percentile key {key!r} is not a number"
+        raise ParseError(tool, msg, line=line) from None
+
+
 _DIMS_CACHE: dict[tuple[tuple[str, type, Scalar], ...], FrozenDims] = {}
 
 

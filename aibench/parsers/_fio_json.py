@@ -25,6 +25,7 @@ from aibench.parsers._fio_common import (
     frozen,
     number,
     option_dims,
+    percentile_key,
     percentile_table,
     with_percentile,
 )
@@ -66,12 +67,7 @@ def _percentiles(
         raise ParseError(TOOL, f"{what}.percentile is not an object", line=line)
     found: list[tuple[float, float]] = []
     for key, raw in pct.items():
-        try:
-            p = float(key)
-        except ValueError:
-            raise ParseError(
-                TOOL, f"{what}.percentile key {key!r} is not a number", line=line
-            ) from None
+        p = percentile_key(key, what, line)
         if p <= 0.0:
             continue  # fio 2.x writes an unused "0.00": 0 slot
         if type(raw) is int and -_EXACT <= raw <= _EXACT:  # number()'s result, sooner

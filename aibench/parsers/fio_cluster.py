@@ -39,7 +39,7 @@ from typing import Any
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Note, Scalar
 from aibench.parsers import Parser, Record
-from aibench.parsers._fio_common import number
+from aibench.parsers._fio_common import number, percentile_key
 from aibench.parsers._util import json_document
 
 TOOL = "fio-cluster"
@@ -77,12 +77,7 @@ def _latency(
     pct = lat.get("percentile")
     if isinstance(pct, Mapping):
         for key, raw in pct.items():
-            try:
-                p = float(key)
-            except ValueError:
-                raise ParseError(
-                    TOOL, f"{what}.percentile key {key!r} is not a number", line=line
-                ) from None
+            p = percentile_key(key, what, line, TOOL)
             if p > 0:
                 value = number(raw, f"{what}.percentile[{key}]", line)
                 out.append(_m("clat_percentile", value, "ns", {**dims, "percentile": p}))
