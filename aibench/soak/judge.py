@@ -267,17 +267,33 @@ def _temperature_p99(
 
 def _inlet_band(s: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> Verdict:
     """An inlet sensor stays within the band of air the node is meant to breathe."""
-    when = _first_over(s, lambda v: not lim.inlet_min <= v <= lim.inlet_max)
+    lo, hi = lim.inlet_min, lim.inlet_max
+    return _in_band(s, node, "soak.inlet.band", lo, hi, "C", f"outside {lo:g}-{hi:g} C", src)
+
+
+def _in_band(
+    s: Mapping[str, Any],
+    node: str,
+    check: str,
+    lo: float,
+    hi: float,
+    unit: str,
+    outside: str,
+    src: Mapping[str, str],
+) -> Verdict:
+    """A series stays within ``lo``-``hi`` for the whole soak; else FAIL from the first
+    sample outside (``outside`` says how that reads)."""
+    when = _first_over(s, lambda v: not lo <= v <= hi)
     ok = when is None
     return _v(
-        "soak.inlet.band",
+        check,
         Outcome.PASS if ok else Outcome.FAIL,
         node,
-        f"{s['key']} {min(s['v']):g}-{max(s['v']):g} C"
-        + ("" if ok else f", outside {lim.inlet_min:g}-{lim.inlet_max:g} C from {when:g} s"),
+        f"{s['key']} {min(s['v']):g}-{max(s['v']):g} {unit}"
+        + ("" if ok else f", {outside} from {when:g} s"),
         culprits=() if ok else (f"{node}:{s['key']}",),
-        unit="C",
-        expected=f"{lim.inlet_min:g}-{lim.inlet_max:g} C",
+        unit=unit,
+        expected=f"{lo:g}-{hi:g} {unit}",
         src=src,
     )
 
@@ -484,24 +500,10 @@ def _power_band(
         return []
     lo = lim.power_min_w if lim.power_min_w is not None else float("-inf")
     hi = lim.power_max_w if lim.power_max_w is not None else float("inf")
-    out = []
-    for s in _series(tel, node=node, source="bmc", metric="power"):
-        when = _first_over(s, lambda v: not lo <= v <= hi)
-        ok = when is None
-        out.append(
-            _v(
-                "soak.power.band",
-                Outcome.PASS if ok else Outcome.FAIL,
-                node,
-                f"{s['key']} {min(s['v']):g}-{max(s['v']):g} W"
-                + ("" if ok else f", outside the band from {when:g} s"),
-                culprits=() if ok else (f"{node}:{s['key']}",),
-                unit="W",
-                expected=f"{lo:g}-{hi:g} W",
-                src=src,
-            )
-        )
-    return out
+    return [
+        _in_band(s, node, "soak.power.band", lo, hi, "W", "outside the band", src)
+        for s in _series(tel, node=node, source="bmc", metric="power")
+    ]
 
 
 def _bmc_events(tel: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> Verdict:
