@@ -479,6 +479,30 @@ def basis(run: Run, where: str, *, spec: Any = None) -> Basis:
     )
 
 
+def rejudge(
+    run: Run,
+    run_dir: Path,
+    *,
+    spec: Any = None,
+    history_db: Path | None = None,
+    now: datetime | None = None,
+) -> Judgement:
+    """A stored run judged again on its :func:`basis` (``spec`` replacing the stored one),
+    with ``history_db`` for the history verdicts, as of ``now`` or the stored instant:
+    what ``aibench check`` and ``aibench report --spec`` both do."""
+    b = basis(run, str(run_dir / "run.json"), spec=spec)
+    if history_db is not None and not history_db.is_file():
+        raise UserError(f"--history {history_db}: no such history database")
+    return judge_run(
+        run,
+        b.spec,
+        history_db=history_db,
+        partial=b.partial or partial_run(run_dir),
+        facts_only=b.facts_only,
+        now=now or b.as_of,
+    )
+
+
 def stored_spec(run: Run, sha: str, where: str) -> Any:
     """The spec with this sha256 from the run's record (``inputs["specs"]``)."""
     from aibench.thresholds.spec import spec_from_bytes

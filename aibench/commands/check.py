@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aibench.errors import UserError
-    from aibench.judge import basis, judge_run, parse_instant, partial_run
+    from aibench.judge import parse_instant, rejudge
     from aibench.store import load_run
     from aibench.thresholds import load_spec
 
@@ -91,18 +91,12 @@ def run(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         run_dir = run_dir.parent
     the_run = load_run(run_dir)
-    given = load_spec(args.spec) if args.spec else None
-    b = basis(the_run, str(run_dir / "run.json"), spec=given)
-    history = Path(args.history) if args.history else None
-    if history is not None and not history.is_file():
-        raise UserError(f"--history {history}: no such history database")
-    judgement = judge_run(
+    judgement = rejudge(
         the_run,
-        b.spec,
-        history_db=history,
-        partial=b.partial or partial_run(run_dir),
-        facts_only=b.facts_only,
-        now=parse_instant(args.as_of) if args.as_of else b.as_of,
+        run_dir,
+        spec=load_spec(args.spec) if args.spec else None,
+        history_db=Path(args.history) if args.history else None,
+        now=parse_instant(args.as_of) if args.as_of else None,
     )
     if args.format == "json":
         _print_json(judgement)

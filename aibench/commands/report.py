@@ -141,29 +141,20 @@ def run(args: argparse.Namespace) -> int:
 
 def _rejudge(the_run: Any, run_dir: Path, args: argparse.Namespace, db: Path | None) -> Any:
     """The run with its judgement against ``--spec`` (stored in run.json with --write)."""
-    from aibench.judge import basis, judge_run, partial_run, record
+    from aibench.judge import record, rejudge
     from aibench.store import save_run
     from aibench.thresholds import load_spec
 
-    b = basis(the_run, str(run_dir / "run.json"), spec=load_spec(args.spec))
-    if db is not None and not db.is_file():
-        raise UserError(f"--history {db}: no such history database")
-    judgement = judge_run(
-        the_run,
-        b.spec,
-        history_db=db,
-        partial=b.partial or partial_run(run_dir),
-        facts_only=b.facts_only,
-        now=b.as_of,
-    )
+    spec = load_spec(args.spec)
+    judgement = rejudge(the_run, run_dir, spec=spec, history_db=db)
     by = "aibench report --write" if args.write else "aibench report (not stored)"
     judged = record(the_run, judgement, by)
     if args.write:
         save_run(judged, run_dir)
-        print(f"stored the judgement with {b.spec.name} in {run_dir / 'run.json'}")
+        print(f"stored the judgement with {spec.name} in {run_dir / 'run.json'}")
         return judged
     note = (
-        f"judged with {b.spec.name} by aibench report; not stored in run.json "
+        f"judged with {spec.name} by aibench report; not stored in run.json "
         "(its verdicts are the run's own): --write stores it"
     )
     return judged.replace(notes=(*judged.notes, note))
