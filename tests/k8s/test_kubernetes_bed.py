@@ -67,7 +67,7 @@ def leftovers(cluster: Cluster) -> dict[str, list[str]]:
     return out
 
 
-def nothing_left(cluster: Cluster, wait: float = 30.0) -> dict[str, list[str]]:
+def nothing_left(cluster: Cluster, wait: float = 90.0) -> dict[str, list[str]]:
     deadline = time.monotonic() + wait
     left = leftovers(cluster)
     while any(left.values()) and time.monotonic() < deadline:
