@@ -11,7 +11,9 @@
   client fails or the run is interrupted;
 * every finished invocation is interpreted at once (:mod:`aibench.interpret`) and
   appended to ``steps.jsonl`` in the run directory, so an interrupted run keeps what it
-  measured and ``--resume`` runs only what is missing;
+  measured and ``--resume`` runs only what is missing. The results are not held while the
+  run goes on (memory stays flat over millions of invocations): :meth:`Execution.results`
+  reads them back from the journal once, at the end;
 * a node that cannot be reached, a tool that hangs, crashes or is missing, a server that
   never becomes ready: each gives that invocation a status and a one-line reason, and the
   run goes on.
@@ -42,7 +44,7 @@ from aibench.executors.base import (
 )
 from aibench.interpret import interpret, version_fact
 from aibench.inventory import Node
-from aibench.model import Fact, Measurement, ProcessRecord, StepResult, StepStatus
+from aibench.model import Fact, Measurement, ProcessRecord, Shared, StepResult, StepStatus
 from aibench.plan import Plan
 from aibench.runners import RUNNERS, Invocation, ProcessSpec
 from aibench.textio import read_text, tail
@@ -66,7 +68,13 @@ class Execution:
     plan: Plan
     executor_for: ExecutorFor
     progress: Progress | None = None
-    done: dict[str, StepResult] = field(default_factory=dict)
+    # step ids of the results an earlier execution left in the journal (--resume): not
+    # run again. Results of this execution are only counted: each runs once.
+    done: set[str] = field(default_factory=set)
+    recorded: int = 0  # results appended to the journal by this execution
+    # where the results of this execution begin in the journal: at its end when it was
+    # made (a journal already there is not this run's, unless load_journal takes it)
+    since: int = -1
     unreachable: dict[str, str] = field(default_factory=dict)
     tool_versions: dict[str, dict[str, str]] = field(default_factory=dict)
     versions: dict[VersionProbe, tuple[str, str]] = field(
@@ -78,38 +86,65 @@ class Execution:
     def journal(self) -> Path:
         return self.run_dir / JOURNAL
 
+    def __post_init__(self) -> None:
+        if self.since < 0:
+            self.since = self.journal.stat().st_size if self.journal.exists() else 0
+
+    @property
+    def finished(self) -> int:
+        """Results in the journal: those of an earlier execution and of this one."""
+        return len(self.done) + self.recorded
+
     def load_journal(self) -> None:
-        """Read finished results of an earlier, interrupted execution (for --resume)."""
+        """Note the finished results of an earlier, interrupted execution (for --resume);
+        a last line cut by the interruption is dropped (that invocation runs again)."""
+        self.since = 0
+        self.done = set(self._journal_results())
+
+    def _journal_results(self) -> dict[str, StepResult]:
+        """Every finished result in the journal by step id (the last line of a step id
+        wins; a not_run line is no result)."""
+        found: dict[str, StepResult] = {}
         if not self.journal.exists():
-            return
-        for lineno, line in enumerate(self.journal.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                res = StepResult.from_dict(json.loads(line))
-            except (ValueError, KeyError) as exc:
-                # A line cut by the interruption: that invocation runs again.
-                if lineno < len(self.journal.read_text().splitlines()):
-                    raise UserError(f"{self.journal}: line {lineno} is damaged ({exc})") from None
-                # drop it, so that what a resume appends does not glue onto it
-                keep = self.journal.read_text().rstrip("\n").rpartition("\n")[0]
-                self.journal.write_text(keep + "\n" if keep else "")
-                continue
-            if res.status is not StepStatus.NOT_RUN:
-                self.done[res.step_id] = res
+            return found
+        damaged: tuple[int, Exception] | None = None
+        shared = Shared()  # one copy of each name, node tuple and dims of the run
+        with self.journal.open("rb") as f:
+            f.seek(self.since)
+            for lineno, line in enumerate(f, 1):  # one line at a time: the journal is large
+                if not line.strip():
+                    continue
+                if damaged is not None:
+                    no, exc = damaged
+                    raise UserError(f"{self.journal}: line {no} is damaged ({exc})")
+                try:
+                    res = StepResult.from_dict(json.loads(line), shared)
+                except (ValueError, KeyError) as exc:
+                    damaged = (lineno, exc)
+                    continue
+                if res.status is not StepStatus.NOT_RUN:
+                    found[res.step_id] = res
+        if damaged is not None:
+            # The last line, cut by the interruption: that invocation runs again. Drop it,
+            # so that what a resume appends does not glue onto it.
+            keep = self.journal.read_text().rstrip("\n").rpartition("\n")[0]
+            self.journal.write_text(keep + "\n" if keep else "")
+        return found
 
     async def _record(self, res: StepResult) -> None:
         async with self._journal_lock:
             with self.journal.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(res.to_dict(), sort_keys=True) + "\n")
                 f.flush()
-            self.done[res.step_id] = res
+            self.recorded += 1
 
     def results(self) -> list[StepResult]:
-        """Every planned invocation's result, in plan order (not_run where missing)."""
+        """Every planned invocation's result, in plan order (not_run where missing), read
+        back from the journal."""
+        found = self._journal_results()
         out = []
         for inv in self.plan.iter_invocations():
-            res = self.done.get(inv.step_id)
+            res = found.pop(inv.step_id, None)
             out.append(res if res is not None else not_run(inv, "not run (interrupted)"))
         return out
 
@@ -396,8 +431,9 @@ async def _stop_servers(out: _Outcome, servers: list[tuple[ProcessSpec, Any]]) -
         out.records[idx] = _record_of(spec, codes[k])
 
 
-async def execute(ex: Execution) -> list[StepResult]:
-    """Run every round of the plan that the journal does not already hold."""
+async def execute(ex: Execution) -> None:
+    """Run every round of the plan that the journal does not already hold (the results:
+    ``ex.results()``, read back from the journal)."""
     raw = ex.run_dir / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     await check_nodes(ex)
@@ -417,7 +453,7 @@ async def execute(ex: Execution) -> list[StepResult]:
         res = _scrubbed(ex, inv, res)
         await ex._record(res)
         if ex.progress:
-            ex.progress("done", res, len(ex.done), total)
+            ex.progress("done", res, ex.finished, total)
 
     for rnd in ex.plan.iter_rounds():  # each round made when it is its turn
         todo = [inv for inv in rnd.invocations if inv.step_id not in ex.done]
@@ -425,6 +461,5 @@ async def execute(ex: Execution) -> list[StepResult]:
             continue
         if ex.progress:
             label = f"{rnd.step} round {rnd.round + 1} repeat {rnd.repeat + 1}"
-            ex.progress(label, None, len(ex.done), total)
+            ex.progress(label, None, ex.finished, total)
         await asyncio.gather(*(one(inv) for inv in todo))
-    return ex.results()

@@ -450,3 +450,29 @@ def test_the_tools_warnings_are_notes_on_the_step(
             "line": 2,
         }
     ]
+
+
+def test_results_are_read_back_from_the_journal_not_held(
+    tmp_path: Path, script_runner: ScriptRunner
+) -> None:
+    """The execution holds no result while it runs (a run of millions keeps its memory
+    flat): what it returns is what the journal holds, and a journal already in the folder
+    is not this run's unless it resumes it."""
+    suite = suite_of(("a", {"script": "print('x 1')"}), ("b", {"script": "print('x 2')"}))
+    inv = local_nodes(1)
+    (tmp_path / JOURNAL).write_text(
+        json.dumps({"step_id": "a/n1/r0", "step": "a", "tool": "script", "status": "failed"}) + "\n"
+    )
+    ex = run_plan(tmp_path, suite, inv)
+    assert (ex.done, ex.recorded, ex.finished) == (set(), 2, 2)
+    assert [r.status for r in ex.results()] == [StepStatus.OK, StepStatus.OK]
+    lines = (tmp_path / JOURNAL).read_text().splitlines()
+    assert len(lines) == 3
+    (tmp_path / JOURNAL).write_text("\n".join([lines[0], lines[2], lines[1]]) + "\n")
+    # read back in plan order, the last line of a step id winning (a resume's rerun)
+    again = Execution(run_dir=tmp_path, plan=ex.plan, executor_for=ex.executor_for)
+    again.load_journal()
+    assert again.done == {"a/n1/r0", "b/n1/r0"}
+    got = again.results()
+    assert [r.step_id for r in got] == ["a/n1/r0", "b/n1/r0"]
+    assert [r.status for r in got] == [StepStatus.OK, StepStatus.OK]

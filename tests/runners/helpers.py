@@ -101,7 +101,8 @@ def run(tmp_path: Path, suite: Suite, nodes: list[Node]) -> list[StepResult]:
     inv = Inventory(name="t", nodes=tuple(nodes))
     loc = LocalExecutor()
     ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
-    return asyncio.run(execute(ex))
+    asyncio.run(execute(ex))
+    return ex.results()
 
 
 def wrapper(bin_dir: Path, name: str, target: Path, *args: str) -> Path:
