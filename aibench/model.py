@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -150,6 +151,42 @@ class DimsLayout:
 _NO_DIMS = FrozenDims()
 
 
+class Shared:
+    """One object for each repeated value while records are read back (from run.json or
+    the journal): names, node tuples and dims recur in every measurement of a large run,
+    and JSON gives each occurrence its own copy. A run of millions of measurements holds
+    a few thousand distinct ones."""
+
+    __slots__ = ("_dims", "_nodes")
+
+    def __init__(self) -> None:
+        self._nodes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._dims: dict[tuple[Any, ...], FrozenDims] = {}
+
+    @staticmethod
+    def text(value: Any) -> Any:
+        """``value`` interned when it is a str (anything else as it is)."""
+        return sys.intern(value) if type(value) is str else value
+
+    def nodes(self, names: Iterable[Any]) -> tuple[Any, ...]:
+        t = tuple(map(self.text, names))
+        return self._nodes.setdefault(t, t)
+
+    def dims(self, data: Mapping[str, Any]) -> FrozenDims:
+        if not data:
+            return _NO_DIMS
+        key = tuple((k, type(v), v) for k, v in data.items())  # 1, 1.0 and True differ
+        try:
+            return self._dims[key]
+        except KeyError:
+            made = self._dims[key] = FrozenDims(
+                {self.text(k): self.text(v) for k, v in data.items()}
+            )
+            return made
+        except TypeError:  # an unhashable value: FrozenDims says what is wrong
+            return FrozenDims(data)
+
+
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """One number a tool produced, with its unit and the dimensions that vary.
@@ -190,15 +227,16 @@ class Measurement:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Measurement:
+    def from_dict(cls, d: Mapping[str, Any], shared: Shared | None = None) -> Measurement:
+        sh = shared or Shared()
         return cls(
-            tool=d["tool"],
-            metric=d["metric"],
+            tool=sh.text(d["tool"]),
+            metric=sh.text(d["metric"]),
             value=d["value"],
-            unit=d["unit"],
-            dims=FrozenDims(d.get("dims", {})),
-            nodes=tuple(d.get("nodes", ())),
-            step=d.get("step", ""),
+            unit=sh.text(d["unit"]),
+            dims=sh.dims(d.get("dims", {})),
+            nodes=sh.nodes(d.get("nodes", ())),
+            step=sh.text(d.get("step", "")),
             repeat=int(d.get("repeat", 0)),
         )
 
@@ -242,15 +280,16 @@ class Fact:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Fact:
+    def from_dict(cls, d: Mapping[str, Any], shared: Shared | None = None) -> Fact:
+        sh = shared or Shared()
         return cls(
-            source=d["source"],
-            name=d["name"],
-            value=d.get("value"),
-            unit=d.get("unit"),
-            dims=FrozenDims(d.get("dims", {})),
-            nodes=tuple(d.get("nodes", ())),
-            reason=d.get("reason", ""),
+            source=sh.text(d["source"]),
+            name=sh.text(d["name"]),
+            value=sh.text(d.get("value")),
+            unit=sh.text(d.get("unit")),
+            dims=sh.dims(d.get("dims", {})),
+            nodes=sh.nodes(d.get("nodes", ())),
+            reason=sh.text(d.get("reason", "")),
         )
 
 
@@ -320,10 +359,11 @@ class ProcessRecord:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ProcessRecord:
+    def from_dict(cls, d: Mapping[str, Any], shared: Shared | None = None) -> ProcessRecord:
+        sh = shared or Shared()
         return cls(
-            host=d["host"],
-            argv=tuple(d["argv"]),
+            host=sh.text(d["host"]),
+            argv=tuple(map(sh.text, d["argv"])),
             env=dict(d.get("env", {})),
             role=d.get("role", "client"),
             exit_code=d.get("exit_code"),
@@ -393,25 +433,26 @@ class StepResult:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StepResult:
+    def from_dict(cls, d: Mapping[str, Any], shared: Shared | None = None) -> StepResult:
+        sh = shared or Shared()
         return cls(
             step_id=d["step_id"],
-            step=d["step"],
-            tool=d["tool"],
-            nodes=tuple(d.get("nodes", ())),
+            step=sh.text(d["step"]),
+            tool=sh.text(d["tool"]),
+            nodes=sh.nodes(d.get("nodes", ())),
             repeat=int(d.get("repeat", 0)),
             round=int(d.get("round", 0)),
             status=StepStatus(d["status"]),
             exit_code=d.get("exit_code"),
-            started=d.get("started", ""),
+            started=sh.text(d.get("started", "")),
             duration_s=float(d.get("duration_s", 0.0)),
-            processes=tuple(ProcessRecord.from_dict(p) for p in d.get("processes", ())),
+            processes=tuple(ProcessRecord.from_dict(p, sh) for p in d.get("processes", ())),
             stdout_path=d.get("stdout_path", ""),
             stderr_path=d.get("stderr_path", ""),
-            reason=d.get("reason", ""),
-            tool_version=d.get("tool_version", ""),
-            measurements=tuple(Measurement.from_dict(m) for m in d.get("measurements", ())),
-            facts=tuple(Fact.from_dict(f) for f in d.get("facts", ())),
+            reason=sh.text(d.get("reason", "")),
+            tool_version=sh.text(d.get("tool_version", "")),
+            measurements=tuple(Measurement.from_dict(m, sh) for m in d.get("measurements", ())),
+            facts=tuple(Fact.from_dict(f, sh) for f in d.get("facts", ())),
             notes=tuple(Note.from_dict(n) for n in d.get("notes", ())),
         )
 
@@ -487,27 +528,28 @@ class Verdict:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+    def from_dict(cls, d: Mapping[str, Any], shared: Shared | None = None) -> Verdict:
+        sh = shared or Shared()
         b = d.get("bounds") or (None, None)
         return cls(
-            check=d["check"],
+            check=sh.text(d["check"]),
             outcome=Outcome(d["outcome"]),
-            subject=tuple(d.get("subject", ())),
-            description=d.get("description", ""),
-            expected=d.get("expected", ""),
+            subject=sh.nodes(d.get("subject", ())),
+            description=sh.text(d.get("description", "")),
+            expected=sh.text(d.get("expected", "")),
             observed=d.get("observed"),
             observed_text=d.get("observed_text", ""),
-            unit=d.get("unit", ""),
+            unit=sh.text(d.get("unit", "")),
             reference=d.get("reference"),
             bounds=(b[0], b[1]),
-            aggregate=d.get("aggregate", ""),
+            aggregate=sh.text(d.get("aggregate", "")),
             samples=int(d.get("samples", 0)),
             culprits=tuple(d.get("culprits", ())),
             evidence=tuple(d.get("evidence", ())),
             reason=d.get("reason", ""),
-            benchmark=d.get("benchmark", ""),
+            benchmark=sh.text(d.get("benchmark", "")),
             waiver=d.get("waiver"),
-            origin=d.get("origin") or origin_of(d["check"]),
+            origin=sh.text(d.get("origin") or origin_of(d["check"])),
             baseline=d.get("baseline"),
         )
 
@@ -630,13 +672,9 @@ class Run:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Run:
-        version = str(d.get("schema_version", ""))
-        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-            raise ValueError(
-                f"run.json has schema_version {version or '(none)'}; this aibench reads "
-                f"{SCHEMA_VERSION.split('.')[0]}.x"
-            )
+    def from_dict(cls, d: Mapping[str, Any], shared: Shared | None = None) -> Run:
+        version = check_schema(d.get("schema_version", ""))
+        sh = shared or Shared()
         return cls(
             schema_version=version,
             id=d["id"],
@@ -652,13 +690,25 @@ class Run:
             inventory=d.get("inventory", {}),
             environment=d.get("environment", {}),
             notes=tuple(d.get("notes", ())),
-            steps=tuple(StepResult.from_dict(s) for s in d.get("steps", ())),
-            verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
+            steps=tuple(StepResult.from_dict(s, sh) for s in d.get("steps", ())),
+            verdicts=tuple(Verdict.from_dict(v, sh) for v in d.get("verdicts", ())),
             suspects=tuple(dict(x) for x in d.get("suspects", ())),
             judgements=tuple(dict(x) for x in d.get("judgements", ())),
             telemetry=dict(d.get("telemetry") or {}),
             inputs=dict(d.get("inputs") or {}),
         )
+
+
+def check_schema(version: object) -> str:
+    """``version`` as text when this aibench reads it (the same major version), else a
+    ValueError that says which it reads."""
+    text = str(version)
+    if text.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        raise ValueError(
+            f"run.json has schema_version {text or '(none)'}; this aibench reads "
+            f"{SCHEMA_VERSION.split('.')[0]}.x"
+        )
+    return text
 
 
 def attach(

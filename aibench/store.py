@@ -2,12 +2,14 @@
 
 Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
 
-    run.json          the Run (schema_version), rewritten atomically as the run goes on;
-                      it keeps what the run was judged with (Run.inputs: the spec's and the
-                      suite's text, Run.inventory, Run.judgements), so that aibench check
-                      judges it again from this file alone
+    run.json          the Run (schema_version), written atomically once the run is judged
+                      (and again by aibench check / report --write), a step at a time;
+                      it keeps what the run was judged with (Run.inputs: the spec's and
+                      the suite's text, Run.inventory, Run.judgements), so that aibench
+                      check judges it again from this file alone
     run-config.json   what was asked (suite, spec, inventory paths, options): for --resume
-    steps.jsonl       one StepResult per line, appended as each invocation finishes
+    steps.jsonl       one StepResult per line, appended as each invocation finishes (the
+                      results are read back from it at the end, not held during the run)
     raw/<step>/...    stdout/stderr of every process, written as they arrive
     report.html, junit.xml, summary.md, metrics.prom, manifest.sha256
 """
@@ -15,12 +17,13 @@ Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from aibench.errors import UserError
-from aibench.model import Run
+from aibench.model import Run, Shared, StepResult, Verdict, check_schema
 
 RUN_JSON = "run.json"
 RUN_CONFIG = "run-config.json"
@@ -48,15 +51,53 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def save_run(run: Run, run_dir: Path) -> Path:
+    """Write ``run_dir/run.json`` atomically, the same bytes as ``json.dumps(run.to_dict(),
+    indent=1)``, but a step and a verdict at a time: a run of millions of measurements is
+    never held a second time as one dict tree and one string."""
+    from aibench.textio import write_atomic_with
+
     path = run_dir / RUN_JSON
-    write_json_atomic(path, run.to_dict())
+    write_atomic_with(path, lambda f: f.writelines(run_json_chunks(run)))
     return path
+
+
+# The record's arrays written an item at a time (each item the bulk of a large run).
+_STREAMED = ("steps", "verdicts")
+
+
+def run_json_chunks(run: Run) -> Iterator[str]:
+    """``json.dumps(run.to_dict(), indent=1) + "\\n"`` in pieces: the small fields whole,
+    ``steps`` and ``verdicts`` one item at a time, indented as they would be inside."""
+    fields = run.replace(steps=(), verdicts=()).to_dict()  # the arrays empty, in their place
+    yield "{"
+    for i, (key, value) in enumerate(fields.items()):
+        yield ("\n " if i == 0 else ",\n ") + json.dumps(key) + ": "
+        items = getattr(run, key) if key in _STREAMED else ()
+        if items:
+            yield from _array(items)
+        else:
+            yield _indented(json.dumps(value, indent=1), 1)
+    yield "\n}\n"
+
+
+def _array(items: Any) -> Iterator[str]:
+    yield "["
+    for i, item in enumerate(items):
+        yield ("\n  " if i == 0 else ",\n  ") + _indented(json.dumps(item.to_dict(), indent=1), 2)
+    yield "\n ]"
+
+
+def _indented(text: str, level: int) -> str:
+    """``text`` (json.dumps with indent=1) as it is nested ``level`` deep: every line but
+    the first shifted by ``level`` spaces (a JSON string holds no raw newline)."""
+    return text.replace("\n", "\n" + " " * level) if level else text
 
 
 def load_run(run_dir: Path) -> Run:
     path = run_dir / RUN_JSON if run_dir.is_dir() else run_dir
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with path.open(encoding="utf-8") as f:
+            return read_run(f)
     except FileNotFoundError:
         raise UserError(
             f"{path}: no run.json here", hint="give a run directory made by aibench run"
@@ -65,7 +106,103 @@ def load_run(run_dir: Path) -> Run:
         raise UserError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a run.json (not UTF-8 text)") from None
-    try:
-        return Run.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{path}: cannot read this run: {exc}") from None
+
+
+def read_run(f: TextIO, chunk: int = 1 << 20) -> Run:
+    """The Run of a run.json, read a piece at a time: each step and verdict becomes its
+    record as it is read, so that the file's text and its dict tree are never held whole
+    beside the records."""
+    reader = _JsonReader(f, chunk)
+    reader.expect("{")
+    fields: dict[str, Any] = {}
+    records: dict[str, list[Any]] = {}
+    shared = Shared()  # one copy of each name, node tuple and dims for the whole run
+    while reader.peek() != "}":
+        if fields or records:
+            reader.expect(",")
+        key = reader.value()
+        reader.expect(":")
+        if key in _STREAMED and reader.peek() == "[" and "schema_version" in fields:
+            check_schema(fields["schema_version"])
+            make = StepResult.from_dict if key == "steps" else Verdict.from_dict
+            records[key] = [make(item, shared) for item in reader.items()]
+        else:
+            fields[key] = reader.value()
+    reader.expect("}")
+    reader.end()
+    return Run.from_dict(fields, shared).replace(**records)
+
+
+class _JsonReader:
+    """A JSON text read from a file a chunk at a time (``raw_decode`` of one value at a
+    time; a value cut by the chunk's end is read again with more text)."""
+
+    def __init__(self, f: TextIO, chunk: int = 1 << 20) -> None:
+        self.f, self.chunk = f, chunk
+        self.buf, self.pos, self.eof = "", 0, False
+        self.lines = 0  # lines read before ``buf``: an error names the line of the file
+        self.decoder = json.JSONDecoder()
+
+    def _more(self, size: int) -> bool:
+        text = self.f.read(size)
+        self.lines += self.buf.count("\n", 0, self.pos)
+        self.buf, self.pos = self.buf[self.pos :] + text, 0
+        self.eof = not text
+        return bool(text)
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end)."""
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in " \t\n\r":
+                self.pos += 1
+            if self.pos < n:
+                return self.buf[self.pos]
+            if not self._more(self.chunk):
+                return ""
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            self.error(f"expected {char!r}")
+        self.pos += 1
+
+    def value(self) -> Any:
+        self.peek()
+        size = self.chunk
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.eof:
+                    exc.lineno += self.lines
+                    raise
+            else:
+                if end < len(self.buf) or self.eof:  # a number may go on in the next piece
+                    self.pos = end
+                    return value
+            self._more(size)  # then decoded again: positions are of the new text
+            size *= 2  # a long value: read on in larger pieces
+
+    def items(self) -> Iterator[Any]:
+        """The values of the array that starts here, one at a time."""
+        self.expect("[")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            yield self.value()
+            if self.peek() == "]":
+                self.pos += 1
+                return
+            self.expect(",")
+
+    def end(self) -> None:
+        if self.peek():
+            self.error("extra data")
+
+    def error(self, what: str) -> None:
+        exc = json.JSONDecodeError(what, self.buf, self.pos)
+        exc.lineno += self.lines
+        raise exc

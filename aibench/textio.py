@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 
 def read_text(path: Path, limit: int = 50_000_000) -> str:
@@ -34,10 +36,15 @@ def exit_tail(exit_code: int | None, stdout: str, stderr: str, reason: str = "")
 def write_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a
     rename, so that a reader (or a crash) never sees half a file."""
+    return write_atomic_with(path, lambda f: f.write(text))
+
+
+def write_atomic_with(path: Path, write: Callable[[TextIO], object]) -> Path:
+    """:func:`write_atomic` of what ``write`` writes to the (UTF-8 text) file it is given."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -1,0 +1,82 @@
+"""run.json written and read a piece at a time: the same bytes and the same Run as the
+whole-document way, errors that name the line of the file, one copy of repeated values."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from aibench.errors import UserError
+from aibench.model import Measurement, Run, Shared
+from aibench.store import load_run, read_run, save_run
+from tests.reports.gen import make_run
+
+
+@pytest.fixture(scope="module")
+def run() -> Run:
+    gen = make_run(4).run
+    return gen.replace(
+        inputs={"suite": {"name": "s", "text": "a: 1\n"}},
+        telemetry={"t0": "2026-12-02T10:15:00Z", "series": [{"node": "gpu0001", "v": [1.5]}]},
+    )
+
+
+def test_save_run_writes_the_bytes_of_the_whole_document(tmp_path: Path, run: Run) -> None:
+    for r in (run, Run(id="empty", suite="s", spec="p")):
+        path = save_run(r, tmp_path)
+        assert path.read_text() == json.dumps(r.to_dict(), indent=1) + "\n"
+        assert load_run(tmp_path) == r
+
+
+def test_read_run_in_small_pieces_is_the_same_run(run: Run) -> None:
+    text = json.dumps(run.to_dict(), indent=1)
+    whole = Run.from_dict(json.loads(text))
+    assert whole == run
+    for chunk in (1, 7, 4096):
+        assert read_run(io.StringIO(text), chunk) == whole
+    # any layout of the same JSON, the keys in another order
+    d = run.to_dict()
+    shuffled = json.dumps(dict(reversed(list(d.items()))))
+    assert read_run(io.StringIO(shuffled), 64) == whole
+
+
+def test_a_damaged_run_json_names_its_line(tmp_path: Path, run: Run) -> None:
+    text = json.dumps(run.to_dict(), indent=1)
+    lines = text.splitlines()
+    cut = len(lines) * 2 // 3  # inside the steps
+    lines[cut] = lines[cut] + "x"
+    (tmp_path / "run.json").write_text("\n".join(lines))
+    try:
+        json.loads("\n".join(lines))
+    except json.JSONDecodeError as exc:
+        want = exc.lineno
+    with pytest.raises(UserError, match=rf"not valid JSON \(line {want}:"):
+        load_run(tmp_path)
+    (tmp_path / "run.json").write_text(text + " x")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_run(tmp_path)
+    (tmp_path / "run.json").write_text("[1, 2]")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_run(tmp_path)
+    (tmp_path / "run.json").write_text(
+        text.replace('"schema_version": "1.', '"schema_version": "9.')
+    )
+    with pytest.raises(UserError, match="schema_version 9"):
+        load_run(tmp_path)
+
+
+def test_repeated_values_are_one_object_and_keep_their_type(run: Run) -> None:
+    sh = Shared()
+    m = run.measurements[0].to_dict()
+    dims = [sh.dims({"k": v}) for v in (1, True, 1.0, 1)]
+    assert [type(d["k"]) for d in dims] == [int, bool, float, int]
+    assert dims[0] is dims[3]
+    assert dims[0] is not dims[1]
+    again = [Measurement.from_dict(m, sh) for _ in range(3)]
+    assert again[0] == run.measurements[0]
+    assert again[0].dims is again[1].dims
+    assert again[0].nodes is again[2].nodes
+    assert again[0].metric is again[1].metric
