@@ -122,6 +122,8 @@ def read_run(f: TextIO, chunk: int = 1 << 20) -> Run:
     while reader.peek() != "}":
         if fields or records:
             reader.expect(",")
+        if reader.peek() != '"':
+            reader.error("expected a key")
         key = reader.value()
         reader.expect(":")
         if key in _STREAMED and reader.peek() == "[" and "schema_version" in fields:
