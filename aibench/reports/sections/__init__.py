@@ -290,15 +290,21 @@ def checked_series(si: SectionInput, limit: int = 8) -> list[Checked]:
                 break
         if key:
             found.setdefault((v.check, key), []).append(v)
+    chosen = list(found.items())[:limit]
+    wanted = {key for (_, key), _ in chosen}
+    of_key: dict[Any, list[Measurement]] = {key: [] for key in wanted}
+    for m in si.measurements:  # one pass, not one per series: a large run has millions
+        key = series_key(m)
+        if key in wanted:
+            of_key[key].append(m)
     out = []
-    for (check, key), vs in list(found.items())[:limit]:
+    for (check, key), vs in chosen:
         unit = vs[0].unit
         ms = []
-        for m in si.measurements:
-            if series_key(m) == key:
-                val = convert(m.value, m.unit, unit)
-                if val is not None:
-                    ms.append(dataclasses.replace(m, value=val, unit=unit))
+        for m in of_key[key]:
+            val = convert(m.value, m.unit, unit)
+            if val is not None:
+                ms.append(dataclasses.replace(m, value=val, unit=unit))
         label = short_label(key[0], key[1])
         out.append(Checked(check, label, unit, tuple(ms), tuple(vs)))
     return out
