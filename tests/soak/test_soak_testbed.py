@@ -73,13 +73,13 @@ def _unthrottle() -> None:
 
 
 def test_two_minute_soak_interrupted_and_resumed(
-    testbed_hosts: TestBed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    testbed_soak: TestBed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not (bmcsim.available() and redfishsim.available() and shutil.which("stress-ng")):
         pytest.skip("ipmi_sim, ipmitool, sushy-static or stress-ng missing")
     monkeypatch.setenv("AIBENCH_SOAK_IPMI_PW", IPMI_PW)
     monkeypatch.setenv("AIBENCH_SOAK_RF_PW", RF_PW)
-    h1, h2, h3, h4 = testbed_hosts.hosts
+    h1, h2, h3, h4 = testbed_soak.hosts
     sims = [
         bmcsim.SimBmc(
             tmp_path / f"bmc-{h.name}", h.address, 623, "admin", IPMI_PW, name=h.name, netns=h.netns
@@ -88,7 +88,7 @@ def test_two_minute_soak_interrupted_and_resumed(
     ]
     sushies = [_sushy(h, tmp_path / f"rf-{h.name}") for h in (h3, h4)]
     try:
-        data = testbed_hosts.inventory_data()
+        data = testbed_soak.inventory_data()
         bmcs = {
             h1.name: {"protocol": "ipmi", "port": 623, "cipher_suite": 3},
             h2.name: {"protocol": "ipmi", "port": 623, "cipher_suite": 3},
