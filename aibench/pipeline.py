@@ -49,7 +49,8 @@ def load_inputs(
     tool: str | None = None,
 ) -> Inputs:
     """Load and validate everything before any node is touched (ConfigError/UserError)."""
-    from aibench.inventory import load_inventory, local_inventory
+    from aibench.inventory import local_inventory
+    from aibench.inventory_file import load_inventory
     from aibench.suite import load_suite
     from aibench.thresholds import load_spec
 
