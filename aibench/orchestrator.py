@@ -23,7 +23,7 @@ import asyncio
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,26 @@ def _record_of(p: ProcessSpec, exit_code: int | None = None) -> ProcessRecord:
     )
 
 
+async def together(coros: Iterable[Coroutine[Any, Any, None]]) -> None:
+    """Run ``coros`` side by side. On the first error the others are cancelled and awaited
+    before it is raised: each of them may fail the same way meanwhile (a full disk hits
+    every writer), and an error nobody awaited would be printed as a traceback when the
+    event loop shuts down. Cancelled from outside, it cancels and awaits them all too."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    if not tasks:
+        return
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        errors = [t.exception() for t in tasks if t.done() and not t.cancelled()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    first = next((e for e in errors if e is not None), None)
+    if first is not None:
+        raise first
+
+
 async def check_nodes(ex: Execution) -> None:
     """Find unreachable nodes once, up front, so their invocations fail fast."""
     nodes = set(ex.plan.hosts())
@@ -152,7 +172,7 @@ async def check_nodes(ex: Execution) -> None:
         if reason:
             ex.unreachable[name] = reason
 
-    await asyncio.gather(*(one(n) for n in sorted(nodes)))
+    await together(one(n) for n in sorted(nodes))
 
 
 async def capture_versions(ex: Execution, raw: Path) -> None:
@@ -172,7 +192,7 @@ async def capture_versions(ex: Execution, raw: Path) -> None:
         k = seen.get((p.host, p.name), 0)
         seen[(p.host, p.name)] = k + 1
         jobs.append(_probe_version(ex, raw, p, k))
-    await asyncio.gather(*jobs)
+    await together(jobs)
     named: dict[tuple[str, str], list[tuple[VersionProbe, str]]] = {}
     for p in probes:
         if p in ex.versions:
@@ -426,5 +446,5 @@ async def execute(ex: Execution) -> list[StepResult]:
         if ex.progress:
             label = f"{rnd.step} round {rnd.round + 1} repeat {rnd.repeat + 1}"
             ex.progress(label, None, len(ex.done), total)
-        await asyncio.gather(*(one(inv) for inv in todo))
+        await together(one(inv) for inv in todo)
     return ex.results()

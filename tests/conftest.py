@@ -21,6 +21,7 @@ _BED_MARKERS = {
     "testbed_hosts": ("netns",),
     "testbed_big": ("netns",),
     "testbed_serving": ("netns",),
+    "testbed_soak": ("netns",),
     "testbed_slurm": ("netns", "slurm"),
 }
 
@@ -36,6 +37,7 @@ BED_GROUPS = {
     "testbed_slurm": "bed-abt",  # the Slurm cluster runs on the 4-host bed
     "testbed_big": "bed-abx",
     "testbed_serving": "bed-abs",
+    "testbed_soak": "bed-sk",
 }
 
 

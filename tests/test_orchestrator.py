@@ -450,3 +450,57 @@ def test_the_tools_warnings_are_notes_on_the_step(
             "line": 2,
         }
     ]
+
+
+def test_the_first_error_stops_the_others_and_none_is_left_unretrieved() -> None:
+    """A full disk hits every writer: the first error is raised; the step still running
+    is cancelled and awaited here, and its own error while it stops (its record hits the
+    same full disk) is retrieved. With asyncio.gather that step was cancelled only at
+    asyncio.run's shutdown, which printed 'unhandled exception during asyncio.run()
+    shutdown' and a traceback under aibench's one-line error."""
+    from aibench.orchestrator import together
+
+    handled: list[dict[str, Any]] = []
+    stopped: list[str] = []
+
+    async def disk_full(k: int) -> None:
+        await asyncio.sleep(0.01 * k)
+        raise OSError(28, f"No space left on device ({k})")
+
+    async def long_step() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            stopped.append("long")
+            raise OSError(28, "No space left on device (its record)") from None
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: handled.append(ctx))
+        await together([disk_full(1), long_step(), disk_full(1), disk_full(2)])
+
+    with pytest.raises(OSError, match=r"\(1\)"):
+        asyncio.run(main())
+    assert stopped == ["long"]
+    assert handled == []
+
+
+def test_cancelled_from_outside_every_coroutine_is_stopped() -> None:
+    from aibench.orchestrator import together
+
+    stopped: list[int] = []
+
+    async def step(k: int) -> None:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            stopped.append(k)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(together(step(k) for k in range(3)))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert sorted(stopped) == [0, 1, 2]
+
+    asyncio.run(main())

@@ -3,9 +3,9 @@ namespace hosts, the FUSE client mounted on each, measured from all of them at o
 fio's client/server mode through ``aibench run``.
 
 The healthy run gives per-client and aggregate read/write, the scaling sweep, the metadata
-rates and the checkpoint time. Then one host's FUSE client is held to 3 % of a CPU (a
+rates and the checkpoint time. Then one host's FUSE client is held to 1 % of a CPU (a
 cgroup quota): that host is named as the fleet outlier, and the aggregate checks, whose
-bars are set at half of what the healthy fleet reached, FAIL; the healthy run judged
+bars are set at three quarters of what the healthy fleet reached, FAIL; the healthy run judged
 against the very same spec passes them.
 """
 
@@ -46,9 +46,10 @@ def gl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestBed, Glus
 
 
 def run_suite(
-    bed: TestBed, vol: GlusterVolume, tmp: Path, tag: str, steps: str, spec: str
+    bed: TestBed, vol: GlusterVolume, tmp: Path, tag: str, steps: str, spec: str, size: str = "64M"
 ) -> dict[str, Any]:
     suite = (HERE / "suite-storage.yaml").read_text().replace("SHARED", str(vol.mount))
+    suite = suite.replace("size: 64M", f"size: {size}")
     (tmp / f"suite-{tag}.yaml").write_text(suite)
     (tmp / f"spec-{tag}.yaml").write_text(spec)
     inv = bed.write_inventory(tmp / "inventory.yaml")
@@ -127,16 +128,22 @@ def test_glusterfs_aggregate_metadata_checkpoint_and_a_throttled_client(
     assert save == pytest.approx(70e9 * 14 / (agg_write[("all", 4)] * 1024), rel=1e-6)
     assert leftovers(bed, vol) == ([], [])
 
-    # the bars: half of what the healthy fleet reached, all clients at once
+    # the bars: three quarters of what the healthy fleet reached, all clients at once
     # (KiB/s to MB/s: x 1024 / 1e6)
-    write_min = measured(healthy, "shared-write", "bw", client="all")[("all", 4)] * 1024e-6 / 2
-    read_min = measured(healthy, "shared-read", "bw", client="all")[("all", 4)] * 1024e-6 / 2
+    write_min = measured(healthy, "shared-write", "bw", client="all")[("all", 4)] * 1024e-6 * 0.75
+    read_min = measured(healthy, "shared-read", "bw", client="all")[("all", 4)] * 1024e-6 * 0.75
     spec = spec_text(write_min, read_min)
-    vol.throttle(THROTTLED, 3)
-    slow = run_suite(bed, vol, tmp_path, "throttled", "shared-write,shared-read", spec)
-    for check in ("shared-write-aggregate", "shared-read-aggregate"):
+    # At 1 % of a CPU the held client moves about 4 MB/s whatever else the machine runs,
+    # and the fleet's aggregate (all bytes over the slowest client's time) falls to about
+    # four times that, while the bar stays a fraction of what the healthy fleet reached on
+    # this machine at its load (3 % of a CPU and half the healthy aggregate once came to
+    # 43 MB/s against a bar of about 40 on a loaded machine). Half the size each: the held
+    # client is slow.
+    vol.throttle(THROTTLED, 1)
+    slow = run_suite(bed, vol, tmp_path, "throttled", "shared-write,shared-read", spec, "32M")
+    for check, bar in (("shared-write-aggregate", write_min), ("shared-read-aggregate", read_min)):
         (v,) = verdicts(slow, check)
-        assert v["outcome"] == "FAIL", v
+        assert v["outcome"] == "FAIL", (bar, v)
     flagged = [v for v in verdicts(slow, "shared-read-client") if v["outcome"] == "WARN"]
     assert [v["subject"] for v in flagged] == [[THROTTLED]], verdicts(slow, "shared-read-client")
     assert "median" in flagged[0]["reason"]

@@ -88,11 +88,11 @@ def _kill_when_running(argv: list[str], bed: TestBed, *want: str) -> float:
     return took
 
 
-def test_a_dry_run_starts_nothing_on_any_host(testbed_hosts: TestBed, tmp_path: Path) -> None:
+def test_a_dry_run_starts_nothing_on_any_host(testbed_soak: TestBed, tmp_path: Path) -> None:
     """``soak --dry-run`` and ``run --suite soak --dry-run``: the plan names every host, and
     no host sees a login (its sshd log) or a process."""
-    inv = testbed_hosts.write_inventory(tmp_path / "inv.yaml")
-    logs = [testbed_hosts.ssh.host_dir(h) / "sshd.log" for h in testbed_hosts.hosts]
+    inv = testbed_soak.write_inventory(tmp_path / "inv.yaml")
+    logs = [testbed_soak.ssh.host_dir(h) / "sshd.log" for h in testbed_soak.hosts]
     before = [log.read_text() for log in logs]
     for args in (("soak",), ("run", "--suite", "soak")):
         r = subprocess.run(
@@ -101,23 +101,23 @@ def test_a_dry_run_starts_nothing_on_any_host(testbed_hosts: TestBed, tmp_path: 
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
-        assert all(f"{h.name} (ssh {h.address})" in r.stdout for h in testbed_hosts.hosts)
+        assert all(f"{h.name} (ssh {h.address})" in r.stdout for h in testbed_soak.hosts)
     assert [log.read_text() for log in logs] == before
-    assert _left_on(testbed_hosts) == {}
+    assert _left_on(testbed_soak) == {}
     assert not (tmp_path / "runs").exists()
 
 
 def test_kill_9_mid_soak_and_mid_run_with_telemetry_leaves_nothing(
-    testbed_hosts: TestBed, tmp_path: Path
+    testbed_soak: TestBed, tmp_path: Path
 ) -> None:
-    inv = testbed_hosts.write_inventory(tmp_path / "inv.yaml")
+    inv = testbed_soak.write_inventory(tmp_path / "inv.yaml")
     out = tmp_path / "runs"
     soak = [
         *AIBENCH, "soak", "--inventory", str(inv), "--duration", "120s", "--chunk", "60",
         "--interval", "1", "--cpu", "1", "--cpu-load", "10", "--vm", "0",
         "--output-dir", str(out), "--quiet",
     ]  # fmt: skip
-    took = _kill_when_running(soak, testbed_hosts, "stress-ng")
+    took = _kill_when_running(soak, testbed_soak, "stress-ng")
     assert took < 8, took
     [run_dir] = list(out.iterdir())
     # the hosts are clean (above), so --resume finds no stale sampler; it runs to its end
@@ -128,7 +128,7 @@ def test_kill_9_mid_soak_and_mid_run_with_telemetry_leaves_nothing(
         timeout=120,
     )
     assert resume.returncode in (0, 1), resume.stderr
-    assert _wait(lambda: not _left_on(testbed_hosts), 10) >= 0, _left_on(testbed_hosts)
+    assert _wait(lambda: not _left_on(testbed_soak), 10) >= 0, _left_on(testbed_soak)
 
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE)
@@ -136,19 +136,19 @@ def test_kill_9_mid_soak_and_mid_run_with_telemetry_leaves_nothing(
         *AIBENCH, "run", "--suite", str(suite), "--inventory", str(inv), "--telemetry", "1",
         "--output-dir", str(tmp_path / "runs2"), "--quiet",
     ]  # fmt: skip
-    took = _kill_when_running(run, testbed_hosts, "stress-ng")
+    took = _kill_when_running(run, testbed_soak, "stress-ng")
     assert took < 8, took
 
 
 def test_a_soak_on_the_bed_is_re_judged_from_its_record(
-    testbed_hosts: TestBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    testbed_soak: TestBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A short soak over SSH on the four hosts: ``aibench check RUN`` with no options
     reproduces its stored verdicts, also from a copy with the inventory deleted."""
     from aibench.store import load_run
     from tests.test_rejudge_record import _check, _reproduces
 
-    inv = testbed_hosts.write_inventory(tmp_path / "inv.yaml")
+    inv = testbed_soak.write_inventory(tmp_path / "inv.yaml")
     r = subprocess.run(
         [*AIBENCH, "soak", "--inventory", str(inv), "--duration", "4s", "--chunk", "2",
          "--interval", "1", "--cpu", "1", "--cpu-load", "10", "--vm", "0",
@@ -158,7 +158,7 @@ def test_a_soak_on_the_bed_is_re_judged_from_its_record(
     assert r.returncode in (0, 1), r.stderr
     [run_dir] = list((tmp_path / "runs").iterdir())
     stored = load_run(run_dir)
-    assert {v.subject[0] for v in stored.verdicts} == {h.name for h in testbed_hosts.hosts}
+    assert {v.subject[0] for v in stored.verdicts} == {h.name for h in testbed_soak.hosts}
     _reproduces(_check(capsys, run_dir), stored)
     copy = tmp_path / "archive" / run_dir.name
     shutil.copytree(run_dir, copy)

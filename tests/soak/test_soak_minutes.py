@@ -24,10 +24,10 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow]
 CHUNK = 61.0  # just over a minute: the shortest run stress-ng prints in minutes
 
 
-def test_a_chunk_over_a_minute_is_a_finished_run(testbed_hosts: TestBed, tmp_path: Path) -> None:
+def test_a_chunk_over_a_minute_is_a_finished_run(testbed_soak: TestBed, tmp_path: Path) -> None:
     if not shutil.which("stress-ng"):
         pytest.skip("stress-ng missing")
-    data = testbed_hosts.inventory_data()
+    data = testbed_soak.inventory_data()
     inv: Inventory = build_inventory(InventoryModel.model_validate(data), "inventory.yaml", data)
     node = inv.nodes[0]
     opts = SoakOptions(

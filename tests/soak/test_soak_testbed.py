@@ -1,7 +1,7 @@
 """A 2-minute soak on the test-bed hosts: stress-ng on all four at once over SSH, telemetry
 every 2 s, BMCs inside the hosts' namespaces (two ipmi_sim read with the real ipmitool over
 lanplus, two Redfish services by sushy-static over HTTPS). A fan fails on h2 a third of the
-way in; h3's processes are limited to 5 % of a core by its cgroup after the restart. The
+way in; h3's processes are limited to 2 % of a core by its cgroup after the restart. The
 soak is interrupted at half time and resumed: the series run on, h2 and h3 FAIL with the
 time their part failed, h1 and h4 PASS; no BMC password anywhere in the soak's files."""
 
@@ -43,15 +43,17 @@ def _sushy(h: net.Host, d: Path) -> subprocess.Popen[bytes]:
 
 def _throttle(h: net.Host) -> None:
     """Every process of the host (its sshd and what runs under it) into a cgroup limited to
-    5 % of one core (cgroup v2 cpu.max, else v1 cfs quota)."""
+    2 % of one core (cgroup v2 cpu.max, else v1 cfs quota): its stress-ng rate falls to a
+    few per cent of its start, far below the 20 % bar, while the other hosts, slowed at most
+    by the machine's other work, stay above it."""
     v2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
     grp = Path("/sys/fs/cgroup/aibench-soak-test") if v2 else CGROUP
     grp.mkdir(exist_ok=True)
     if v2:
-        (grp / "cpu.max").write_text("5000 100000")
+        (grp / "cpu.max").write_text("2000 100000")
     else:
         (grp / "cpu.cfs_period_us").write_text("100000")
-        (grp / "cpu.cfs_quota_us").write_text("5000")
+        (grp / "cpu.cfs_quota_us").write_text("2000")
     for pid in net.netns_pids(h):
         try:
             (grp / "cgroup.procs").write_text(str(pid))
@@ -72,13 +74,13 @@ def _unthrottle() -> None:
 
 
 def test_two_minute_soak_interrupted_and_resumed(
-    testbed_hosts: TestBed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    testbed_soak: TestBed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not (bmcsim.available() and redfishsim.available() and shutil.which("stress-ng")):
         pytest.skip("ipmi_sim, ipmitool, sushy-static or stress-ng missing")
     monkeypatch.setenv("AIBENCH_SOAK_IPMI_PW", IPMI_PW)
     monkeypatch.setenv("AIBENCH_SOAK_RF_PW", RF_PW)
-    h1, h2, h3, h4 = testbed_hosts.hosts
+    h1, h2, h3, h4 = testbed_soak.hosts
     sims = [
         bmcsim.SimBmc(
             tmp_path / f"bmc-{h.name}", h.address, 623, "admin", IPMI_PW, name=h.name, netns=h.netns
@@ -87,7 +89,7 @@ def test_two_minute_soak_interrupted_and_resumed(
     ]
     sushies = [_sushy(h, tmp_path / f"rf-{h.name}") for h in (h3, h4)]
     try:
-        data = testbed_hosts.inventory_data()
+        data = testbed_soak.inventory_data()
         bmcs = {
             h1.name: {"protocol": "ipmi", "port": 623, "cipher_suite": 3},
             h2.name: {"protocol": "ipmi", "port": 623, "cipher_suite": 3},
@@ -193,7 +195,7 @@ def test_two_minute_soak_interrupted_and_resumed(
         )
         assert s["t"][: len(old["t"])] == old["t"]
     verdicts = judge(
-        tel, [h.name for h in (h1, h2, h3, h4)], Limits(baseline_s=30, rate_min_pct=40)
+        tel, [h.name for h in (h1, h2, h3, h4)], Limits(baseline_s=30, rate_min_pct=20)
     )
     by = {(v.subject[0], v.check): v for v in verdicts}
     fan = by[(h2.name, "soak.fan.floor")]
@@ -206,7 +208,7 @@ def test_two_minute_soak_interrupted_and_resumed(
     thr = by[(h3.name, "soak.stress.rate")]
     assert thr.outcome is Outcome.FAIL, thr
     when = float(thr.observed_text.rsplit("from ", 1)[1].split()[0])
-    assert when > 60  # after the restart, when the cgroup limit came
+    assert when > 60, (thr, rate(h3.name))  # after the restart, when the cgroup limit came
     for h in (h1, h4):
         bad = [v for v in verdicts if v.subject == (h.name,) and v.outcome is not Outcome.PASS]
         assert not bad, bad

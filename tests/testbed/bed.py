@@ -6,8 +6,10 @@ Only one test process builds a given bed on a machine at a time (its names are f
 holds it; the kernel drops the lock of a killed run, so what a killed run left behind is
 then removed as stale. Layouts have names and subnets of their own
 (:data:`~tests.testbed.net.SMALL`, the 4-host bed, :data:`~tests.testbed.net.BIG`, the
-64-host one, and :data:`~tests.testbed.net.SERVING`, the serving test's 4 hosts), so test
-processes (pytest-xdist workers) may each hold one, and one process may hold several. A layout's lock is released when its bed goes down.
+64-host one, :data:`~tests.testbed.net.SERVING` and :data:`~tests.testbed.net.SOAK`, the
+serving and the soak tests' 4 hosts), so test processes (pytest-xdist workers) may each
+hold one, and one process may hold several. A layout's lock is released when its bed goes
+down.
 
 ``TestBed.up(n, root, layout)`` removes whatever a killed earlier run left of its layout
 (namespaces, veths, bridge; for the 4-host bed also the Slurm daemons by pid file and

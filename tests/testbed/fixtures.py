@@ -2,7 +2,8 @@
 (``pytest_plugins``) so that every test shares one bed.
 
 ``testbed_hosts`` (session): 4 namespace hosts with sshd. ``testbed_slurm`` (session):
-the same hosts as a 4-node Slurm cluster. ``testbed_big`` (session): 64 namespace hosts
+the same hosts as a 4-node Slurm cluster. ``testbed_soak`` and ``testbed_serving`` (session): 4 hosts each, in layouts of their own
+for the soak tests and the serving test. ``testbed_big`` (session): 64 namespace hosts
 with sshd in a layout of their own (``abx-h1`` .. ``abx-h64``, 10.213.8.0/24), which
 can stand beside the 4-host bed; about 3 s to build and 5 s to take down on a 2-core
 machine. All skip with the reason when the machine cannot host the bed (not root, no
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.testbed.bed import TestBed
-from tests.testbed.net import BIG, SERVING, netns_available
+from tests.testbed.net import BIG, SERVING, SOAK, netns_available
 from tests.testbed.slurm import SlurmCluster
 
 N_HOSTS = 4
@@ -66,6 +67,21 @@ def testbed_serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBe
     if reason:
         pytest.skip(reason)
     bed = TestBed.up(N_HOSTS, tmp_path_factory.mktemp("testbed-serving"), SERVING)
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="session")
+def testbed_soak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
+    """4 namespace hosts with sshd (``sk-h1`` .. ``sk-h4``, 10.213.21.0/24) for the soak
+    tests, which wait on the soak's clock for minutes: a bed of their own, so that they
+    run beside the 4-host bed's tests on another worker."""
+    reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
+    if reason:
+        pytest.skip(reason)
+    bed = TestBed.up(N_HOSTS, tmp_path_factory.mktemp("testbed-soak"), SOAK)
     try:
         yield bed
     finally:

@@ -49,7 +49,10 @@ BIG = Layout(prefix="abx-h", veth="abxv", bridge="abxbr0", subnet="10.213.8")
 SERVING = Layout(prefix="abs-h", veth="absv", bridge="absbr0", subnet="10.213.20")
 # the object-storage and cache bed: clients and one storage host (tests/testbed/ceph.py)
 STORE = Layout(prefix="s3-h", veth="s3v", bridge="s3br0", subnet="10.213.30")
-LAYOUTS = (SMALL, BIG, SERVING, STORE)
+# 4 hosts of their own for the soak tests, whose minutes are mostly the soak's own clock:
+# they run beside the 4-host bed's tests instead of after them
+SOAK = Layout(prefix="sk-h", veth="skv", bridge="skbr0", subnet="10.213.21")
+LAYOUTS = (SMALL, BIG, SERVING, STORE, SOAK)
 BRIDGE = SMALL.bridge
 SUBNET = SMALL.subnet
 PREFIX = SMALL.prefix
