@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from aibench import __version__
+from aibench.commands import startup_over
 from aibench.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_CANNOT_RUN,
@@ -83,11 +84,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
         cmd.add_arguments(p)
-        p.set_defaults(_run=cmd.run)
+        p.set_defaults(_run=cmd.run, _startup=cmd.startup)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        # pydantic looks for plug-ins of its own by reading the metadata of every installed
+        # distribution when it builds its first validator, a twentieth of a second of every
+        # command; aibench has none. A value the user set is kept.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        # the collector stays off while the command starts (see startup_over)
+        gc.disable()
     words = list(sys.argv[1:] if argv is None else argv)
     first = next((w for w in words if not w.startswith("-")), None)
     parser = build_parser(only=first)
@@ -96,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     debug = bool(getattr(args, "debug", False))
+    if not getattr(args, "_startup", False):
+        startup_over()
     try:
         code: int = args._run(args)
         if argv is None:
@@ -128,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_CANNOT_RUN
+    finally:
+        startup_over()  # a command that ended before its start-up did
 
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)

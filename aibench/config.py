@@ -11,11 +11,9 @@ picks a built-in file and a path (``./my-suite.yaml``) picks the user's own.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import typing
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,6 +59,8 @@ def _first_error(exc: ValidationError, model: type[BaseModel]) -> tuple[str, str
         valid = _valid_keys(model, loc[:-1])
         msg = "unknown key"
         if valid:
+            import difflib
+
             close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
             msg += f" (did you mean {close[0]!r}?)" if close else f" (valid: {', '.join(valid)})"
     elif kind == "missing":
@@ -149,6 +149,8 @@ def builtin_names(kind: str) -> list[str]:
 
 
 def _builtin_dir(kind: str) -> list[str]:
+    from importlib import resources
+
     pkg = {"suites": "aibench.suites", "profiles": "aibench.thresholds.profiles"}[kind]
     return [p.name for p in resources.files(pkg).iterdir()]
 
@@ -165,6 +167,8 @@ def resolve(kind: str, name_or_path: str) -> tuple[Path, str]:
         if not p.exists():
             raise ConfigError(name_or_path, "", "file not found")
         return p, name_or_path
+    from importlib import resources
+
     pkg = {"suites": "aibench.suites", "profiles": "aibench.thresholds.profiles"}[kind]
     ref = resources.files(pkg).joinpath(f"{name_or_path}.yaml")
     if not ref.is_file():

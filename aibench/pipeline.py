@@ -49,13 +49,18 @@ def load_inputs(
     tool: str | None = None,
 ) -> Inputs:
     """Load and validate everything before any node is touched (ConfigError/UserError)."""
-    from aibench.inventory import load_inventory, local_inventory
+    from aibench.inventory import local_inventory
     from aibench.suite import load_suite
     from aibench.thresholds import load_spec
 
     whole = load_suite(suite)
     the_suite = select_steps(whole, tool=tool, steps=steps)
-    the_inventory = load_inventory(Path(inventory)) if inventory else local_inventory()
+    if inventory:
+        from aibench.inventory_file import load_inventory  # its models: only for a file
+
+        the_inventory = load_inventory(Path(inventory))
+    else:
+        the_inventory = local_inventory()
     if nodes:
         the_inventory = select_nodes(the_inventory, nodes)
     the_spec = load_spec(spec or the_suite.spec or "default")

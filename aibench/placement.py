@@ -28,7 +28,6 @@ endpoint. A pair is ordered: the first node is the client, the second the server
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Sequence as SequenceABC
 from itertools import combinations
@@ -134,6 +133,8 @@ def sample(nodes: Sequence[str], k: int, seed: int = 0) -> list[Round]:
     every = n * (n - 1) // 2
     # the same draw as sampling the list of every pair (combinations order), without
     # making that list: sample() picks positions, mapped here to their pair
+    import random
+
     chosen = random.Random(seed).sample(range(every), min(k, every))
     return pack([_nth_pair(nodes, i) for i in chosen])
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aibench.executors.base import Command
 from aibench.executors.ssh import SSHExecutor
-from aibench.inventory import load_inventory
+from aibench.inventory_file import load_inventory
 from tests.testbed import net
 from tests.testbed.bed import TestBed
 from tests.testbed.net import netns_available

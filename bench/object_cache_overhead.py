@@ -77,7 +77,7 @@ def write_files(work: Path, url: str, creds: Path, redis_host: str) -> dict[str,
 
 
 def planned_argv(suite: Path, inventory: Path) -> list[str]:
-    from aibench.inventory import load_inventory
+    from aibench.inventory_file import load_inventory
     from aibench.plan import build_plan
     from aibench.suite import load_suite
 

@@ -77,7 +77,7 @@ def planned(
     suite: Path, inventory: Path
 ) -> list[tuple[list[list[str]], list[list[str]], list[str]]]:
     """(setup argvs, server argvs, client argv) of every invocation aibench plans."""
-    from aibench.inventory import load_inventory
+    from aibench.inventory_file import load_inventory
     from aibench.plan import build_plan
     from aibench.suite import load_suite
 

@@ -8,7 +8,8 @@ import pytest
 
 from aibench import cli
 from aibench.errors import ConfigError
-from aibench.inventory import Node, load_inventory, local_inventory, safe_name
+from aibench.inventory import Node, local_inventory, safe_name
+from aibench.inventory_file import load_inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from aibench.errors import ConfigError
 from aibench.executors.base import Command
 from aibench.executors.kubernetes import exit_and_reason, pod_name
 from aibench.executors.kubernetes_spec import WRAPPER, pod_manifest, secret_manifest
-from aibench.inventory import load_inventory
+from aibench.inventory_file import load_inventory
 
 BLOCK: dict[str, object] = {
     "kubeconfig": "~/.kube/bed.yaml",

@@ -23,7 +23,7 @@ from aibench.bmc.config import (
     Sensor,
     target_for,
 )
-from aibench.inventory import BmcModel
+from aibench.inventory_file import BmcModel
 
 __all__ = [
     "BmcError",

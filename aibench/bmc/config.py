@@ -1,5 +1,5 @@
-"""A node's BMC resolved from its inventory ``bmc:`` block (:class:`aibench.inventory.BmcModel`),
-and what a reading holds."""
+"""A node's BMC resolved from its inventory ``bmc:`` block
+(:class:`aibench.inventory_file.BmcModel`), and what a reading holds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aibench.inventory import BmcModel, Node
+from aibench.inventory import Node
+from aibench.inventory_file import BmcModel
 
 
 class BmcError(Exception):

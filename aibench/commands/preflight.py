@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import store
-    from aibench.inventory import load_inventory, local_inventory
+    from aibench.inventory import local_inventory
+    from aibench.inventory_file import load_inventory
     from aibench.model import StepStatus
     from aibench.pipeline import Executed, Executors, Inputs, select_nodes
     from aibench.plan import build_plan

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aibench.commands import Command
+from aibench.commands import Command, startup_over
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_OK, UserError
 
 DESCRIPTION = """\
@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         _resume_arguments(args, resume_dir)
     inputs = load_inputs(args)
     plan = build_plan(inputs.suite, inputs.inventory)
+    startup_over()
     runs = plan.run_count()
     if not runs:
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
@@ -194,6 +195,7 @@ def soak_suite(args: argparse.Namespace) -> int:
     no history verdicts)."""
     from aibench.commands import soak
 
+    startup_over()  # hours of stress: collect garbage from the start
     for key, flag in SOAK_REFUSED.items():
         if getattr(args, key, None):
             raise UserError(f"{flag} does not apply to the soak (aibench soak --help)")
@@ -318,4 +320,5 @@ COMMAND = Command(
     add_arguments=add_arguments,
     run=run,
     order=10,
+    startup=True,
 )

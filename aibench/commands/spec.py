@@ -99,7 +99,7 @@ def _explain_inventory(path: str) -> int:
     """The derivation for every distinct node class of an inventory."""
     from pathlib import Path
 
-    from aibench.inventory import load_inventory
+    from aibench.inventory_file import load_inventory
     from aibench.thresholds.derive import explain, hardware_from_facts
 
     inventory = load_inventory(Path(path))

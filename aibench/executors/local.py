@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -33,17 +34,28 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_PRCTL: list[Callable[..., int]] = []  # libc's prctl, looked up once in aibench itself
+
+
+def _prctl() -> Callable[..., int]:
+    """libc's prctl, found here in aibench before any fork: found in the child instead
+    (a copy of aibench, importing ctypes and loading libc again) it cost ten milliseconds
+    of CPU of every process started."""
+    if not _PRCTL:
+        import ctypes
+
+        _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
+    return _PRCTL[0]
+
+
 def _lease() -> None:
     """In the child before exec: SIGTERM it when aibench exits or is killed (Linux
     PR_SET_PDEATHSIG), so nothing started here outlives aibench; a parent already gone
     ends it at once."""
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
-
     parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    _prctl()(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:
         os._exit(143)
 
@@ -108,6 +120,8 @@ class LocalExecutor:
     async def _spawn(
         self, cmd: Command, out: IO[bytes], err: IO[bytes]
     ) -> asyncio.subprocess.Process:
+        if sys.platform.startswith("linux"):
+            _prctl()  # in the parent, once
         return await asyncio.create_subprocess_exec(
             *cmd.argv,
             stdin=asyncio.subprocess.DEVNULL,

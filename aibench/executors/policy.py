@@ -1,7 +1,7 @@
 """How the SSH executor treats connections that fail: retries, caps, a per-host breaker.
 
 Contract (every value comes from the inventory's ``limits``, see
-:class:`~aibench.inventory.LimitsModel`):
+:class:`~aibench.inventory_file.LimitsModel`):
 
 * **Retries with backoff and jitter.** A connection attempt that the host refuses or
   drops during the handshake (sshd restarting, sshd's ``MaxStartups`` dropping new

@@ -50,7 +50,6 @@ from aibench.parsers import Parser
 from aibench.parsers._fio_common import TOOL
 from aibench.parsers._fio_json import parse_json
 from aibench.parsers._fio_terse import is_terse, parse_terse
-from aibench.parsers._fio_text import parse_text
 
 
 def _is_json(text: str) -> bool:
@@ -91,6 +90,8 @@ def _parse(text: str) -> list[Measurement]:
         return _json_runs(text)
     if is_terse(text):
         return parse_terse(text)
+    from aibench.parsers._fio_text import parse_text  # its patterns are compiled on import
+
     return parse_text(text)
 
 

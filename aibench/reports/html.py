@@ -139,6 +139,8 @@ def _failure_rows(run: Run, run_dir: Path, limit: int = 100) -> list[dict[str, A
 def _unjudged(run: Run) -> list[dict[str, Any]]:
     """Results the tools themselves call invalid (MLPerf), and whether a failing check
     of the spec already covers them (one of its evidence steps is the result's step)."""
+    if not any(s.tool.startswith("mlperf-") for s in run.steps):
+        return []  # only MLPerf results have a validity of their own (and its module is big)
     from aibench.reports.sections import mlperf
 
     covered = {e for v in run.verdicts if v.outcome.failing for e in v.evidence}

@@ -96,6 +96,8 @@ def _suspects(run: Run) -> list[str]:
 
 def _invalid(run: Run) -> list[str]:
     """The MLPerf results the tools call not valid, and whether a check judges each."""
+    if not any(s.tool.startswith("mlperf-") for s in run.steps):
+        return []  # only MLPerf results have a validity of their own (and its module is big)
     from aibench.reports.sections.mlperf import invalid_results
 
     invalid = invalid_results(run.steps)

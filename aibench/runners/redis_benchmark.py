@@ -6,7 +6,7 @@ with 7.0.15). The target is the ``redis_endpoints`` entry named by ``endpoint`` 
 port come from the inventory, each its own argument). The output is read by the
 ``redis-benchmark`` parser: ops/s and latency percentiles per test, with the dim
 ``endpoint`` (its name). No password: redis-benchmark takes one only in its argv (see
-:class:`aibench.inventory.RedisEndpointModel`). redis-benchmark retries a refused
+:class:`aibench.inventory_file.RedisEndpointModel`). redis-benchmark retries a refused
 connection for ever, so the step's ``timeout`` is what ends a run against a dead server.
 """
 

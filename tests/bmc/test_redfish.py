@@ -12,7 +12,8 @@ import pytest
 
 from aibench import bmc
 from aibench.errors import ConfigError
-from aibench.inventory import Node, load_inventory
+from aibench.inventory import Node
+from aibench.inventory_file import load_inventory
 from tests import redfishsim
 
 PORT = 19851

@@ -26,7 +26,7 @@ import yaml
 
 from aibench.executors.base import Command
 from aibench.executors.kubernetes import KubernetesExecutor
-from aibench.inventory import load_inventory
+from aibench.inventory_file import load_inventory
 from tests.aibench_cli import aibench, only_run_dir
 from tests.k8s.cluster import STATE, Cluster
 

@@ -13,7 +13,8 @@ import pytest
 
 from aibench.executors.base import Command, ReadyCheck
 from aibench.executors.slurm import SlurmExecutor, batch_script, expand_nodelist
-from aibench.inventory import Inventory, load_inventory
+from aibench.inventory import Inventory
+from aibench.inventory_file import load_inventory
 from tests.testbed.bed import TestBed
 from tests.testbed.slurm import SlurmCluster
 
@@ -181,7 +182,7 @@ def test_inside_an_allocation_uses_its_nodes(
         "from pathlib import Path\n"
         "from aibench.executors.slurm import SlurmExecutor\n"
         "from aibench.executors.base import Command\n"
-        "from aibench.inventory import load_inventory\n"
+        "from aibench.inventory_file import load_inventory\n"
         "inv = load_inventory(sys.argv[1])\n"
         "async def main():\n"
         "    ex = SlurmExecutor(inv)\n"

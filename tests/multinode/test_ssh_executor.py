@@ -12,7 +12,8 @@ import pytest
 
 from aibench.executors.base import Command, NodeUnreachable, ReadyCheck, ServerNotReady
 from aibench.executors.ssh import SSHExecutor, remote_command
-from aibench.inventory import Inventory, load_inventory
+from aibench.inventory import Inventory
+from aibench.inventory_file import load_inventory
 from tests.testbed import net
 from tests.testbed.bed import TestBed
 

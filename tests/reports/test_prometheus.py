@@ -131,6 +131,28 @@ def test_per_measurement_series_are_an_option(rendered) -> None:
     assert 31500000000.0 in hits
 
 
+@pytest.mark.parametrize("hostile", [False, True])
+def test_the_text_is_what_prometheus_client_writes(hostile: bool) -> None:
+    """render writes the exposition itself: byte for byte prometheus_client's
+    generate_latest of the same families, plain and hostile names, with every measurement
+    and with values that Prometheus spells its own way (Inf, NaN, 1e+06 and up)."""
+    from prometheus_client import generate_latest
+
+    run = make_run(8, hostile=hostile).run
+    odd = (float("inf"), float("-inf"), float("nan"), 1234567.0, 1e22, 5e-324, -2.5e7, 0.0)
+    verdicts = tuple(
+        Verdict(f'odd"{i}\\\n', Outcome.FAIL, (f"n{i}",), observed=x, unit="u", bounds=(1.0, None))
+        for i, x in enumerate(odd)
+    )
+    run = run.replace(verdicts=run.verdicts + verdicts)
+    for measurements in (False, True):
+        ours = prometheus.render(run, measurements=measurements)
+        theirs = generate_latest(prometheus.registry(run, measurements=measurements))
+        assert ours.encode("utf-8") == theirs
+    for spelled in ("NaN", "+Inf", "-Inf", "1.234567e+06", "1e+22"):
+        assert spelled in ours
+
+
 @pytest.mark.slow
 def test_1024_nodes_under_2_mb_and_20k_series() -> None:
     gen = make_run(1024, dense=True)

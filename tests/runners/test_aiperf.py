@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from aibench.errors import ToolFailure
-from aibench.inventory import EndpointModel, Node
+from aibench.inventory import Node
+from aibench.inventory_file import EndpointModel
 from aibench.parsers._aiperf_records import Request, failover_records, read_jsonl
 from aibench.runners.aiperf import RUNNER, AiperfOptions, split_bundle
 from aibench.runners.base import Output, Slot

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from aibench.errors import UserError
-from aibench.inventory import Inventory, load_inventory
+from aibench.inventory import Inventory
+from aibench.inventory_file import load_inventory
 from aibench.plan import build_plan
 from aibench.suite import load_suite
 

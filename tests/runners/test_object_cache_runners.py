@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from aibench.config import validate
 from aibench.errors import ConfigError, ToolFailure
-from aibench.inventory import InventoryModel, Node, S3EndpointModel, build_inventory
+from aibench.inventory import Node
+from aibench.inventory_file import InventoryModel, S3EndpointModel, build_inventory
 from aibench.runners.base import Output, Slot
 from aibench.runners.redis_benchmark import RUNNER as REDIS
 from aibench.runners.redis_benchmark import RedisBenchmarkOptions
@@ -141,7 +142,7 @@ def test_redis_tests_option_is_checked() -> None:
 
 
 def test_the_object_cache_examples_load_and_plan() -> None:
-    from aibench.inventory import load_inventory
+    from aibench.inventory_file import load_inventory
     from aibench.plan import build_plan
     from aibench.suite import load_suite
     from aibench.thresholds.spec import load_spec

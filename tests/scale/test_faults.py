@@ -439,7 +439,7 @@ def test_sessions_beyond_max_sessions_queue_in_aibench(big: TestBed, tmp_path: P
     from aibench.executors.base import Command
     from aibench.executors.policy import ConnectionPolicy
     from aibench.executors.ssh import SSHExecutor
-    from aibench.inventory import load_inventory
+    from aibench.inventory_file import load_inventory
 
     victim = "abx-h26"
     big.restart_sshd(victim, MaxSessions="2")

@@ -24,7 +24,8 @@ from aibench.executors.policy import (
 )
 from aibench.executors.select import for_node
 from aibench.executors.ssh import SSHExecutor
-from aibench.inventory import Node, SSHSettings, load_inventory
+from aibench.inventory import Node, SSHSettings
+from aibench.inventory_file import load_inventory
 
 FAST = ConnectionPolicy(retries=3, backoff_s=0.01, backoff_max_s=0.05)
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from aibench.executors.select import for_node
-from aibench.inventory import Inventory, InventoryModel, build_inventory
+from aibench.inventory import Inventory
+from aibench.inventory_file import InventoryModel, build_inventory
 from aibench.runners.stress_ng import StressNgOptions
 from aibench.soak.engine import SoakOptions, load_state, run_soak
 from aibench.telemetry import Store, compact
