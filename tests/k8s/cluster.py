@@ -211,7 +211,9 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.procs["kube-apiserver"].poll() is not None:
-                raise RuntimeError(f"kube-apiserver exited; see {STATE}/logs/kube-apiserver.log")
+                log = STATE / "logs" / "kube-apiserver.log"  # removed with the bed: quoted here
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no log)"
+                raise RuntimeError(f"kube-apiserver exited; the end of its log:\n{tail}")
             r = self.kubectl("get", "--raw", "/readyz", check=False)
             if r.returncode == 0 and r.stdout.strip() == "ok":
                 return
