@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.testbed.bed import TestBed
-from tests.testbed.net import BIG, SERVING, SOAK, netns_available
+from tests.testbed.net import BIG, SERVING, SMALL, SOAK, Layout, netns_available
 from tests.testbed.slurm import SlurmCluster
 
 N_HOSTS = 4
@@ -35,42 +35,33 @@ def _skip_reason(*tools: str) -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def testbed_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
+def _bed(tmp: pytest.TempPathFactory, n: int, folder: str, layout: Layout) -> Iterator[TestBed]:
+    """The body of a bed's session fixture: up (or skip with the reason), yield, down."""
     reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
     if reason:
         pytest.skip(reason)
-    bed = TestBed.up(N_HOSTS, tmp_path_factory.mktemp("testbed"))
+    bed = TestBed.up(n, tmp.mktemp(folder), layout)
     try:
         yield bed
     finally:
         bed.down()
+
+
+@pytest.fixture(scope="session")
+def testbed_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
+    yield from _bed(tmp_path_factory, N_HOSTS, "testbed", SMALL)
 
 
 @pytest.fixture(scope="session")
 def testbed_big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
-    reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
-    if reason:
-        pytest.skip(reason)
-    bed = TestBed.up(N_BIG, tmp_path_factory.mktemp("testbed-big"), BIG)
-    try:
-        yield bed
-    finally:
-        bed.down()
+    yield from _bed(tmp_path_factory, N_BIG, "testbed-big", BIG)
 
 
 @pytest.fixture(scope="session")
 def testbed_serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
     """4 namespace hosts with sshd (``abs-h1`` .. ``abs-h4``, 10.213.20.0/24) for the
     serving test, a bed of its own so that it runs beside the 4-host bed's tests."""
-    reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
-    if reason:
-        pytest.skip(reason)
-    bed = TestBed.up(N_HOSTS, tmp_path_factory.mktemp("testbed-serving"), SERVING)
-    try:
-        yield bed
-    finally:
-        bed.down()
+    yield from _bed(tmp_path_factory, N_HOSTS, "testbed-serving", SERVING)
 
 
 @pytest.fixture(scope="session")
@@ -78,14 +69,7 @@ def testbed_soak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBed]:
     """4 namespace hosts with sshd (``sk-h1`` .. ``sk-h4``, 10.213.21.0/24) for the soak
     tests, which wait on the soak's clock for minutes: a bed of their own, so that they
     run beside the 4-host bed's tests on another worker."""
-    reason = _skip_reason("sshd", "ssh-keygen", "nsenter", "unshare")
-    if reason:
-        pytest.skip(reason)
-    bed = TestBed.up(N_HOSTS, tmp_path_factory.mktemp("testbed-soak"), SOAK)
-    try:
-        yield bed
-    finally:
-        bed.down()
+    yield from _bed(tmp_path_factory, N_HOSTS, "testbed-soak", SOAK)
 
 
 @pytest.fixture(scope="session")
