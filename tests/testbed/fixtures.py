@@ -2,8 +2,9 @@
 (``pytest_plugins``) so that every test shares one bed.
 
 ``testbed_hosts`` (session): 4 namespace hosts with sshd. ``testbed_slurm`` (session):
-the same hosts as a 4-node Slurm cluster. ``testbed_soak`` and ``testbed_serving`` (session): 4 hosts each, in layouts of their own
-for the soak tests and the serving test. ``testbed_big`` (session): 64 namespace hosts
+the same hosts as a 4-node Slurm cluster. ``testbed_soak`` and ``testbed_serving``
+(session): 4 hosts each, in layouts of their own for the soak tests and the serving
+test. ``testbed_big`` (session): 64 namespace hosts
 with sshd in a layout of their own (``abx-h1`` .. ``abx-h64``, 10.213.8.0/24), which
 can stand beside the 4-host bed; about 3 s to build and 5 s to take down on a 2-core
 machine. All skip with the reason when the machine cannot host the bed (not root, no
