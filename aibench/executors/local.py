@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -34,18 +35,15 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-_PRCTL: list[Callable[..., int]] = []  # libc's prctl, looked up once in aibench itself
-
-
+@functools.cache
 def _prctl() -> Callable[..., int]:
     """libc's prctl, found here in aibench before any fork: found in the child instead
     (a copy of aibench, importing ctypes and loading libc again) it cost ten milliseconds
     of CPU of every process started."""
-    if not _PRCTL:
-        import ctypes
+    import ctypes
 
-        _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
-    return _PRCTL[0]
+    prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    return prctl
 
 
 def _lease() -> None:
