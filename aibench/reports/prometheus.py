@@ -98,7 +98,8 @@ def _timestamp(text: str) -> float | None:
 
 @dataclass
 class Family:
-    """One metric family: its name, help text, label names and samples (labels, value)."""
+    """One metric family (all are gauges): its name, help text, label names and samples
+    (labels, value)."""
 
     name: str
     doc: str
@@ -111,10 +112,6 @@ class Family:
 
     def add_sample(self, labels: dict[str, str], value: float) -> None:
         self.samples.append((labels, value))
-
-
-def _gauge(name: str, doc: str, labels: Sequence[str]) -> Family:
-    return Family(name, doc, labels)
 
 
 WHOLE_RUN = "(run)"  # the subject of a check of the whole run (host names have no parentheses)
@@ -141,7 +138,7 @@ def _worse(a: Verdict, b: Verdict) -> bool:
 def run_families(run: Run) -> Iterator[Family]:
     """The run-level gauges."""
     s = run.suite
-    info = _gauge(
+    info = Family(
         "aibench_run_info",
         "1, labelled with the run's suite, spec, cluster and aibench version.",
         ["suite", "spec", "cluster", "aibench_version"],
@@ -155,23 +152,23 @@ def run_families(run: Run) -> Iterator[Family]:
         ("aibench_run_finished_timestamp_seconds", finished, "When the run ended (Unix time)."),
     ):
         if value is not None:
-            g = _gauge(name, doc, ["suite"])
+            g = Family(name, doc, ["suite"])
             g.add_metric([s], value)
             yield g
     if started is not None and finished is not None:
-        g = _gauge("aibench_run_duration_seconds", "Wall time of the run.", ["suite"])
+        g = Family("aibench_run_duration_seconds", "Wall time of the run.", ["suite"])
         g.add_metric([s], finished - started)
         yield g
-    g = _gauge(
+    g = Family(
         "aibench_run_outcome", "1 for the run's outcome, 0 for the others.", ["suite", "outcome"]
     )
     for o in RUN_OUTCOMES:
         g.add_metric([s, o.value], 1 if run.outcome is o else 0)
     yield g
-    g = _gauge("aibench_run_generated", "1 when the data were generated, not measured.", ["suite"])
+    g = Family("aibench_run_generated", "1 when the data were generated, not measured.", ["suite"])
     g.add_metric([s], 1 if run.generated else 0)
     yield g
-    g = _gauge("aibench_run_steps", "Tool invocations per status.", ["suite", "status"])
+    g = Family("aibench_run_steps", "Tool invocations per status.", ["suite", "status"])
     statuses = {st: 0 for st in StepStatus}
     for step in run.steps:
         statuses[step.status] += 1
@@ -199,7 +196,7 @@ def check_families(run: Run) -> Iterator[Family]:
             if old is None or _worse(v, old):
                 worst[(v.check, subject)] = v
             bounds.setdefault(v.check, set()).add((v.bounds[0], v.bounds[1], v.unit))
-    g = _gauge(
+    g = Family(
         "aibench_checks",
         "Verdicts per check and outcome.",
         ["suite", "check", "benchmark", "outcome"],
@@ -208,7 +205,7 @@ def check_families(run: Run) -> Iterator[Family]:
         for o, n in per.items():
             g.add_metric([s, check, bench, o.value], n)
     yield g
-    g = _gauge(
+    g = Family(
         "aibench_check_problems",
         "Verdicts other than PASS per check, subject and outcome.",
         ["suite", "check", "subject", "outcome"],
@@ -216,7 +213,7 @@ def check_families(run: Run) -> Iterator[Family]:
     for (check, subject, o), n in problems.items():
         g.add_metric([s, check, subject, o.value], n)
     yield g
-    g = _gauge(
+    g = Family(
         "aibench_check_observed",
         "The value a check observed per subject (the worst verdict's), in its unit.",
         ["suite", "check", "subject", "unit"],
@@ -225,7 +222,7 @@ def check_families(run: Run) -> Iterator[Family]:
         assert v.observed is not None  # only verdicts with a value are kept in worst
         g.add_metric([s, check, subject, v.unit], v.observed)
     yield g
-    g = _gauge(
+    g = Family(
         "aibench_check_bound",
         "A check's min or max bound, in its unit.",
         ["suite", "check", "bound", "unit"],
