@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                         item.add_marker(marker)
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes the tests start, however the suite was started.
+
+    A shell without job control starts ``cmd &`` with SIGINT ignored, and an ignored
+    signal stays ignored across fork and exec: every ``aibench`` a test starts would then
+    ignore the SIGINT that the interrupt tests send it, and run on to the end. Putting
+    Python's own handler back here (in the controller and in every worker) gives the
+    children SIGINT's default again, as a terminal would."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -46,8 +46,10 @@ def test_startup_over_turns_the_collector_on_and_sets_start_up_aside(collector_o
     assert gc.isenabled()
     assert gc.get_freeze_count() > 0  # what start-up made is no longer scanned
     frozen = gc.get_freeze_count()
+    made_since = [[] for _ in range(1000)]  # what a second freeze would take in
     startup_over()  # again: nothing more to do
-    assert gc.get_freeze_count() == frozen
+    # (a frozen object may be freed meanwhile, so the count may fall; it must not grow)
+    assert gc.get_freeze_count() <= frozen, len(made_since)
 
 
 def test_a_run_collects_garbage_while_its_steps_run(
