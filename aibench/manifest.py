@@ -15,6 +15,7 @@ ed25519/RSA/ECDSA key a vendor already has can sign and a customer can check wit
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -35,29 +36,40 @@ class SignatureError(UserError):
     exit_code = 1
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    with open(path, "rb") as f:
+        chunk = f.read(_CHUNK)  # most raw logs are a few kB: one read, no second one at EOF
+        h = hashlib.sha256(chunk)
+        while len(chunk) == _CHUNK and (chunk := f.read(_CHUNK)):
             h.update(chunk)
     return h.hexdigest()
 
 
 def _files(run_dir: Path) -> list[str]:
+    """Every regular file below ``run_dir`` but the manifest and its signature, as sorted
+    ``/``-separated relative paths. Symbolic links are not listed and linked folders not
+    entered; a folder that cannot be read is passed over. One ``scandir`` per folder: a
+    large run has a raw log or two per step, and a ``stat`` per file was most of the time."""
     out = []
-    for p in run_dir.rglob("*"):
-        if p.is_symlink() or not p.is_file():
+    stack = [("", os.fspath(run_dir))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append((f"{prefix}{e.name}/", e.path))
+                    elif e.is_file(follow_symlinks=False) and prefix + e.name not in _EXCLUDED:
+                        out.append(prefix + e.name)
+        except PermissionError:
             continue
-        rel = p.relative_to(run_dir).as_posix()
-        if rel in _EXCLUDED:
-            continue
-        out.append(rel)
     return sorted(out)
 
 
 def compute(run_dir: Path) -> dict[str, str]:
     """Relative path -> sha256 of every file the manifest covers."""
-    return {rel: sha256_file(run_dir / rel) for rel in _files(run_dir)}
+    root = os.fspath(run_dir)
+    return {rel: sha256_file(os.path.join(root, rel)) for rel in _files(run_dir)}
 
 
 def render(hashes: dict[str, str]) -> str:

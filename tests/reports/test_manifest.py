@@ -66,6 +66,29 @@ def test_manifest_is_sha256sum_format_sorted_and_complete(run_dir):
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("size", [0, 1 << 20, (1 << 20) + 1, 3 << 20])
+def test_file_hashes_equal_sha256sum_at_every_size(tmp_path: Path, size: int) -> None:
+    """Empty, exactly one read, one byte over it, several reads: the digest sha256sum prints."""
+    f = tmp_path / "raw.bin"
+    f.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    want = subprocess.run(["sha256sum", str(f)], capture_output=True, text=True, check=True)
+    assert manifest.sha256_file(f) == want.stdout.split()[0]
+
+
+def test_links_are_not_listed_and_linked_folders_not_entered(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not part of the run\n")
+    d = tmp_path / "run"
+    (d / "raw" / "fio").mkdir(parents=True)
+    (d / "raw" / "fio" / "a.stdout").write_text("{}\n")
+    (d / "run.json").write_text("{}\n")
+    (d / "raw" / "linked").symlink_to(outside, target_is_directory=True)
+    (d / "raw" / "link.stdout").symlink_to(d / "run.json")
+    (d / manifest.MANIFEST).write_text("")
+    assert list(manifest.compute(d)) == ["raw/fio/a.stdout", "run.json"]
+
+
 def test_verify_names_changed_missing_and_added_files(run_dir, capsys):
     assert main(["verify", str(run_dir)]) == 0
     assert "OK:" in capsys.readouterr().out
