@@ -31,7 +31,7 @@ def test_a_chunk_over_a_minute_is_a_finished_run(testbed_soak: TestBed, tmp_path
     inv: Inventory = build_inventory(InventoryModel.model_validate(data), "inventory.yaml", data)
     node = inv.nodes[0]
     opts = SoakOptions(
-        duration=CHUNK, interval=10.0, chunk=CHUNK, stress=StressNgOptions(cpu=1, vm=0, cpu_load=20)
+        duration=CHUNK, interval=10.0, chunk=CHUNK, stress=StressNgOptions(cpu=1, vm=0, cpu_load=10)
     )
     soak_dir = tmp_path / "soak"
 

@@ -1,7 +1,7 @@
 """A 2-minute soak on the test-bed hosts: stress-ng on all four at once over SSH, telemetry
 every 2 s, BMCs inside the hosts' namespaces (two ipmi_sim read with the real ipmitool over
 lanplus, two Redfish services by sushy-static over HTTPS). A fan fails on h2 a third of the
-way in; h3's processes are limited to 2 % of a core by its cgroup after the restart. The
+way in; h3's processes are limited to 1 % of a core by its cgroup after the restart. The
 soak is interrupted at half time and resumed: the series run on, h2 and h3 FAIL with the
 time their part failed, h1 and h4 PASS; no BMC password anywhere in the soak's files."""
 
@@ -43,17 +43,19 @@ def _sushy(h: net.Host, d: Path) -> subprocess.Popen[bytes]:
 
 def _throttle(h: net.Host) -> None:
     """Every process of the host (its sshd and what runs under it) into a cgroup limited to
-    2 % of one core (cgroup v2 cpu.max, else v1 cfs quota): its stress-ng rate falls to a
-    few per cent of its start, far below the 20 % bar, while the other hosts, slowed at most
-    by the machine's other work, stay above it."""
+    1 % of one core, the least the kernel grants (cgroup v2 cpu.max, else v1 cfs quota).
+    Its stress-ng, which asks for 10 % of a core, falls to about a tenth of its start, half
+    the 20 % bar, while the other hosts, whose 10 % the machine's other work hardly slows,
+    stay near their start. (A higher load would widen that gap and cost the suite about a
+    second of CPU per per cent: four hosts for two minutes.)"""
     v2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
     grp = Path("/sys/fs/cgroup/aibench-soak-test") if v2 else CGROUP
     grp.mkdir(exist_ok=True)
     if v2:
-        (grp / "cpu.max").write_text("2000 100000")
+        (grp / "cpu.max").write_text("1000 100000")
     else:
         (grp / "cpu.cfs_period_us").write_text("100000")
-        (grp / "cpu.cfs_quota_us").write_text("2000")
+        (grp / "cpu.cfs_quota_us").write_text("1000")
     for pid in net.netns_pids(h):
         try:
             (grp / "cgroup.procs").write_text(str(pid))
@@ -124,7 +126,7 @@ def test_two_minute_soak_interrupted_and_resumed(
             interval=2.0,
             chunk=10.0,
             bmc_interval=4.0,
-            stress=StressNgOptions(cpu=1, vm=0, cpu_load=30),
+            stress=StressNgOptions(cpu=1, vm=0, cpu_load=10),
         )
         soak_dir = tmp_path / "soak"
         seen: list[tuple[float, float, object]] = []
