@@ -6,9 +6,9 @@ abs-h2 and abs-h3 each run a backend: the TEST-ONLY streaming OpenAI-compatible 
 key). abs-h4 runs real HAProxy (health checks every 300 ms) and real Nginx in front of
 both. abs-h1 drives AIPerf over SSH. One ``aibench run`` (child process) holds five steps:
 a sweep of concurrency levels against each of the four endpoints (three through HAProxy,
-the two ends of it elsewhere), then a failover step through HAProxy where the suite's
-``stop`` command kills the h2 backend (run on h2 through the SSH executor) and its
-``start`` command starts it again.
+its two ends at one backend, the judged level at the other and through Nginx), then a
+failover step through HAProxy where the suite's ``stop`` command kills the h2 backend (run
+on h2 through the SSH executor) and its ``start`` command starts it again.
 
 Why the test backend and not llama.cpp's server: ``pip install llama-cpp-python`` (0.3.36)
 has no wheel for this platform on PyPI and compiles llama.cpp from source; that took 1477 s
@@ -57,9 +57,11 @@ KEY = "sk-aibench-test-7f3c9e1d5b"  # must show up nowhere in the run
 DELAY = 0.02  # seconds between tokens at the backends
 PORT, HAPROXY_PORT, NGINX_PORT = 18000, 18080, 18081
 LEVELS = [1, 2, 4]  # the sweep through HAProxy
-# the other endpoints at the ends of that sweep only: AIPerf starts its whole system again
-# for each level (about 15 s of a 2-core machine, 11 of them CPU, for 16 requests)
-LEVELS_OF = {"b1": [1, 4], "b2": [1, 4], "haproxy": LEVELS, "nginx": [1, 4]}
+# AIPerf starts its whole system again for each level (about 15 s of a 2-core machine, 11
+# of them CPU, for 16 requests), so the sweep runs in full through HAProxy only: b1 at its
+# ends (compared with AIPerf's own files, as HAProxy's levels are), b2 and Nginx at the
+# level the spec judges
+LEVELS_OF = {"b1": [1, 4], "b2": [4], "haproxy": LEVELS, "nginx": [4]}
 
 
 def _netns(bed: TestBed, host: str, *argv: str) -> list[str]:
