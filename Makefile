@@ -33,7 +33,7 @@ acceptance: system-packages venv
 # --dist loadgroup: the tests of one test bed, and those of one module, stay on one worker
 # (tests/conftest.py gives each test its xdist_group)
 test: system-packages venv k8s-binaries
-	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The Kubernetes test bed's kube-* binaries, built once from Debian's source package and
 # cached outside the checkout (AIBENCH_K8S_CACHE, default /var/cache/aibench-k8s); a no-op

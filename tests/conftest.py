@@ -42,6 +42,36 @@ BED_GROUPS = {
 }
 
 
+# The groups that take longest, longest first (seconds of one worker, measured with
+# ``--durations`` over a whole run on 2 cores). ``make test`` passes
+# ``--no-loadscope-reorder``, so that xdist hands out the groups in the order the tests are
+# collected, and the collection puts these first: each worker starts on one of the four
+# longest and gets a second from the next four at once, and the hundreds of short tests
+# fill the gaps at the end. (xdist's own order, most tests first, left a one-test group such
+# as the serving bed's or GlusterFS's to start last and run on alone.) Refresh it when a
+# group's time changes by a minute or more; a group not listed runs after these.
+LONGEST_FIRST = (
+    "bed-sk",  # 245 s: the soak tests' waiting on the soak's clock
+    "bed-abx",  # 180 s: 64 hosts, brought up once for the fault tests
+    "tests/k8s/test_kubernetes_bed.py",  # 160 s: a Kubernetes cluster and its Pods
+    "bed-abt",  # 155 s: 39 tests on the 4-host bed and its Slurm
+    "tests/parsers/test_fuzz.py",  # 94 s
+    "tests/reports/test_scale.py",  # 104 s: a generated 1024-node run rendered
+    "tests/multinode/test_storage_gluster.py",  # 112 s: GlusterFS on the bed
+    "bed-abs",  # 140 s: AIPerf through HAProxy and Nginx
+    "tests/test_install.py",  # 88 s: pip installs from a wheelhouse
+    "tests/test_rejudge_record.py",  # 86 s
+    "tests/multinode/test_object_cache.py",  # 60 s: Ceph's S3 gateway and Redis
+)
+
+
+def longest_first(groups: list[str]) -> list[int]:
+    """The order (indexes into ``groups``, one per test) that puts the tests of the groups in
+    :data:`LONGEST_FIRST` first, in its order, and keeps every other test where it was."""
+    rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
+    return sorted(range(len(groups)), key=lambda i: rank.get(groups[i], len(rank)))
+
+
 def xdist_group_of(item: pytest.Item) -> str:
     """The group a test runs in when the suite runs side by side."""
     names = set(getattr(item, "fixturenames", ()))
@@ -65,6 +95,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                         item.add_marker(marker)
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    groups = [_group_marked(item) for item in items]
+    items[:] = [items[i] for i in longest_first(groups)]
+
+
+def _group_marked(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    assert marker is not None
+    return str(marker.kwargs.get("name", marker.args[0] if marker.args else ""))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BED_GROUPS, xdist_group_of
+from tests.conftest import BED_GROUPS, LONGEST_FIRST, ROOT, longest_first, xdist_group_of
 from tests.testbed.bed import lock_path
 from tests.testbed.gluster import GL
 from tests.testbed.net import LAYOUTS
@@ -52,3 +52,31 @@ def test_every_bed_has_a_lock_prefix_and_subnet_of_its_own() -> None:
 def test_the_markers_of_this_module_show_its_group(request: pytest.FixtureRequest) -> None:
     [mark] = list(request.node.iter_markers("xdist_group"))
     assert mark.args == ("tests/testbed/test_groups.py",)
+
+
+def test_the_longest_groups_are_handed_out_first_and_the_rest_keep_their_order() -> None:
+    groups = ["tests/a.py", "bed-abs", "tests/a.py", "bed-sk", "tests/b.py", "bed-abs"]
+    order = longest_first(groups)
+    assert [groups[i] for i in order] == [
+        "bed-sk", "bed-abs", "bed-abs", "tests/a.py", "tests/a.py", "tests/b.py",
+    ]  # fmt: skip
+    assert order[1:3] == [1, 5]  # a group's own tests in their order
+
+
+def test_every_group_listed_longest_first_exists() -> None:
+    """A renamed module or bed would drop out of the list without a word."""
+    for group in LONGEST_FIRST:
+        assert group in BED_GROUPS.values() or (ROOT / group).is_file(), group
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
+
+
+def test_this_run_was_collected_longest_first(request: pytest.FixtureRequest) -> None:
+    """The session's own items: every test of a listed group before any test of another."""
+    groups = [_marked(item) for item in request.session.items]
+    ranks = [LONGEST_FIRST.index(g) if g in LONGEST_FIRST else len(LONGEST_FIRST) for g in groups]
+    assert ranks == sorted(ranks)
+
+
+def _marked(item: pytest.Item) -> str:
+    [mark] = list(item.iter_markers("xdist_group"))
+    return str(mark.args[0])
