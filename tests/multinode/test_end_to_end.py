@@ -1,7 +1,7 @@
 """``aibench run`` for real across the bed: through SSH, through Slurm, and with faults.
 
 fio on every node and iperf3 over every pair (``pairs``: 3 rounds for 4 hosts). The link
-between abt-h2 and abt-h3 is shaped to 1 Gbit/s (htb on both sides, only that pair), so
+between abt-h2 and abt-h3 is shaped to 200 Mbit/s (htb on both sides, only that pair), so
 that pair, and only that pair, fails the spec's iperf3 floor. Faults (a step past its
 timeout, sshd killed mid-step, a link down mid-iperf3) and Ctrl-C followed by ``--resume``
 are injected while the run goes on. Each test reads what a person reads too: report.html
@@ -73,7 +73,7 @@ def load_run(out: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def shaped(testbed_hosts: TestBed) -> Iterator[TestBed]:
-    testbed_hosts.shape_pair("abt-h2", "abt-h3", "1gbit")
+    testbed_hosts.shape_pair("abt-h2", "abt-h3", "200mbit")
     try:
         yield testbed_hosts
     finally:
@@ -104,7 +104,7 @@ def check_shaped_run(run: dict[str, Any]) -> None:
     assert len(fails) == 1
     assert fails[0]["check"] == "iperf3-tcp-throughput"
     assert sorted(fails[0]["subject"]) == ["abt-h2", "abt-h3"]
-    assert 0.5 < fails[0]["observed"] < 1.05  # Gbit/s: the tbf rate, as iperf3 saw it
+    assert 0.1 < fails[0]["observed"] < 0.21  # Gbit/s: the htb rate, as iperf3 saw it
     passed = [
         v
         for v in run["verdicts"]
