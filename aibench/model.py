@@ -20,7 +20,16 @@ import dataclasses
 import enum
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, TypeAlias
@@ -67,6 +76,24 @@ class FrozenDims(Mapping[str, Scalar]):
 
     def __len__(self) -> int:
         return len(self._map)
+
+    # The inner dict's own methods and read-only views, not the Mapping mixins' (which
+    # go through __iter__ and __getitem__ for every item): judging and reporting a large
+    # run read the dims of every measurement.
+    def __contains__(self, key: object) -> bool:
+        return key in self._map
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._map.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._map.keys()
+
+    def items(self) -> ItemsView[str, Scalar]:
+        return self._map.items()
+
+    def values(self) -> ValuesView[Scalar]:
+        return self._map.values()
 
     def __hash__(self) -> int:
         try:
