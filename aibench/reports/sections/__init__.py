@@ -302,6 +302,9 @@ def checked_series(si: SectionInput, limit: int = 8) -> list[Checked]:
         unit = vs[0].unit
         ms = []
         for m in of_key[key]:
+            if m.unit == unit:  # most are in the check's unit already: no copy
+                ms.append(m)
+                continue
             val = convert(m.value, m.unit, unit)
             if val is not None:
                 ms.append(dataclasses.replace(m, value=val, unit=unit))

@@ -89,13 +89,12 @@ def _op(
     failing = [p for p in series if p in bad]
     if len(series) > MAX_LINES:
         singles = [p for p in series if p in single_node]
-        xs = sorted({x for p in singles for x in series[p][0]})
-        lo, hi = [], []
-        for x in xs:
-            vals = [y for p in singles for xx, y in zip(*series[p], strict=True) if xx == x]
-            lo.append(min(vals))
-            hi.append(max(vals))
-        band = (xs, lo, hi)
+        at: dict[float, list[float]] = defaultdict(list)  # size -> every single node's value
+        for p in singles:
+            for x, y in zip(*series[p], strict=True):
+                at[x].append(y)
+        xs = sorted(at)
+        band = (xs, [min(at[x]) for x in xs], [max(at[x]) for x in xs])
         series = {p: s for p, s in series.items() if p not in singles or p in bad}
     svg = plots.sweep(
         series,
