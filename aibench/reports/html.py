@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import statistics
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aibench.model import Outcome, Run, Verdict
-from aibench.reports import context, i18n
+from aibench.reports import context, i18n, rows
 from aibench.reports.i18n import _, ngettext
 
 if TYPE_CHECKING:
@@ -297,11 +298,15 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
     unjudged = _unjudged(run)
     hist = _history_with_svg(run, history)
     template = env.get_template(TEMPLATE)
+    # each label looked up once per render (in its language), not once per row
+    label = functools.cache(context.outcome_label)
+    status = functools.cache(context.status_label)
+    step_index = {s.step_id: i for i, s in enumerate(run.steps, 1)}
     return template.render(
         html_lang=i18n.HTML_LANG[lang],
-        label=context.outcome_label,
+        label=label,
         kind=context.kind_label,
-        status=context.status_label,
+        status=status,
         absent=_("(absent)"),
         run=run,
         outcome=run.outcome,
@@ -315,6 +320,7 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
         failures=_failure_rows(run, run_dir),
         n_failing=len(context.failing(run)),
         verdicts=verdicts,
+        check_rows=rows.check_rows(verdicts, step_index, label),
         subject=context.subject,
         observed=context.observed,
         sections=sections,
@@ -333,7 +339,8 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
         customer=str(run.signoff.get("customer") or inv.get("customer", "")),
         n_nodes=len(inv.get("nodes", [])) or len(nodes),
         steps=run.steps,
-        step_index={s.step_id: i for i, s in enumerate(run.steps, 1)},
+        log_rows=rows.log_rows(run.steps, status, _href),
+        step_index=step_index,
         modal={k.key: k.modal for k in env_summary},
         css=_asset("report.css"),
         script=script,
