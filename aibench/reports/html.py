@@ -17,13 +17,13 @@ import dataclasses
 import functools
 import hashlib
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from aibench.model import Outcome, Run, Verdict
+from aibench.model import Outcome, Run, StepStatus, Verdict
 from aibench.reports import context, i18n, rows
 from aibench.reports.i18n import _, ngettext
 
@@ -285,6 +285,22 @@ def _environment(translations: Any) -> jinja2.Environment:
     return env
 
 
+def _large_tables(
+    run: Run,
+    verdicts: Sequence[Verdict],
+    label: Callable[[Outcome], str],
+    status: Callable[[StepStatus], str],
+) -> dict[str, Any]:
+    """The rows of the two tables that grow with the run (:mod:`aibench.reports.rows`), and
+    the step numbers by which the checks and the failures link to the raw logs."""
+    step_index = {s.step_id: i for i, s in enumerate(run.steps, 1)}
+    return {
+        "step_index": step_index,
+        "check_rows": rows.check_rows(verdicts, step_index, label),
+        "log_rows": rows.log_rows(run.steps, status, _href),
+    }
+
+
 def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translations: Any) -> str:
     env = _environment(translations)
     script = _asset("report.js")
@@ -301,7 +317,6 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
     # each label looked up once per render (in its language), not once per row
     label = functools.cache(context.outcome_label)
     status = functools.cache(context.status_label)
-    step_index = {s.step_id: i for i, s in enumerate(run.steps, 1)}
     return template.render(
         html_lang=i18n.HTML_LANG[lang],
         label=label,
@@ -320,7 +335,6 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
         failures=_failure_rows(run, run_dir),
         n_failing=len(context.failing(run)),
         verdicts=verdicts,
-        check_rows=rows.check_rows(verdicts, step_index, label),
         subject=context.subject,
         observed=context.observed,
         sections=sections,
@@ -339,8 +353,7 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
         customer=str(run.signoff.get("customer") or inv.get("customer", "")),
         n_nodes=len(inv.get("nodes", [])) or len(nodes),
         steps=run.steps,
-        log_rows=rows.log_rows(run.steps, status, _href),
-        step_index=step_index,
+        **_large_tables(run, verdicts, label, status),
         modal={k.key: k.modal for k in env_summary},
         css=_asset("report.css"),
         script=script,
