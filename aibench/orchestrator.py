@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aibench.errors import UserError
 from aibench.executors.base import (
@@ -58,6 +58,17 @@ JOURNAL = "steps.jsonl"
 
 ExecutorFor = Callable[[Node], Executor]
 Progress = Callable[[str, StepResult | None, int, int], None]
+
+
+_T = TypeVar("_T")
+
+
+def _id_and_status(d: dict[str, Any]) -> tuple[str, StepStatus, None]:
+    """A journal line's step id and status, checked as the whole record would check them."""
+    step_id = d["step_id"]
+    if not isinstance(step_id, str):
+        raise TypeError(f"step_id is {type(step_id).__name__}, not str")
+    return step_id, StepStatus(d["status"]), None
 
 
 @dataclass
@@ -97,18 +108,34 @@ class Execution:
 
     def load_journal(self) -> None:
         """Note the finished results of an earlier, interrupted execution (for --resume);
-        a last line cut by the interruption is dropped (that invocation runs again)."""
+        a last line cut by the interruption is dropped (that invocation runs again). Only
+        each line's step id and status are read here; the records themselves are read
+        once, at the end (:meth:`results`)."""
         self.since = 0
-        self.done = set(self._journal_results())
+        self.done = set(self._read_journal(_id_and_status))
 
     def _journal_results(self) -> dict[str, StepResult]:
         """Every finished result in the journal by step id (the last line of a step id
         wins; a not_run line is no result)."""
-        found: dict[str, StepResult] = {}
+        shared = Shared()  # one copy of each name, node tuple and dims of the run
+
+        def record(d: dict[str, Any]) -> tuple[str, StepStatus, StepResult]:
+            res = StepResult.from_dict(d, shared)
+            return res.step_id, res.status, res
+
+        return self._read_journal(record)
+
+    def _read_journal(
+        self, decode: Callable[[dict[str, Any]], tuple[str, StepStatus, _T]]
+    ) -> dict[str, _T]:
+        """What ``decode`` makes of each finished line of the journal, by step id. A line
+        that does not decode is damaged: an error naming it, unless it is the last one
+        (cut by the interruption), which is dropped so that what a resume appends does
+        not glue onto it."""
+        found: dict[str, _T] = {}
         if not self.journal.exists():
             return found
         damaged: tuple[int, Exception] | None = None
-        shared = Shared()  # one copy of each name, node tuple and dims of the run
         with self.journal.open("rb") as f:
             f.seek(self.since)
             for lineno, line in enumerate(f, 1):  # one line at a time: the journal is large
@@ -118,15 +145,13 @@ class Execution:
                     no, exc = damaged
                     raise UserError(f"{self.journal}: line {no} is damaged ({exc})")
                 try:
-                    res = StepResult.from_dict(json.loads(line), shared)
-                except (ValueError, KeyError) as exc:
+                    step_id, status, value = decode(json.loads(line))
+                except (ValueError, KeyError, TypeError) as exc:
                     damaged = (lineno, exc)
                     continue
-                if res.status is not StepStatus.NOT_RUN:
-                    found[res.step_id] = res
+                if status is not StepStatus.NOT_RUN:
+                    found[step_id] = value
         if damaged is not None:
-            # The last line, cut by the interruption: that invocation runs again. Drop it,
-            # so that what a resume appends does not glue onto it.
             keep = self.journal.read_text().rstrip("\n").rpartition("\n")[0]
             self.journal.write_text(keep + "\n" if keep else "")
         return found

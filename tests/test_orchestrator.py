@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from aibench.config import Strict
-from aibench.errors import ToolFailure
+from aibench.errors import ToolFailure, UserError
 from aibench.executors.base import ReadyCheck
 from aibench.executors.local import LocalExecutor
 from aibench.inventory import Inventory, Node
@@ -221,6 +221,26 @@ def test_a_second_resume_after_a_cut_line(tmp_path: Path, script_runner: ScriptR
     again = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
     again.load_journal()
     assert set(again.done) == {"a/n1/r0", "b/n1/r0"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ['{"step_id": "a/n1/r0", "status": "finished"}', '{"status": "ok"}', "[1, 2]", "{not json"],
+)
+def test_a_damaged_line_before_the_last_is_an_error_naming_it(
+    tmp_path: Path, script_runner: ScriptRunner, bad: str
+) -> None:
+    """Resume reads only step ids and statuses, and still refuses a journal damaged before
+    its last line (an unknown status, no step id, not an object, not JSON)."""
+    suite = suite_of(("a", {"script": "print('x 1')"}), ("b", {"script": "print('x 2')"}))
+    inv = local_nodes(1)
+    run_plan(tmp_path, suite, inv)
+    journal = (tmp_path / JOURNAL).read_text().splitlines()
+    (tmp_path / JOURNAL).write_text("\n".join([journal[0], bad, journal[1]]) + "\n")
+    loc = LocalExecutor()
+    ex = Execution(run_dir=tmp_path, plan=build_plan(suite, inv), executor_for=lambda n: loc)
+    with pytest.raises(UserError, match=r"steps.jsonl: line 2 is damaged"):
+        ex.load_journal()
 
 
 def test_resume_of_all_pairs_made_round_by_round(
