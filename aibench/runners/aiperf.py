@@ -65,7 +65,11 @@ from aibench.textio import exit_tail
 
 _ARG = r"^[A-Za-z0-9_./:=,@%+\-]+$"
 DRIVER = r"""out=$1 keyfile=$2 keyenv=$3; shift 5  # then the endpoint and its role
-rm -rf "$out" && mkdir -p "$out" || exit 3
+rm -rf "$out" && mkdir -p "$out/mmap" || exit 3
+# AIPerf's dataset files go here, not to a folder of their own in the driver's /tmp (which
+# AIPerf leaves behind, empty, after every run). Only these: TMPDIR would move its IPC
+# sockets too, and a long folder name is over the 107 bytes a socket's path may have.
+export AIPERF_DATASET_MMAP_BASE_PATH="$out/mmap"
 set -- "$@" --artifact-dir "$out/a"
 if [ -n "$keyfile" ] || [ -n "$keyenv" ]; then
   if [ -n "$keyfile" ]; then
