@@ -110,17 +110,18 @@ def _read(text: str) -> list[_Phase]:
             if m.group(2) == "start":
                 if not _PHASE_NAME.match(m.group(1)) or m.group(4) is None:
                     raise ParseError(TOOL, f"line {n}: unknown phase: {line[:120]}")
-                cur = _Phase(m.group(1), float(m.group(3)), int(m.group(4)), int(m.group(5)))
+                t = _time(m.group(3), n)
+                cur = _Phase(m.group(1), t, int(m.group(4)), int(m.group(5)))
                 phases.append(cur)
             elif cur is not None:
-                cur.end = float(m.group(3))
+                cur.end = _time(m.group(3), n)
             continue
         if cur is None:
             continue
         s = _STREAM.match(line)
         if s:
             if s.group(2) is not None:
-                cur.streams.append(_Stream(float(s.group(2))))
+                cur.streams.append(_Stream(_time(s.group(2), n)))
             elif cur.streams:
                 cur.streams[-1].rc = int(s.group(3))
             continue
@@ -128,6 +129,14 @@ def _read(text: str) -> list[_Phase]:
         if r and cur.streams:
             _result(cur, float(r.group(1)), _json(r.group(2), n), n)
     return phases
+
+
+def _time(text: str, n: int) -> float:
+    """A time stamp of the driver script (``date +%s.%N``): digits and one point."""
+    try:
+        return float(text)
+    except ValueError:
+        raise ParseError(TOOL, f"line {n}: not a time stamp: {text[:40]!r}") from None
 
 
 def _json(text: str, n: int) -> dict[str, Any]:

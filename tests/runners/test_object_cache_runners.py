@@ -170,3 +170,28 @@ def test_s5cmd_driver_without_the_binary_fails_with_its_reason(tmp_path: Path) -
     assert r.returncode == 127
     with pytest.raises(ToolFailure, match="command not found"):
         S5.collect(inv, Output(r.stdout, r.stderr, r.returncode, tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("prefix", "mangled"),
+    [
+        ("aibench-s5cmd stream 0 start", "aibench-s5cmd stream 0 start .796323509.167786"),
+        (
+            "aibench-s5cmd phase put-large start",
+            "aibench-s5cmd phase put-large start 1.2.3 objects 8 size 16777216 streams 4",
+        ),
+        ("aibench-s5cmd phase put-large end", "aibench-s5cmd phase put-large end 17963235..09"),
+    ],
+)
+def test_s5cmd_a_time_stamp_that_is_no_number_is_a_parse_error_naming_its_line(
+    prefix: str, mangled: str
+) -> None:
+    """(The first is what the fuzz test made of a real capture.)"""
+    from aibench.errors import ParseError
+    from aibench.parsers.s5cmd import parse
+
+    lines = (FIX / "s5cmd" / "rgw-two-nodes-h1.out").read_text().splitlines()
+    n = next(i for i, line in enumerate(lines) if line.startswith(prefix))
+    lines[n] = mangled
+    with pytest.raises(ParseError, match=rf"line {n + 1}: not a time stamp"):
+        parse("\n".join(lines) + "\n")
