@@ -199,15 +199,17 @@ def test_faults_mid_run(testbed_hosts: TestBed, tmp_path: Path) -> None:
     proc = aibench_run(inv, out, "suite-faults.yaml", spec="spec-faults.yaml")
     try:
 
-        def raw(name: str) -> Path:
-            return run_dir(out) / "raw" / "iperf3-tcp" / name
+        def started(name: str) -> bool:
+            """The raw stdout of this iperf3 client is there (the run's folder may not be,
+            yet: ``runs/`` is made first)."""
+            return any(out.glob(f"*/raw/iperf3-tcp/{name}.r0.stdout"))
 
         # round 1: (abt-h2 -> abt-h3) runs; kill every sshd of abt-h2 while its client runs
-        _wait_for(lambda: out.exists() and raw("abt-h2--abt-h3.r0.stdout").exists(), 60, "h2->h3")
+        _wait_for(lambda: started("abt-h2--abt-h3"), 60, "h2->h3")
         time.sleep(0.7)
         bed.kill_sshd("abt-h2")
         # round 2: (abt-h1 -> abt-h3) runs; take abt-h3's link down mid-iperf3
-        _wait_for(lambda: raw("abt-h1--abt-h3.r0.stdout").exists(), 60, "h1->h3")
+        _wait_for(lambda: started("abt-h1--abt-h3"), 60, "h1->h3")
         time.sleep(0.7)
         bed.link_down("abt-h3")
         _wait_for(lambda: "iperf3-tcp/abt-h1--abt-h3/r0" in _journal(out), 60, "h1->h3 result")
