@@ -267,7 +267,7 @@ def _history_with_svg(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
 
 
 def _environment(translations: Any) -> jinja2.Environment:
-    """The report's jinja2 environment: autoescaped, strict, translated, its filters."""
+    """The report's jinja2 environment: autoescaped, strict, translated."""
     import jinja2
 
     env = jinja2.Environment(
@@ -280,8 +280,6 @@ def _environment(translations: Any) -> jinja2.Environment:
         bytecode_cache=_bytecode_cache(),
     )
     env.install_gettext_translations(translations, newstyle=True)  # type: ignore[attr-defined]
-    env.filters["num"] = context.fmt_number
-    env.filters["href"] = _href
     return env
 
 
@@ -321,7 +319,6 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
         html_lang=i18n.HTML_LANG[lang],
         label=label,
         kind=context.kind_label,
-        status=status,
         absent=_("(absent)"),
         run=run,
         outcome=run.outcome,
@@ -335,8 +332,6 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
         failures=_failure_rows(run, run_dir),
         n_failing=len(context.failing(run)),
         verdicts=verdicts,
-        subject=context.subject,
-        observed=context.observed,
         sections=sections,
         history=hist,
         env_nodes=nodes,

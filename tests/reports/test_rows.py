@@ -66,6 +66,8 @@ def test_rows_equal_the_template_loops(lang: str, planted: bool) -> None:
         run = _planted(run)
     with i18n.use(lang) as translations:
         env = html._environment(translations)
+        env.filters["num"] = context.fmt_number  # the old loops' filters
+        env.filters["href"] = html._href
         label = functools.cache(context.outcome_label)
         status = functools.cache(context.status_label)
         step_index = {s.step_id: i for i, s in enumerate(run.steps, 1)}
