@@ -42,14 +42,15 @@ BED_GROUPS = {
 }
 
 
-# The groups that take longest, longest first (seconds of one worker, measured with
-# ``--durations`` over a whole run on 2 cores). ``make test`` passes
+# The groups that take longest (seconds of one worker, measured with ``--durations`` over a
+# whole run on 2 cores), in the order they are handed out. ``make test`` passes
 # ``--no-loadscope-reorder``, so that xdist hands out the groups in the order the tests are
-# collected, and the collection puts these first: each worker starts on one of the four
-# longest and gets a second from the next four at once, and the hundreds of short tests
-# fill the gaps at the end. (xdist's own order, most tests first, left a one-test group such
-# as the serving bed's or GlusterFS's to start last and run on alone.) Refresh it when a
-# group's time changes by a minute or more; a group not listed runs after these.
+# collected, and the collection puts these first. Each of the 4 workers starts with two
+# groups: the four longest go one to each, then the next four from the shortest up, so the
+# worker with the longest first group gets the shortest second one. The hundreds of short
+# tests fill the gaps at the end. (xdist's own order, most tests first, left a one-test
+# group such as the serving bed's or GlusterFS's to start last and run on alone.) Refresh
+# it when a group's time changes by a minute or more; a group not listed runs after these.
 LONGEST_FIRST = (
     "bed-sk",  # 245 s: the soak tests' waiting on the soak's clock
     "bed-abx",  # 180 s: 64 hosts, brought up once for the fault tests
@@ -95,11 +96,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                         item.add_marker(marker)
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
-    groups = [_group_marked(item) for item in items]
+    groups = [marked_group(item) for item in items]
     items[:] = [items[i] for i in longest_first(groups)]
 
 
-def _group_marked(item: pytest.Item) -> str:
+def marked_group(item: pytest.Item) -> str:
+    """The ``xdist_group`` a test is marked with (its own or the one given above)."""
     marker = item.get_closest_marker("xdist_group")
     assert marker is not None
     return str(marker.kwargs.get("name", marker.args[0] if marker.args else ""))

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BED_GROUPS, LONGEST_FIRST, ROOT, longest_first, xdist_group_of
+from tests.conftest import (
+    BED_GROUPS,
+    LONGEST_FIRST,
+    ROOT,
+    longest_first,
+    marked_group,
+    xdist_group_of,
+)
 from tests.testbed.bed import lock_path
 from tests.testbed.gluster import GL
 from tests.testbed.net import LAYOUTS
@@ -72,11 +79,6 @@ def test_every_group_listed_longest_first_exists() -> None:
 
 def test_this_run_was_collected_longest_first(request: pytest.FixtureRequest) -> None:
     """The session's own items: every test of a listed group before any test of another."""
-    groups = [_marked(item) for item in request.session.items]
+    groups = [marked_group(item) for item in request.session.items]
     ranks = [LONGEST_FIRST.index(g) if g in LONGEST_FIRST else len(LONGEST_FIRST) for g in groups]
     assert ranks == sorted(ranks)
-
-
-def _marked(item: pytest.Item) -> str:
-    [mark] = list(item.iter_markers("xdist_group"))
-    return str(mark.args[0])
