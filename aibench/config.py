@@ -11,7 +11,6 @@ picks a built-in file and a path (``./my-suite.yaml``) picks the user's own.
 
 from __future__ import annotations
 
-import hashlib
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -178,7 +177,3 @@ def resolve(kind: str, name_or_path: str) -> tuple[Path, str]:
             name_or_path, "", f"no built-in {what} of that name", hint=f"valid: {valid}, or a path"
         )
     return Path(str(ref)), name_or_path
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

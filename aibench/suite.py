@@ -34,8 +34,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from aibench.config import Strict, read_yaml, resolve, sha256_file, validate
+from aibench.config import Strict, read_yaml, resolve, validate
 from aibench.errors import ConfigError, UserError
+from aibench.manifest import sha256_file
 
 _NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 
@@ -152,7 +153,7 @@ def load_suite(name_or_path: str) -> Suite:
         name=model.name,
         description=model.description,
         source=str(path),
-        sha256=sha256_file(Path(path)),
+        sha256=sha256_file(path),
         spec=model.spec,
         settings=model.settings,
         steps=tuple(steps),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aibench.manifest import sha256_file
 from aibench.model import Outcome, Run, StepResult, StepStatus, Verdict
 from aibench.reports.i18n import _, ngettext, pgettext
 
@@ -215,7 +216,7 @@ def run_digest(run: Run, run_dir: Path) -> tuple[str, str]:
     """(sha256 of run.json, how it was obtained)."""
     path = run_dir / "run.json"
     if path.is_file():
-        return hashlib.sha256(path.read_bytes()).hexdigest(), _("sha256 of run.json")
+        return sha256_file(path), _("sha256 of run.json")
     data = json.dumps(run.to_dict(), sort_keys=True).encode()
     return hashlib.sha256(data).hexdigest(), _("sha256 of the run record (run.json not written)")
 
