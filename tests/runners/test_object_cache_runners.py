@@ -9,9 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from aibench.config import validate
-from aibench.errors import ConfigError, ToolFailure
+from aibench.errors import ConfigError, ParseError, ToolFailure
 from aibench.inventory import Node
 from aibench.inventory_file import InventoryModel, S3EndpointModel, build_inventory
+from aibench.parsers.s5cmd import parse as parse_s5cmd
 from aibench.runners.base import Output, Slot
 from aibench.runners.redis_benchmark import RUNNER as REDIS
 from aibench.runners.redis_benchmark import RedisBenchmarkOptions
@@ -187,11 +188,8 @@ def test_s5cmd_a_time_stamp_that_is_no_number_is_a_parse_error_naming_its_line(
     prefix: str, mangled: str
 ) -> None:
     """(The first is what the fuzz test made of a real capture.)"""
-    from aibench.errors import ParseError
-    from aibench.parsers.s5cmd import parse
-
     lines = (FIX / "s5cmd" / "rgw-two-nodes-h1.out").read_text().splitlines()
     n = next(i for i, line in enumerate(lines) if line.startswith(prefix))
     lines[n] = mangled
     with pytest.raises(ParseError, match=rf"line {n + 1}: not a time stamp"):
-        parse("\n".join(lines) + "\n")
+        parse_s5cmd("\n".join(lines) + "\n")
