@@ -208,8 +208,12 @@ class TestBed:
         net.link_up(self.host(name))
 
     def pids(self, name: str) -> list[int]:
-        """PIDs in the host's namespace other than its sshd and slurmd daemons."""
-        return [p for p in net.netns_pids(self.host(name)) if _comm(p) not in ("sshd", "slurmd")]
+        """PIDs in the host's namespace other than its sshd and slurmd daemons. A process that
+        ended between the namespace's listing and the read of its name is left out: it is not
+        left behind (a connection's short-lived sshd child ends so while the listing runs)."""
+        return [
+            p for p in net.netns_pids(self.host(name)) if _comm(p) not in ("", "sshd", "slurmd")
+        ]
 
     def commands(self, name: str) -> list[str]:
         """Command names of :meth:`pids` (a process that ended meanwhile is left out)."""
