@@ -13,6 +13,7 @@ Sensors (number: name, type, unit, raw -> value): 1 "CPU Temp" (C, x1), 2 "Inlet
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import struct
@@ -135,16 +136,18 @@ class SimBmc:
         self.stop()
         raise RuntimeError("ipmi_sim did not start")
 
-    def command(self, line: str) -> str:
+    def command(self, line: str, within: float = 15.0) -> str:
+        """Run one console command; its output up to the next prompt.
+
+        The console also writes a line for every LAN session a client opens and closes, so
+        while a sampler polls the BMC those lines run on after the prompt (waiting for what
+        was read to end in one never ended): the prompt is looked for at the start of any
+        line, and the whole exchange has a deadline."""
+        deadline = time.monotonic() + within
         with socket.create_connection((self.address, self.console), timeout=5) as s:
-            s.settimeout(2)
-            buf = b""
-            while not buf.endswith(b"> "):
-                buf += s.recv(4096)
+            _until_prompt(s, deadline, "the console's first prompt")
             s.sendall(line.encode() + b"\n")
-            out = b""
-            while not out.endswith(b"> "):
-                out += s.recv(4096)
+            out = _until_prompt(s, deadline, f"the prompt after {line!r}")
         return out.decode(errors="replace")
 
     def set_sensor(self, num: int, raw: int) -> None:
@@ -197,3 +200,26 @@ class SimBmc:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# A prompt at the start of a line, or after the telnet option bytes (IAC WILL/WONT/DO/DONT
+# and the option) that open the connection.
+_PROMPT = re.compile(rb"(?:^|[\r\n]|\xff[\xfb-\xfe].)> ", re.DOTALL)
+
+
+def _until_prompt(s: socket.socket, deadline: float, what: str) -> bytes:
+    """What the console sends up to and including a prompt at the start of a line."""
+    buf = b""
+    while not _PROMPT.search(buf):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"ipmi_sim: no {what}; read {buf[-300:]!r}")
+        s.settimeout(left)
+        try:
+            chunk = s.recv(4096)
+        except TimeoutError:
+            raise TimeoutError(f"ipmi_sim: no {what}; read {buf[-300:]!r}") from None
+        if not chunk:
+            raise ConnectionError(f"ipmi_sim closed its console before {what}; read {buf!r}")
+        buf += chunk
+    return buf
