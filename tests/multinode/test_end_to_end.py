@@ -101,7 +101,7 @@ def check_shaped_run(run: dict[str, Any]) -> None:
     bad = [s for s in steps.values() if s["status"] != "ok"]
     assert bad == []
     fails = [v for v in run["verdicts"] if v["outcome"] == "FAIL"]
-    assert len(fails) == 1
+    assert len(fails) == 1, [(v["check"], v["subject"], v["observed"]) for v in fails]
     assert fails[0]["check"] == "iperf3-tcp-throughput"
     assert sorted(fails[0]["subject"]) == ["abt-h2", "abt-h3"]
     assert 0.1 < fails[0]["observed"] < 0.21  # Gbit/s: the htb rate, as iperf3 saw it
