@@ -32,6 +32,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 SCHEMA_VERSION = "1.2"  # 1.1: Verdict.origin, Run.judgements; 1.2: Run.inputs, Verdict.baseline
@@ -196,6 +197,8 @@ class Shared:
         return sys.intern(value) if type(value) is str else value
 
     def nodes(self, names: Iterable[Any]) -> tuple[Any, ...]:
+        """One copy of each tuple of names (a step's nodes, a verdict's subject, the argv of
+        a process that recurs in many steps), its names interned."""
         t = tuple(map(self.text, names))
         return self._nodes.setdefault(t, t)
 
@@ -366,6 +369,10 @@ class StepStatus(enum.StrEnum):
     NOT_RUN = "not_run"
 
 
+# The environment of a record read back without one: shared by them all, and read-only
+_NO_ENV: Mapping[str, str] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class ProcessRecord:
     """The exact process a step started: where, argv, the environment it was given."""
@@ -388,11 +395,12 @@ class ProcessRecord:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], shared: Shared | None = None) -> ProcessRecord:
         sh = shared or Shared()
+        env = d.get("env")
         return cls(
             host=sh.text(d["host"]),
-            argv=tuple(map(sh.text, d["argv"])),
-            env=dict(d.get("env", {})),
-            role=d.get("role", "client"),
+            argv=sh.nodes(d["argv"]),  # a server's argv recurs in every step it serves
+            env=dict(env) if env else _NO_ENV,
+            role=sh.text(d.get("role", "client")),
             exit_code=d.get("exit_code"),
         )
 
