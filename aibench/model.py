@@ -197,8 +197,6 @@ class Shared:
         return sys.intern(value) if type(value) is str else value
 
     def nodes(self, names: Iterable[Any]) -> tuple[Any, ...]:
-        """One copy of each tuple of names (a step's nodes, a verdict's subject, the argv of
-        a process that recurs in many steps), its names interned."""
         t = tuple(map(self.text, names))
         return self._nodes.setdefault(t, t)
 
@@ -398,7 +396,7 @@ class ProcessRecord:
         env = d.get("env")
         return cls(
             host=sh.text(d["host"]),
-            argv=sh.nodes(d["argv"]),  # a server's argv recurs in every step it serves
+            argv=tuple(map(sh.text, d["argv"])),
             env=dict(env) if env else _NO_ENV,
             role=sh.text(d.get("role", "client")),
             exit_code=d.get("exit_code"),
