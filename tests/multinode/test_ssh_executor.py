@@ -462,13 +462,5 @@ def _gone(bed: TestBed, name: str, within: float = 15.0) -> None:
     deadline = time.monotonic() + within
     while bed.pids(name) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = [(pid, cmd) for pid in bed.pids(name) if (cmd := _cmdline(pid)) is not None]
-    assert left == [], left
-
-
-def _cmdline(pid: int) -> str | None:
-    """The process's command line, or None when it has ended (it is then not left behind)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return None
+    left = bed.processes(name)
+    assert left == {}, left

@@ -21,6 +21,7 @@ veths and bridge. The pytest fixtures in :mod:`tests.testbed.fixtures` call ``do
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import subprocess
@@ -214,6 +215,15 @@ class TestBed:
         return [
             p for p in net.netns_pids(self.host(name)) if _comm(p) not in ("", "sshd", "slurmd")
         ]
+
+    def processes(self, name: str) -> dict[int, str]:
+        """:meth:`pids` with their command lines (a process that ended meanwhile is left
+        out), to name what a test finds left behind."""
+        found = {}
+        for p in self.pids(name):
+            with contextlib.suppress(OSError):
+                found[p] = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        return found
 
     def commands(self, name: str) -> list[str]:
         """Command names of :meth:`pids` (a process that ended meanwhile is left out)."""
