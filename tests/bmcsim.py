@@ -212,10 +212,10 @@ def _until_prompt(s: socket.socket, deadline: float, what: str) -> bytes:
     buf = b""
     while not _PROMPT.search(buf):
         left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"ipmi_sim: no {what}; read {buf[-300:]!r}")
-        s.settimeout(left)
         try:
+            if left <= 0:
+                raise TimeoutError
+            s.settimeout(left)
             chunk = s.recv(4096)
         except TimeoutError:
             raise TimeoutError(f"ipmi_sim: no {what}; read {buf[-300:]!r}") from None
