@@ -183,13 +183,15 @@ class Shared:
     """One object for each repeated value while records are read back (from run.json or
     the journal): names, node tuples and dims recur in every measurement of a large run,
     and JSON gives each occurrence its own copy. A run of millions of measurements holds
-    a few thousand distinct ones."""
+    a few thousand distinct ones. ``tuples=False``: node tuples are not kept (records
+    read one at a time and let go: all pairs of N nodes are N²/2 distinct tuples)."""
 
-    __slots__ = ("_dims", "_nodes")
+    __slots__ = ("_dims", "_nodes", "_tuples")
 
-    def __init__(self) -> None:
+    def __init__(self, *, tuples: bool = True) -> None:
         self._nodes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._dims: dict[tuple[Any, ...], FrozenDims] = {}
+        self._tuples = tuples
 
     @staticmethod
     def text(value: Any) -> Any:
@@ -198,7 +200,7 @@ class Shared:
 
     def nodes(self, names: Iterable[Any]) -> tuple[Any, ...]:
         t = tuple(map(self.text, names))
-        return self._nodes.setdefault(t, t)
+        return self._nodes.setdefault(t, t) if self._tuples else t
 
     def dims(self, data: Mapping[str, Any]) -> FrozenDims:
         if not data:
@@ -607,6 +609,16 @@ def origin_of(check: str) -> str:
     return "spec"
 
 
+class StepSource(Sequence[StepResult]):
+    """Steps that stay on disk and are read again each time they are gone over: the
+    results of a run of millions of invocations, judged, stored and reported at its end
+    one step at a time (:meth:`aibench.orchestrator.Execution.results_log`). A Run keeps
+    one as its ``steps`` as it is (any other iterable becomes a tuple). A consumer goes
+    over it in one pass and keeps what it needs, not the steps."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """A whole run: what was asked, where, what happened and how it was judged."""
@@ -620,7 +632,7 @@ class Run:
     aibench_version: str = ""
     inventory: Mapping[str, Any] = field(default_factory=dict)
     environment: Mapping[str, Any] = field(default_factory=dict)  # per node: facts dict
-    steps: tuple[StepResult, ...] = ()
+    steps: Sequence[StepResult] = ()  # a tuple, or a StepSource read from disk
     verdicts: tuple[Verdict, ...] = ()
     notes: tuple[str, ...] = ()
     generated: bool = False  # measurements made by a generator (tests, scale benches)
@@ -648,7 +660,8 @@ class Run:
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "steps", tuple(self.steps))
+        if not isinstance(self.steps, StepSource):
+            object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "verdicts", tuple(self.verdicts))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "suspects", tuple(self.suspects))

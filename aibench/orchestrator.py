@@ -12,8 +12,9 @@
 * every finished invocation is interpreted at once (:mod:`aibench.interpret`) and
   appended to ``steps.jsonl`` in the run directory, so an interrupted run keeps what it
   measured and ``--resume`` runs only what is missing. The results are not held while the
-  run goes on (memory stays flat over millions of invocations): :meth:`Execution.results`
-  reads them back from the journal once, at the end;
+  run goes on (memory stays flat over millions of invocations): at the end,
+  :meth:`Execution.results_log` gives them in plan order, read from the journal a step at a
+  time each time they are gone over;
 * a node that cannot be reached, a tool that hangs, crashes or is missing, a server that
   never becomes ready: each gives that invocation a status and a one-line reason, and the
   run goes on.
@@ -22,13 +23,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import itertools
 import json
+import os
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, overload
 
 from aibench.errors import UserError
 from aibench.executors.base import (
@@ -44,7 +49,15 @@ from aibench.executors.base import (
 )
 from aibench.interpret import interpret, version_fact
 from aibench.inventory import Node
-from aibench.model import Fact, Measurement, ProcessRecord, Shared, StepResult, StepStatus
+from aibench.model import (
+    Fact,
+    Measurement,
+    ProcessRecord,
+    Shared,
+    StepResult,
+    StepSource,
+    StepStatus,
+)
 from aibench.plan import Plan
 from aibench.runners import RUNNERS, Invocation, ProcessSpec
 from aibench.textio import read_text, tail
@@ -58,14 +71,6 @@ JOURNAL = "steps.jsonl"
 
 ExecutorFor = Callable[[Node], Executor]
 Progress = Callable[[str, StepResult | None, int, int], None]
-
-
-_T = TypeVar("_T")
-
-
-def _id_and_status(d: dict[str, Any]) -> tuple[str, StepStatus, None]:
-    """A journal line's step id and status, as StepResult.from_dict reads them."""
-    return d["step_id"], StepStatus(d["status"]), None
 
 
 @dataclass
@@ -107,68 +112,127 @@ class Execution:
         """Note the finished results of an earlier, interrupted execution (for --resume);
         a last line cut by the interruption is dropped (that invocation runs again). Only
         each line's step id and status are read here; the records themselves are read
-        once, at the end (:meth:`results`)."""
+        at the end (:meth:`results`, :meth:`results_log`)."""
         self.since = 0
-        self.done = set(self._read_journal(_id_and_status))
+        self.done = {d["step_id"] for _, d in self._finished_lines()}
 
-    def _journal_results(self) -> dict[str, StepResult]:
-        """Every finished result in the journal by step id (the last line of a step id
-        wins; a not_run line is no result)."""
-        shared = Shared()  # one copy of each name, node tuple and dims of the run
-
-        def record(d: dict[str, Any]) -> tuple[str, StepStatus, StepResult]:
-            res = StepResult.from_dict(d, shared)
-            return res.step_id, res.status, res
-
-        return self._read_journal(record)
-
-    def _read_journal(
-        self, decode: Callable[[dict[str, Any]], tuple[str, StepStatus, _T]]
-    ) -> dict[str, _T]:
-        """What ``decode`` makes of each finished line of the journal, by step id. A line
-        that does not decode is damaged: an error naming it, unless it is the last one
-        (cut by the interruption), which is dropped so that what a resume appends does
-        not glue onto it."""
-        found: dict[str, _T] = {}
+    def _finished_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(byte offset, decoded line) of each finished result in the journal, in the
+        order written (a not_run line is no result). A line that does not decode is
+        damaged: an error naming it, unless it is the last one (cut by the
+        interruption), which is dropped so that what a resume appends does not glue
+        onto it."""
         if not self.journal.exists():
-            return found
+            return
         damaged: tuple[int, Exception] | None = None
+        cut = 0
         with self.journal.open("rb") as f:
             f.seek(self.since)
+            pos = self.since
             for lineno, line in enumerate(f, 1):  # one line at a time: the journal is large
+                at, pos = pos, pos + len(line)
                 if not line.strip():
                     continue
                 if damaged is not None:
                     no, exc = damaged
                     raise UserError(f"{self.journal}: line {no} is damaged ({exc})")
                 try:
-                    step_id, status, value = decode(json.loads(line))
+                    d = json.loads(line)
+                    finished = StepStatus(d["status"]) is not StepStatus.NOT_RUN
+                    if not isinstance(d["step_id"], str):
+                        raise TypeError(f"step_id {d['step_id']!r} is not text")
                 except (ValueError, KeyError, TypeError) as exc:
-                    damaged = (lineno, exc)
+                    damaged, cut = (lineno, exc), at
                     continue
-                if status is not StepStatus.NOT_RUN:
-                    found[step_id] = value
+                if finished:
+                    yield at, d
         if damaged is not None:
-            keep = self.journal.read_text().rstrip("\n").rpartition("\n")[0]
-            self.journal.write_text(keep + "\n" if keep else "")
-        return found
+            os.truncate(self.journal, cut)
 
-    async def _record(self, res: StepResult) -> None:
+    async def _record(self, res: StepResult, index: int) -> None:
+        """Append ``res`` to the journal with ``index``, its invocation's place in the
+        plan (how :meth:`results_log` finds it again without a table of step ids)."""
+        line = json.dumps({**res.to_dict(), PLAN_INDEX: index}, sort_keys=True) + "\n"
         async with self._journal_lock:
             with self.journal.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(res.to_dict(), sort_keys=True) + "\n")
+                f.write(line)
                 f.flush()
             self.recorded += 1
 
     def results(self) -> list[StepResult]:
         """Every planned invocation's result, in plan order (not_run where missing), read
-        back from the journal."""
-        found = self._journal_results()
-        out = []
-        for inv in self.plan.iter_invocations():
-            res = found.pop(inv.step_id, None)
-            out.append(res if res is not None else not_run(inv, "not run (interrupted)"))
-        return out
+        back from the journal and held (see :meth:`results_log` for a large run)."""
+        return list(self.results_log())
+
+    def results_log(self) -> JournalResults:
+        """Every planned invocation's result, in plan order (not_run where missing), left
+        in the journal: the results are read from it each time they are gone over, and
+        what is held is the byte offset of each (8 bytes an invocation). The last line
+        of a step id wins."""
+        offsets = array("q", [-1]) * self.plan.run_count()
+        by_id: dict[str, int] | None = None  # made only for lines written without an index
+        for at, d in self._finished_lines():
+            index = d.get(PLAN_INDEX)
+            if type(index) is not int or not 0 <= index < len(offsets):
+                if by_id is None:
+                    by_id = {inv.step_id: i for i, inv in enumerate(self.plan.iter_invocations())}
+                index = by_id.get(d["step_id"])
+                if index is None:  # not a step of this plan
+                    continue
+            offsets[index] = at
+        return JournalResults(self.journal, self.plan, offsets)
+
+
+PLAN_INDEX = "plan_index"  # the key of a journal line's place in the plan
+
+
+class JournalResults(StepSource):
+    """The results of a plan as the journal holds them (see Execution.results_log): each
+    pass over them reads the journal again, a step at a time, and makes the not_run
+    result of an invocation the journal lacks from the plan."""
+
+    __slots__ = ("journal", "offsets", "plan")
+
+    def __init__(self, journal: Path, plan: Plan, offsets: array[int]) -> None:
+        self.journal, self.plan, self.offsets = journal, plan, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __iter__(self) -> Iterator[StepResult]:
+        shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
+        with contextlib.ExitStack() as opened:
+            f: BinaryIO | None = None  # opened at the first result it holds
+            for inv, at in zip(self.plan.iter_invocations(), self.offsets, strict=True):
+                if at < 0:
+                    yield _interrupted(inv)
+                    continue
+                if f is None:
+                    f = opened.enter_context(self.journal.open("rb"))
+                yield self._read(f, at, shared)
+
+    @overload
+    def __getitem__(self, i: int) -> StepResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[StepResult]: ...
+    def __getitem__(self, i: int | slice) -> StepResult | list[StepResult]:
+        if isinstance(i, slice):
+            return list(itertools.islice(self, *i.indices(len(self))))
+        at = self.offsets[i]  # an IndexError as a list gives
+        if at < 0:
+            inv = next(itertools.islice(self.plan.iter_invocations(), i % len(self), None))
+            return _interrupted(inv)
+        with self.journal.open("rb") as f:
+            return self._read(f, at, Shared(tuples=False))
+
+    def _read(self, f: BinaryIO, at: int, shared: Shared) -> StepResult:
+        if f.tell() != at:
+            f.seek(at)
+        return StepResult.from_dict(json.loads(f.readline()), shared)
+
+
+def _interrupted(inv: Invocation) -> StepResult:
+    return not_run(inv, "not run (interrupted)")
 
 
 def step_result(inv: Invocation, status: StepStatus, reason: str, **outcome: Any) -> StepResult:
@@ -485,7 +549,7 @@ async def execute(ex: Execution) -> None:
     net = asyncio.Semaphore(limits.max_network_parallel) if limits.max_network_parallel else None
     total = ex.plan.run_count()
 
-    async def one(inv: Invocation) -> None:
+    async def one(index: int, inv: Invocation) -> None:
         async with sem:
             if inv.network and net is not None:
                 async with net:
@@ -493,15 +557,19 @@ async def execute(ex: Execution) -> None:
             else:
                 res = await run_invocation(ex, inv)
         res = _scrubbed(ex, inv, res)
-        await ex._record(res)
+        await ex._record(res, index)
         if ex.progress:
             ex.progress("done", res, ex.finished, total)
 
+    first = 0  # the plan index of the round's first invocation
     for rnd in ex.plan.iter_rounds():  # each round made when it is its turn
-        todo = [inv for inv in rnd.invocations if inv.step_id not in ex.done]
+        todo = [
+            (first + k, inv) for k, inv in enumerate(rnd.invocations) if inv.step_id not in ex.done
+        ]
+        first += len(rnd.invocations)
         if not todo:
             continue
         if ex.progress:
             label = f"{rnd.step} round {rnd.round + 1} repeat {rnd.repeat + 1}"
             ex.progress(label, None, ex.finished, total)
-        await together(one(inv) for inv in todo)
+        await together(one(k, inv) for k, inv in todo)

@@ -158,7 +158,8 @@ class Executed:
     """What the execute stage left: every planned invocation's result and the facts
     gathered beside them."""
 
-    results: list[StepResult]
+    # in plan order; the journal's (read from it each time they are gone over) in a run
+    results: Sequence[StepResult]
     environment: dict[str, Any] = field(default_factory=dict)
     tool_versions: dict[str, dict[str, str]] = field(default_factory=dict)
     unreachable: dict[str, str] = field(default_factory=dict)
@@ -215,7 +216,7 @@ def execute(
     except KeyboardInterrupt:
         interrupted = True
     return Executed(
-        results=ex.results(),
+        results=ex.results_log(),
         environment=environment,
         tool_versions={k: dict(v) for k, v in ex.tool_versions.items()},
         unreachable=dict(ex.unreachable),
@@ -273,7 +274,7 @@ def assemble(
         aibench_version=__version__,
         inventory=inputs.inventory.to_dict(),
         environment=environment,
-        steps=tuple(executed.results),
+        steps=executed.results,
         notes=tuple(notes),
         signoff={k: v for k, v in (signoff or {}).items() if v},
         inputs=recorded_inputs(inputs),

@@ -8,6 +8,7 @@ import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -248,8 +249,6 @@ def test_resume_of_all_pairs_made_round_by_round(
 ) -> None:
     """The rounds of all pairs are made when they run, on resume too: what the journal
     holds is not run again, the rest is, in the same rounds with the same step ids."""
-    from dataclasses import replace
-
     suite = suite_of(("p", {"script": "print('x 1')"}), repeats=2)
     step = suite.steps[0]
     suite = replace(
@@ -550,3 +549,81 @@ def test_cancelled_from_outside_every_coroutine_is_stopped() -> None:
         assert sorted(stopped) == [0, 1, 2]
 
     asyncio.run(main())
+
+
+def test_the_results_log_holds_offsets_and_reads_the_journal_each_pass(
+    tmp_path: Path, script_runner: ScriptRunner
+) -> None:
+    """``results_log`` keeps where each result is in the journal, in plan order: every
+    pass reads the records again (equal results, new objects), an invocation the journal
+    lacks is not_run, a line of an older journal without its plan index is found by its
+    step id, and the last line of a step id wins."""
+    from aibench.model import StepSource
+    from aibench.orchestrator import PLAN_INDEX
+
+    suite = suite_of(("p", {"script": "print('x 1')"}), repeats=2)
+    step = suite.steps[0]
+    suite = replace(
+        suite, steps=(replace(step, model=step.model.model_copy(update={"placement": "pairs"})),)
+    )
+    ex = run_plan(tmp_path, suite, local_nodes(4))  # 6 pairs, 2 repeats
+    log = ex.results_log()
+    assert isinstance(log, StepSource)
+    assert len(log) == 12
+    ids = [inv.step_id for inv in ex.plan.iter_invocations()]
+    first, second = list(log), list(log)
+    assert [r.step_id for r in first] == ids
+    assert first == second
+    assert first[0] is not second[0]
+    assert (log[3], log[-1], log[2:4]) == (first[3], first[-1], first[2:4])
+    assert ex.results() == first
+
+    lines = [json.loads(x) for x in (tmp_path / JOURNAL).read_text().splitlines()]
+    assert sorted(d[PLAN_INDEX] for d in lines) == list(range(12))
+    by_index = {d[PLAN_INDEX]: d for d in lines}
+    older = {k: v for k, v in by_index[1].items() if k != PLAN_INDEX}  # an older journal
+    rerun = {**by_index[5], "status": "failed", "reason": "rerun"}  # a resume's last word
+    kept = [by_index[i] for i in range(12) if i not in (1, 7)]  # 7: never finished
+    (tmp_path / JOURNAL).write_text("".join(json.dumps(d) + "\n" for d in [*kept, older, rerun]))
+    again = Execution(run_dir=tmp_path, plan=ex.plan, executor_for=ex.executor_for)
+    again.load_journal()
+    got = list(again.results_log())
+    assert [r.step_id for r in got] == ids
+    assert got[1] == first[1]
+    assert (got[5].status, got[5].reason) == (StepStatus.FAILED, "rerun")
+    assert (got[7].status, got[7].reason) == (StepStatus.NOT_RUN, "not run (interrupted)")
+    assert again.results_log()[7] == got[7]
+
+
+def test_a_run_judged_and_stored_from_the_journal_is_the_run_held(
+    tmp_path: Path, script_runner: ScriptRunner
+) -> None:
+    """The Run made from the journal (steps read from disk each pass) gives the same
+    run.json bytes and the same verdicts as the same Run with its steps held."""
+    from aibench.judge import judge_run
+    from aibench.model import Run
+    from aibench.store import save_run
+    from aibench.thresholds.spec import spec_from_bytes
+
+    script = "import sys; print('x', sys.argv[-1] if len(sys.argv) > 1 else 1)"
+    failing = "import sys; sys.exit(3)"
+    suite = suite_of(("a", {"script": script}), ("b", {"script": failing}), repeats=2)
+    ex = run_plan(tmp_path, suite, local_nodes(2))
+    rows = [
+        f"  - {{id: {step}-x, select: {{tool: test-script, metric: x, step: {step}}}, "
+        "scope: node, unit: count, min: 2, require: every_node}"
+        for step in ("a", "b")
+    ]
+    spec = spec_from_bytes(
+        ("schema_version: 1\nname: t\nchecks:\n" + "\n".join(rows) + "\n").encode(), "t"
+    )
+    texts = []
+    for steps in (ex.results_log(), tuple(ex.results())):
+        run = Run(id="r", suite="t", spec="default", steps=steps)
+        run = run.replace(verdicts=judge_run(run, spec, now=None).verdicts)
+        out = tmp_path / f"held-{type(steps).__name__}"
+        out.mkdir()
+        texts.append((save_run(run, out).read_text(), run.verdicts))
+    assert texts[0] == texts[1]
+    outcomes = sorted((v.check, v.outcome.value) for v in texts[0][1])
+    assert {("a-x", "FAIL"), ("b-x", "ERROR")} <= set(outcomes), outcomes

@@ -45,7 +45,7 @@ def collect(
     )
     if done.interrupted:
         raise KeyboardInterrupt
-    return done.results, done.unreachable
+    return list(done.results), done.unreachable
 
 
 def facts_of(results: Sequence[StepResult]) -> list[Fact]:

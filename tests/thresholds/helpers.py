@@ -100,5 +100,5 @@ def replace_execution(monkeypatch: Any, results: Sequence[StepResult]) -> None:
         return {}
 
     monkeypatch.setattr(orchestrator, "execute", no_execute)
-    monkeypatch.setattr(orchestrator.Execution, "results", lambda self: list(results))
+    monkeypatch.setattr(orchestrator.Execution, "results_log", lambda self: list(results))
     monkeypatch.setattr(envfacts, "collect", no_facts)
