@@ -246,9 +246,10 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
     sel = check.select
     assert sel is not None
     assert check.unit is not None
-    steps = [s for s in run.steps if _step_selected(check, s)]
+    labels = node_labels(run)
+    found = _Found.of(check, run.steps, labels)
     base = _base(check)
-    if not steps:
+    if not found.of_tool:
         where = f" named {sel.step}" if sel.step else ""
         return [
             Verdict(
@@ -257,11 +258,9 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
                 reason=f"no {sel.tool} step{where} in this run",
             )
         ]
-    labels = node_labels(run)
     if sel.labels:
         inventory = [n for n in inventory if _has_labels(labels, [n], sel.labels)]
-        steps = [s for s in steps if _has_labels(labels, s.nodes, sel.labels)]
-    groups = _groups(check, steps, labels)
+    groups = _groups(check, found)
     if check.scope == "rail":
         _failed_nodes_cover_their_rails(groups)
     if check.scope == "fleet" and any(g.failed for g in groups.values()):
@@ -273,9 +272,9 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
             Verdict(
                 **base,
                 outcome=Outcome.MISSING,
-                reason=f"{len(steps)} {sel.tool} step result(s), none with a measurement "
+                reason=f"{found.steps} {sel.tool} step result(s), none with a measurement "
                 f"matching {sel.metric} {_dims_text(check)}".rstrip(),
-                evidence=tuple(sorted(s.step_id for s in steps)),
+                evidence=tuple(sorted(found.ids)),
             )
         ]
     verdicts = _flag_outliers(check, verdicts)
@@ -284,29 +283,65 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
     return verdicts
 
 
-def _groups(
-    check: Check, steps: list[StepResult], labels: Mapping[str, Mapping[str, str]]
-) -> dict[Subject, _Group]:
+@dataclass
+class _Found:
+    """What one pass over a run's steps keeps for a metric check, and no step itself but
+    the failed ones: the selected measurements with their step ids, the failed steps, how
+    many steps were selected (``of_tool``: before the check's labels choose among them),
+    and their ids while none has a selected measurement (a MISSING's evidence)."""
+
+    of_tool: int = 0
+    steps: int = 0
+    ids: list[str] = field(default_factory=list)
+    selected: list[tuple[str, Measurement]] = field(default_factory=list)
+    failed: list[StepResult] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls, check: Check, steps: Iterable[StepResult], labels: Mapping[str, Mapping[str, str]]
+    ) -> _Found:
+        want = check.select.labels if check.select else None
+        found = cls()
+        for s in steps:
+            if not _step_selected(check, s):
+                continue
+            found.of_tool += 1
+            if want and not _has_labels(labels, s.nodes, want):
+                continue
+            found.steps += 1
+            if not s.ok:
+                found.failed.append(s)
+            else:
+                found.selected += (
+                    (s.step_id, m)
+                    for m in s.measurements
+                    if _measurement_selected(check, m, labels)
+                )
+            if found.selected:
+                found.ids.clear()  # the evidence is in the verdicts
+            else:
+                found.ids.append(s.step_id)
+        return found
+
+
+def _groups(check: Check, found: _Found) -> dict[Subject, _Group]:
     """The selected values of the steps by subject (node, pair, rail, the fleet), in the
     check's unit, and the failed steps of each subject."""
     sel = check.select
     assert sel is not None
     assert check.unit is not None
     groups: dict[Subject, _Group] = defaultdict(_Group)
-    selected: list[tuple[StepResult, Measurement]] = []
-    for s in steps:
-        if not s.ok:
-            span = sel.node_count
-            if span is not None and not dim_matches(span, len(set(s.nodes))):
-                continue
-            for subj in _subjects_of(check, s.nodes, {}):
-                if check.scope == "rail":
-                    subj = subj[:1]
-                groups[subj].failed.append(s)
+    for s in found.failed:
+        span = sel.node_count
+        if span is not None and not dim_matches(span, len(set(s.nodes))):
             continue
-        selected.extend((s, m) for m in s.measurements if _measurement_selected(check, m, labels))
+        for subj in _subjects_of(check, s.nodes, {}):
+            if check.scope == "rail":
+                subj = subj[:1]
+            groups[subj].failed.append(s)
+    selected = found.selected
     kept = set(map(id, _largest(check, [m for _, m in selected])))
-    for s, m in selected:
+    for step_id, m in selected:
         if id(m) not in kept:
             continue
         try:
@@ -318,7 +353,7 @@ def _groups(
         for subj in _subjects_of(check, m.nodes, m.dims):
             g = groups[subj]
             g.series.setdefault((m.nodes, m.step, m.dims), []).append(value)
-            g.evidence.add(s.step_id)
+            g.evidence.add(step_id)
     return groups
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aibench import tools, units
-from aibench.model import Measurement, Run
+from aibench.model import Measurement, Run, StepResult
 
 Pair = tuple[str, str]
 
@@ -269,7 +269,7 @@ def run_suspects(run: Run, *, min_pairs: int = 3) -> list[tuple[str, Suspect]]:
 
 def suspects_of(run: Run, *, min_pairs: int = 3) -> list[tuple[str, str, Suspect]]:
     """(tool, metric, suspect), as :func:`run_suspects`, with the metric."""
-    ok = [m for s in run.steps if s.ok for m in s.measurements]
+    ok = _pairwise(run.steps)
     nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
     labels = {
         str(n["name"]): {str(k): str(v) for k, v in (n.get("labels") or {}).items()}
@@ -296,6 +296,23 @@ def suspects_of(run: Run, *, min_pairs: int = 3) -> list[tuple[str, str, Suspect
                 worst = s if s.median_ratio < old.median_ratio else old
                 merged[key] = dataclasses.replace(worst, series=old.series + s.series)
         out += [(tool, metric, s) for s in merged.values()]
+    return out
+
+
+def _pairwise(steps: Iterable[StepResult]) -> list[Measurement]:
+    """The measurements of the OK steps that some pairwise series reads (one pass: the
+    steps of a large run are not held, and only these of their measurements)."""
+    metrics: dict[str, frozenset[str]] = {}  # tool -> the metrics of its pair series
+    out = []
+    for s in steps:
+        if not s.ok:
+            continue
+        for m in s.measurements:
+            read = metrics.get(m.tool)
+            if read is None:
+                read = metrics[m.tool] = frozenset(x[1] for x in tools.pair_series([m.tool]))
+            if m.metric in read:
+                out.append(m)
     return out
 
 
