@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,8 +168,10 @@ def expected_vs_observed(v: Verdict) -> str:
     )
 
 
-def steps_by_id(run: Run) -> dict[str, StepResult]:
-    return {s.step_id: s for s in run.steps}
+def steps_by_id(run: Run, ids: Collection[str] | None = None) -> dict[str, StepResult]:
+    """The steps of the run by step id; only those of ``ids`` when given (one pass: the
+    steps of a large run are read from disk, not held)."""
+    return {s.step_id: s for s in run.steps if ids is None or s.step_id in ids}
 
 
 def safe_relpath(rel: str) -> str | None:

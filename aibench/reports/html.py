@@ -17,13 +17,13 @@ import dataclasses
 import functools
 import hashlib
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from aibench.model import Outcome, Run, StepStatus, Verdict
+from aibench.model import Measurement, Outcome, Run, StepResult, StepSource, StepStatus, Verdict
 from aibench.reports import context, i18n, rows
 from aibench.reports.i18n import _, ngettext
 
@@ -45,22 +45,19 @@ def _href(rel: str) -> str:
 def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
     from aibench.reports.sections import SectionInput, notes_table, section_for
 
-    tools: list[str] = []
-    for s in run.steps:
-        if s.tool not in tools:
-            tools.append(s.tool)
+    steps, measurements = _by_tool(run)
     for v in run.verdicts:
-        if v.benchmark and v.benchmark not in tools:
-            tools.append(v.benchmark)
+        if v.benchmark and v.benchmark not in steps:
+            steps[v.benchmark], measurements[v.benchmark] = [], []
     out = []
-    for tool in tools:
+    for tool in list(steps):
         section = section_for(tool)
         si = SectionInput(
             tool=tool,
             run=run,
-            measurements=tuple(m for s in run.steps if s.tool == tool for m in s.measurements),
+            measurements=tuple(measurements.pop(tool)),
             verdicts=tuple(v for v in run.verdicts if v.benchmark == tool),
-            steps=tuple(s for s in run.steps if s.tool == tool),
+            steps=tuple(steps.pop(tool)),
             history=tuple(history),
         )
         result = section.render(si)
@@ -79,6 +76,21 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _by_tool(run: Run) -> tuple[dict[str, list[StepResult]], dict[str, list[Measurement]]]:
+    """The steps and the measurements of each tool, in the order the tools first ran, in
+    one pass over the steps. The steps of a run read from disk (a StepSource) are kept
+    without their processes, which no section shows."""
+    light = isinstance(run.steps, StepSource)
+    steps: dict[str, list[StepResult]] = {}
+    measurements: dict[str, list[Measurement]] = {}
+    for s in run.steps:
+        if s.tool not in steps:
+            steps[s.tool], measurements[s.tool] = [], []
+        steps[s.tool].append(dataclasses.replace(s, processes=()) if light else s)
+        measurements[s.tool] += s.measurements
+    return steps, measurements
 
 
 def _history_plots(run: Run, history: Sequence[Run]) -> list[Any]:
@@ -120,9 +132,10 @@ def _history_plots(run: Run, history: Sequence[Run]) -> list[Any]:
 
 
 def _failure_rows(run: Run, run_dir: Path, limit: int = 100) -> list[dict[str, Any]]:
-    steps = context.steps_by_id(run)
+    shown = context.failing(run)[:limit]
+    steps = context.steps_by_id(run, {e for v in shown for e in v.evidence})
     rows = []
-    for v in context.failing(run)[:limit]:
+    for v in shown:
         rel, tail = context.evidence_excerpt(run_dir, v, steps)
         rows.append(
             {
@@ -145,11 +158,17 @@ def _unjudged(run: Run) -> list[dict[str, Any]]:
     from aibench.reports.sections import mlperf
 
     covered = {e for v in run.verdicts if v.outcome.failing for e in v.evidence}
-    index = {s.step_id: i for i, s in enumerate(run.steps, 1)}
+    invalid = mlperf.invalid_results(run.steps)
+    index = step_numbers(run, {sid for sid, _text in invalid})
     return [
-        {"text": text, "judged": sid in covered, "step": index.get(sid)}
-        for sid, text in mlperf.invalid_results(run.steps)
+        {"text": text, "judged": sid in covered, "step": index.get(sid)} for sid, text in invalid
     ]
+
+
+def step_numbers(run: Run, ids: Collection[str]) -> dict[str, int]:
+    """The number (from 1) of each step of ``ids`` in the raw-log appendix, by step id:
+    only those, the steps of a large run are many."""
+    return {s.step_id: i for i, s in enumerate(run.steps, 1) if s.step_id in ids}
 
 
 def _notices(run: Run, unjudged: Sequence[dict[str, Any]]) -> list[str]:
@@ -291,7 +310,8 @@ def _large_tables(
 ) -> dict[str, Any]:
     """The rows of the two tables that grow with the run (:mod:`aibench.reports.rows`), and
     the step numbers by which the checks and the failures link to the raw logs."""
-    step_index = {s.step_id: i for i, s in enumerate(run.steps, 1)}
+    linked = {e for v in verdicts for e in v.evidence[:8]}  # the checks' and the failures'
+    step_index = step_numbers(run, linked)
     return {
         "step_index": step_index,
         "check_rows": rows.check_rows(verdicts, step_index, label),

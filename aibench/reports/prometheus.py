@@ -241,7 +241,7 @@ def measurement_family(run: Run) -> Family:
     """One series per measurement (the ``measurements`` option)."""
     fam = Family("aibench_measurement", "Every measurement of the run, in its unit.")
     used: dict[tuple[tuple[str, str], ...], int] = {}
-    for m in run.measurements:
+    for m in (m for s in run.steps for m in s.measurements):  # not a list of them all
         lab: dict[str, str] = {
             "suite": run.suite,
             "tool": m.tool,
