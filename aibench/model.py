@@ -183,15 +183,17 @@ class Shared:
     """One object for each repeated value while records are read back (from run.json or
     the journal): names, node tuples and dims recur in every measurement of a large run,
     and JSON gives each occurrence its own copy. A run of millions of measurements holds
-    a few thousand distinct ones. ``tuples=False``: node tuples are not kept (records
-    read one at a time and let go: all pairs of N nodes are N²/2 distinct tuples)."""
+    a few thousand distinct ones. ``tuples=False``: node tuples are not kept beyond the
+    last one (records read one at a time and let go: all pairs of N nodes are N²/2
+    distinct tuples, and a step's measurements share its own)."""
 
-    __slots__ = ("_dims", "_nodes", "_tuples")
+    __slots__ = ("_dims", "_last", "_nodes", "_tuples")
 
     def __init__(self, *, tuples: bool = True) -> None:
         self._nodes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._dims: dict[tuple[Any, ...], FrozenDims] = {}
         self._tuples = tuples
+        self._last: tuple[Any, ...] = ()
 
     @staticmethod
     def text(value: Any) -> Any:
@@ -200,7 +202,11 @@ class Shared:
 
     def nodes(self, names: Iterable[Any]) -> tuple[Any, ...]:
         t = tuple(map(self.text, names))
-        return self._nodes.setdefault(t, t) if self._tuples else t
+        if self._tuples:
+            return self._nodes.setdefault(t, t)
+        if t != self._last:
+            self._last = t
+        return self._last
 
     def dims(self, data: Mapping[str, Any]) -> FrozenDims:
         if not data:

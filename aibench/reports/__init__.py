@@ -43,7 +43,7 @@ def write_all(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     out = {
-        REPORT: _write(run_dir / REPORT, html.render(run, run_dir, history, lang)),
+        REPORT: html.write(run, run_dir, history, lang, REPORT),
         JUNIT: _write(run_dir / JUNIT, junit.render(run)),
         SUMMARY: _write(run_dir / SUMMARY, markdown.render(run, lang)),
         METRICS: _write(run_dir / METRICS, prometheus.render(run)),

@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import hashlib
 import statistics
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,11 +205,8 @@ def _headline(run: Run) -> list[str]:
     if len(shown_checks) > 8:
         shown_checks = shown_checks[:6]
     for check, vs in shown_checks:
-        who: list[str] = []
-        for v in vs:
-            for c in v.culprits or v.subject or (_("whole run"),):
-                if c not in who:
-                    who.append(c)
+        named = dict.fromkeys(c for v in vs for c in v.culprits or v.subject or (_("whole run"),))
+        who = list(named)  # each once, in order: a coverage verdict may name 500,000 pairs
         shown = ", ".join(who[:5]) + (
             _(" and {n} more").format(n=len(who) - 5) if len(who) > 5 else ""
         )
@@ -227,7 +224,23 @@ def _headline(run: Run) -> list[str]:
 def render(run: Run, run_dir: Path, history: Sequence[Run] = (), lang: str = "en") -> str:
     """The report of ``run`` in ``lang`` (see :data:`aibench.reports.i18n.LANGUAGES`)."""
     with i18n.use(lang) as translations:
-        return _render(run, run_dir, history, lang, translations)
+        return "".join(_render(run, run_dir, history, lang, translations))
+
+
+def write(
+    run: Run,
+    run_dir: Path,
+    history: Sequence[Run] = (),
+    lang: str = "en",
+    name: str = "report.html",
+) -> Path:
+    """:func:`render` written to ``run_dir/name`` (atomically) a piece at a time: the page
+    of a run of millions of steps is never held whole."""
+    from aibench.textio import write_atomic_with
+
+    with i18n.use(lang) as translations:
+        pieces = _render(run, run_dir, history, lang, translations)
+        return write_atomic_with(run_dir / name, lambda f: f.writelines(pieces))
 
 
 class _QuietCache:
@@ -314,12 +327,14 @@ def _large_tables(
     step_index = step_numbers(run, linked)
     return {
         "step_index": step_index,
-        "check_rows": rows.check_rows(verdicts, step_index, label),
-        "log_rows": rows.log_rows(run.steps, status, _href),
+        "check_rows": rows.check_row_chunks(verdicts, step_index, label),
+        "log_rows": rows.log_row_chunks(run.steps, status, _href),
     }
 
 
-def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translations: Any) -> str:
+def _render(
+    run: Run, run_dir: Path, history: Sequence[Run], lang: str, translations: Any
+) -> Iterator[str]:
     env = _environment(translations)
     script = _asset("report.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
@@ -335,7 +350,7 @@ def _render(run: Run, run_dir: Path, history: Sequence[Run], lang: str, translat
     # each label looked up once per render (in its language), not once per row
     label = functools.cache(context.outcome_label)
     status = functools.cache(context.status_label)
-    return template.render(
+    return template.generate(
         html_lang=i18n.HTML_LANG[lang],
         label=label,
         kind=context.kind_label,

@@ -13,7 +13,8 @@ both ways and compares.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -27,15 +28,42 @@ def _e(value: Any) -> str:
     return str(escape(value))
 
 
+# rows joined into one piece of the page: report.html is written a piece at a time
+CHUNK = 2000
+
+
+def _chunked(rows: Iterable[str], size: int = CHUNK) -> Iterator[Markup]:
+    """``rows`` (escaped markup) joined ``size`` at a time."""
+    it = iter(rows)
+    while part := list(itertools.islice(it, size)):
+        yield Markup("".join(part))  # noqa: S704 - every row is escaped by its maker
+
+
 def check_rows(
     verdicts: Iterable[Verdict],
     step_index: Mapping[str, int],
     label: Callable[[Outcome], str],
 ) -> Markup:
     """The ``<tr>`` of each verdict in the checks table, one per line."""
+    return Markup("".join(check_row_chunks(verdicts, step_index, label)))  # noqa: S704
+
+
+def check_row_chunks(
+    verdicts: Iterable[Verdict],
+    step_index: Mapping[str, int],
+    label: Callable[[Outcome], str],
+) -> Iterator[Markup]:
+    """:func:`check_rows` a few thousand rows at a time."""
+    return _chunked(_check_rows(verdicts, step_index, label))
+
+
+def _check_rows(
+    verdicts: Iterable[Verdict],
+    step_index: Mapping[str, int],
+    label: Callable[[Outcome], str],
+) -> Iterator[str]:
     log = _("log")
     waiver_label = _("waiver:")
-    out: list[str] = []
     for v in verdicts:
         oc = v.outcome.value
         described = f'<div class="muted small">{_e(v.description)}</div>' if v.description else ""
@@ -53,24 +81,39 @@ def check_rows(
             f'<a href="#step-{step_index[e]}">{log}</a>' if e in step_index else ""
             for e in v.evidence[:3]
         )
-        out.append(
+        yield (
             f'<tr data-outcome="{oc}"><td class="t-{oc}">{_e(context.SYMBOL[v.outcome])} '
             f"{_e(label(v.outcome))}</td><td>{_e(v.check)}{described}</td>"
             f"<td>{_e(v.benchmark)}</td><td>{_e(context.subject(v))}</td>"
             f'<td>{_e(v.expected)}</td><td data-v="{data_v}">{_e(context.observed(v))}</td>'
             f"<td>{reason}</td><td>{links}</td></tr>\n"
         )
-    return Markup("".join(out))  # noqa: S704 - every value above is escaped
 
 
 def log_rows(
-    steps: Sequence[StepResult],
+    steps: Iterable[StepResult],
     status: Callable[[StepStatus], str],
     href: Callable[[str], str],
 ) -> Markup:
     """The ``<tr>`` of each step in the raw-log appendix, one per line (``id="step-N"``, N
     from 1: the checks table links to these)."""
-    out: list[str] = []
+    return Markup("".join(log_row_chunks(steps, status, href)))  # noqa: S704
+
+
+def log_row_chunks(
+    steps: Iterable[StepResult],
+    status: Callable[[StepStatus], str],
+    href: Callable[[str], str],
+) -> Iterator[Markup]:
+    """:func:`log_rows` a few thousand rows at a time, made as the steps are read."""
+    return _chunked(_log_rows(steps, status, href))
+
+
+def _log_rows(
+    steps: Iterable[StepResult],
+    status: Callable[[StepStatus], str],
+    href: Callable[[str], str],
+) -> Iterator[str]:
     for i, s in enumerate(steps, 1):
         version = f' <span class="muted">{_e(s.tool_version)}</span>' if s.tool_version else ""
         if len(s.nodes) <= 4:
@@ -86,10 +129,9 @@ def log_rows(
         stdout, stderr = href(s.stdout_path), href(s.stderr_path)
         links = (f'<a href="{_e(stdout)}">stdout</a>' if stdout else "") + " "
         links += f'<a href="{_e(stderr)}">stderr</a>' if stderr else ""
-        out.append(
+        yield (
             f'<tr id="step-{i}"{bad}><td>{i}</td>'
             f'<td class="mono">{_e(s.step_id)}</td><td>{_e(s.tool)}{version}</td>'
             f"<td>{nodes}</td><td>{state}</td><td>{_e(s.started)}</td>"
             f"<td>{_e(context.fmt_number(s.duration_s))}</td><td>{links}</td></tr>\n"
         )
-    return Markup("".join(out))  # noqa: S704 - every value above is escaped

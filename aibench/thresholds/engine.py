@@ -266,7 +266,7 @@ def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]
     if check.scope == "fleet" and any(g.failed for g in groups.values()):
         failed = [s for g in groups.values() for s in g.failed]
         groups = defaultdict(_Group, {(): _Group(failed=failed)})
-    verdicts = [_verdict(check, subj, g) for subj, g in sorted(groups.items())]
+    verdicts = [_verdict(check, subj, g, base) for subj, g in sorted(groups.items())]
     if not verdicts:
         verdicts = [
             Verdict(
@@ -403,8 +403,9 @@ def _base(check: Check) -> dict[str, Any]:
     }
 
 
-def _verdict(check: Check, subj: Subject, g: _Group) -> Verdict:
-    base = _base(check)
+def _verdict(check: Check, subj: Subject, g: _Group, base: Mapping[str, Any]) -> Verdict:
+    """The verdict of one subject; ``base`` (:func:`_base`, made once a check: a check of
+    all pairs has a verdict per pair, and each shares its texts)."""
     culprit_nodes = tuple(n for n in subj if "=" not in n)
     if g.failed:
         return _unfinished(check, subj, g, culprit_nodes)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +89,37 @@ def test_rows_equal_the_template_loops(lang: str, planted: bool) -> None:
     if planted:
         assert "<script>" not in got
         assert got.count("&lt;script&gt;") >= 10
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_page_written_in_pieces_is_the_page_rendered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lang: str
+) -> None:
+    """report.html is written a piece at a time (the rows a few thousand at a time, the
+    template generated, not rendered whole): the file holds exactly what ``render`` gives,
+    whatever the size of the pieces."""
+    run = make_run(8, dense=True).run
+    whole = html.render(run, tmp_path, lang=lang)
+    monkeypatch.setattr(rows, "CHUNK", 7)  # many pieces for the 8 nodes' rows
+    assert list(rows._chunked(map(str, range(15)), 7)) == ["0123456", "78910111213", "14"]
+    written = html.write(run, tmp_path, lang=lang)
+    assert written == tmp_path / "report.html"
+    plots = re.compile(r"(?<=[\"#])p\d+-")  # each plot's ids: a counter of the process
+    assert plots.sub("p-", written.read_text(encoding="utf-8")) == plots.sub("p-", whole)
+    assert whole.count('<tr id="step-') == len(run.steps)
+
+
+def test_the_banner_names_each_culprit_once_in_order() -> None:
+    """A failing check's banner line names its culprits once each, the first five, and
+    how many more (a coverage verdict of all pairs may name hundreds of thousands)."""
+    pairs = [f"n{i}+n{i + 1}" for i in range(40_000)]
+    coverage = dataclasses.replace(
+        make_run(4).run.verdicts[0],
+        check="iperf3-tcp.coverage",
+        outcome=Outcome.FAIL,
+        culprits=tuple(pairs),
+    )
+    again = dataclasses.replace(coverage, culprits=("n2+n3", "n0+n1", "late"))
+    run = Run(id="r", suite="s", spec="x", verdicts=(coverage, again))
+    (line,) = html._headline(run)
+    assert line.endswith(": n0+n1, n1+n2, n2+n3, n3+n4, n4+n5 and 39996 more"), line
