@@ -171,6 +171,8 @@ def expected_vs_observed(v: Verdict) -> str:
 def steps_by_id(run: Run, ids: Collection[str] | None = None) -> dict[str, StepResult]:
     """The steps of the run by step id; only those of ``ids`` when given (one pass: the
     steps of a large run are read from disk, not held)."""
+    if ids is not None and not ids:
+        return {}
     return {s.step_id: s for s in run.steps if ids is None or s.step_id in ids}
 
 

@@ -168,6 +168,8 @@ def _unjudged(run: Run) -> list[dict[str, Any]]:
 def step_numbers(run: Run, ids: Collection[str]) -> dict[str, int]:
     """The number (from 1) of each step of ``ids`` in the raw-log appendix, by step id:
     only those, the steps of a large run are many."""
+    if not ids:
+        return {}
     return {s.step_id: i for i, s in enumerate(run.steps, 1) if s.step_id in ids}
 
 

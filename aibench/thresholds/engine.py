@@ -57,6 +57,7 @@ def judge(spec: Spec, run: Run, *, now: datetime | None = None) -> list[Verdict]
     """Every check of ``spec`` evaluated on ``run``; waivers are judged against ``now``."""
     today = (now or datetime.now(UTC)).date()
     nodes = inventory_nodes(run)
+    found, sources = _gather(spec, run)
     out: list[Verdict] = []
     for check in spec.checks:
         state, why = label_scope(check, run)
@@ -65,11 +66,35 @@ def judge(spec: Spec, run: Run, *, now: datetime | None = None) -> list[Verdict]
         if state == "missing":
             verdicts = [Verdict(**_base(check), outcome=Outcome.MISSING, reason=why)]
         elif check.fact:
-            verdicts = _judge_fact(check, run, nodes)
+            verdicts = _judge_fact(check, run, nodes, sources)
         else:
-            verdicts = _judge_metric(check, run, nodes)
+            verdicts = _judge_metric(check, run, nodes, found[id(check)])
         out.extend(apply_waiver(check, v, today) for v in verdicts)
     return out
+
+
+def _gather(spec: Spec, run: Run) -> tuple[dict[int, _Found], _FactSources]:
+    """What every check of ``spec`` reads of the run's steps, in one pass over them (the
+    steps of a large run stay on disk and are read again on each pass): for each metric
+    check that applies (by ``id``), and for the sources of the fact checks."""
+    labels = node_labels(run)
+    metric = [c for c in spec.checks if not c.fact and label_scope(c, run)[0] == "apply"]
+    found = {id(c): _Found() for c in metric}
+    by_tool: dict[str, list[Check]] = defaultdict(list)
+    for c in metric:
+        assert c.select is not None
+        by_tool[c.select.tool].append(c)
+    sources = _FactSources(
+        {c.fact.source for c in spec.checks if c.fact and c.fact.source != "environment"}
+    )
+    if not (by_tool or sources.wanted):
+        return found, sources
+    for s in run.steps:
+        for c in by_tool.get(s.tool, ()):
+            found[id(c)].add(c, s, labels)
+        if sources.wanted:
+            sources.add(s)
+    return found, sources
 
 
 def _check_labels(check: Check) -> dict[str, str]:
@@ -242,12 +267,11 @@ def _largest(check: Check, ms: list[Measurement]) -> list[Measurement]:
     return [m for m in ms if m.dims.get(dim) == top]
 
 
-def _judge_metric(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
+def _judge_metric(check: Check, run: Run, inventory: list[str], found: _Found) -> list[Verdict]:
     sel = check.select
     assert sel is not None
     assert check.unit is not None
     labels = node_labels(run)
-    found = _Found.of(check, run.steps, labels)
     base = _base(check)
     if not found.of_tool:
         where = f" named {sel.step}" if sel.step else ""
@@ -296,32 +320,24 @@ class _Found:
     selected: list[tuple[str, Measurement]] = field(default_factory=list)
     failed: list[StepResult] = field(default_factory=list)
 
-    @classmethod
-    def of(
-        cls, check: Check, steps: Iterable[StepResult], labels: Mapping[str, Mapping[str, str]]
-    ) -> _Found:
+    def add(self, check: Check, s: StepResult, labels: Mapping[str, Mapping[str, str]]) -> None:
+        if not _step_selected(check, s):
+            return
+        self.of_tool += 1
         want = check.select.labels if check.select else None
-        found = cls()
-        for s in steps:
-            if not _step_selected(check, s):
-                continue
-            found.of_tool += 1
-            if want and not _has_labels(labels, s.nodes, want):
-                continue
-            found.steps += 1
-            if not s.ok:
-                found.failed.append(s)
-            else:
-                found.selected += (
-                    (s.step_id, m)
-                    for m in s.measurements
-                    if _measurement_selected(check, m, labels)
-                )
-            if found.selected:
-                found.ids.clear()  # the evidence is in the verdicts
-            else:
-                found.ids.append(s.step_id)
-        return found
+        if want and not _has_labels(labels, s.nodes, want):
+            return
+        self.steps += 1
+        if not s.ok:
+            self.failed.append(s)
+        else:
+            self.selected += (
+                (s.step_id, m) for m in s.measurements if _measurement_selected(check, m, labels)
+            )
+        if self.selected:
+            self.ids.clear()  # the evidence is in the verdicts
+        else:
+            self.ids.append(s.step_id)
 
 
 def _groups(check: Check, found: _Found) -> dict[Subject, _Group]:
@@ -637,11 +653,13 @@ def _loose_eq(a: Any, b: Any) -> bool:
         return str(a).strip().lower() == str(b).strip().lower()
 
 
-def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
+def _judge_fact(
+    check: Check, run: Run, inventory: list[str], sources: _FactSources
+) -> list[Verdict]:
     fs = check.fact
     assert fs is not None
     base = _base(check)
-    facts, steps, unreachable = _fact_sources(fs, run)
+    facts, steps, unreachable = _fact_sources(fs, run, sources)
     if fs.labels:
         labels = node_labels(run)
         inventory = [n for n in inventory if _has_labels(labels, [n], fs.labels)]
@@ -670,7 +688,31 @@ def _judge_fact(check: Check, run: Run, inventory: list[str]) -> list[Verdict]:
     return out
 
 
-def _fact_sources(fs: FactSelect, run: Run) -> tuple[list[Fact], list[StepResult], dict[str, str]]:
+@dataclass
+class _FactSources:
+    """The facts of each source the fact checks read (``wanted``), and the steps that
+    should have recorded them (the source's own, and any step with a fact of it), in
+    step order: gathered in the one pass of :func:`_gather`."""
+
+    wanted: set[str]
+    facts: dict[str, list[Fact]] = field(default_factory=lambda: defaultdict(list))
+    steps: dict[str, list[StepResult]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, s: StepResult) -> None:
+        has = set()
+        for f in s.facts:
+            if f.source in self.wanted:
+                self.facts[f.source].append(f)
+                has.add(f.source)
+        if s.tool in self.wanted:
+            has.add(s.tool)
+        for source in has:
+            self.steps[source].append(s)
+
+
+def _fact_sources(
+    fs: FactSelect, run: Run, sources: _FactSources
+) -> tuple[list[Fact], list[StepResult], dict[str, str]]:
     """The facts a fact check reads, the steps that should have recorded them, and the
     nodes the environment could not reach (with why)."""
     if fs.source == "environment":
@@ -683,15 +725,10 @@ def _fact_sources(fs: FactSelect, run: Run) -> tuple[list[Fact], list[StepResult
         return _environment_facts(run, fs.name), [], unreachable
     facts = [
         f
-        for f in run.facts
-        if f.source == fs.source
-        and f.name == fs.name
-        and all(dim_matches(r, f.dims.get(k)) for k, r in fs.dims.items())
+        for f in sources.facts.get(fs.source, ())
+        if f.name == fs.name and all(dim_matches(r, f.dims.get(k)) for k, r in fs.dims.items())
     ]
-    steps = [
-        s for s in run.steps if s.tool == fs.source or any(f.source == fs.source for f in s.facts)
-    ]
-    return facts, steps, {}
+    return facts, list(sources.steps.get(fs.source, ())), {}
 
 
 def _fact_not_measured(

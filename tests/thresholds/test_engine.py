@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -690,3 +691,36 @@ def test_rail_coverage_uses_the_inventory_hcas(tmp_path: Path) -> None:
     assert cov.outcome is Outcome.FAIL
     assert cov.culprits == ("a:device=mlx5_2", "b:device=mlx5_2")
     assert cov.observed_text == "4 of 6 rails measured"
+
+
+def test_every_metric_check_is_judged_in_one_pass_over_steps_read_from_disk() -> None:
+    """A run's steps may stay on disk (a StepSource, read again on each pass): the metric
+    and the fact checks of a spec gather what they need in one pass, and judge as the
+    steps held do."""
+    from aibench.model import StepResult, StepSource
+    from aibench.thresholds import load_spec
+    from tests.reports.gen import make_run
+
+    class Counted(StepSource):
+        def __init__(self, steps: tuple[StepResult, ...]) -> None:
+            self.steps, self.passes = steps, 0
+
+        def __len__(self) -> int:
+            return len(self.steps)
+
+        def __getitem__(self, i: int) -> StepResult:  # type: ignore[override]
+            return self.steps[i]
+
+        def __iter__(self) -> Iterator[StepResult]:
+            self.passes += 1
+            return iter(self.steps)
+
+    held = make_run(8, dense=True).run
+    spec = load_spec("h100-ndr")
+    assert len({c.select.tool for c in spec.checks if c.select}) >= 3
+    assert any(c.fact is not None and c.fact.source != "environment" for c in spec.checks)
+    source = Counted(tuple(held.steps))
+    on_disk = held.replace(steps=source)
+    assert on_disk.steps is source
+    assert judge(spec, on_disk, now=NOW) == judge(spec, held, now=NOW)
+    assert source.passes == 1
