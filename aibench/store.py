@@ -8,8 +8,10 @@ Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
                       the suite's text, Run.inventory, Run.judgements), so that aibench
                       check judges it again from this file alone
     run-config.json   what was asked (suite, spec, inventory paths, options): for --resume
-    steps.jsonl       one StepResult per line, appended as each invocation finishes (the
-                      results are read back from it at the end, not held during the run)
+    steps.jsonl       one StepResult per line (with its invocation's place in the plan,
+                      ``plan_index``), appended as each invocation finishes; not held during
+                      the run, nor at its end: the judgement, run.json and the reports read
+                      it again a step at a time on each pass (orchestrator.JournalResults)
     raw/<step>/...    stdout/stderr of every process, written as they arrive
     report.html, junit.xml, summary.md, metrics.prom, manifest.sha256
 """

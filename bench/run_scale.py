@@ -19,12 +19,18 @@ to steps.jsonl as in a run. It prints, measured with tracemalloc in that child:
   names), and that per invocation of those rounds times the invocations of the whole
   step (``at all pairs``; 0 when nothing grew). At 4096 nodes a round is 2048
   invocations: give ``--invocations`` 4096 or more;
-* ``end peak/inv``: the peak of the end of the run, the results in plan order and
-  run.json written (``Execution.results()`` and ``store.save_run``), per invocation,
-  and that times the whole step: the whole Run is still held once at the end, to judge
-  and report it;
-* the wall and CPU time of the rounds (traced by tracemalloc, which slows them), the CPU
-  time of the end (done again without tracing), and the run.json size per invocation.
+* ``end peak``: the peak of the end of the run over what was held before it: what
+  ``aibench run`` does once the rounds are done (the results in plan order, the Run
+  assembled, judged, run.json and every report written: ``pipeline.assemble``,
+  ``judge``, ``store_and_report``; a 2-node run's end first, so that what the end
+  imports and caches once is not counted). It is judged by the default spec without its
+  ``require`` rows: the first rounds leave most pairs unmeasured, and a coverage verdict
+  would name each of them, as many at either size. The child runs twice, over half the
+  invocations and over all of them, and ``end +/inv`` is what the end takes more per
+  invocation (the two peaks' difference over the invocations'), and that times the
+  whole step (``at all pairs``): the part of the end that grows with the run;
+* the wall time of the rounds (traced by tracemalloc, which slows them), the CPU time of
+  the end (done again without tracing), and the run.json size per invocation.
 
 Then it renders a GENERATED acceptance-shaped run of ``--report-nodes`` nodes
 (tests/reports/gen.py, ``dense``: at 4096 nodes 131,000 steps, 418,000 measurements,
@@ -53,31 +59,37 @@ TARGET_S, TARGET_BYTES = 20.0, 2 * GB
 
 # Runs in the child, in the checkout measured: argv = nodes, invocations, work folder.
 CHILD = r"""
-import asyncio, gc, json, sys, time, tracemalloc
+import asyncio, dataclasses, gc, json, sys, time, tracemalloc
 from pathlib import Path
+from aibench import pipeline
 from aibench.executors.base import ProcResult
-from aibench.model import Run
 from aibench.orchestrator import Execution, execute
-from aibench.pipeline import load_inputs
 from aibench.plan import build_plan
-from aibench.store import save_run
 
 n, k, d = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 client_out, version_out = Path(sys.argv[4]).read_bytes(), Path(sys.argv[5]).read_bytes()
 
 
-def plan_of(n, path):
+def inputs_of(n, path):
     path.write_text(
         "name: generated\ndefaults: {executor: ssh}\n"
         f"ssh: {{user: bench, known_hosts: {d / 'none'}, connect_timeout: 5}}\n"
         f"nodes:\n  - name: node[{'1'.zfill(len(str(n)))}-{n}]\n"
         '    address_pattern: "192.0.2.{index}"\n'
     )
-    inputs = load_inputs("acceptance", inventory=str(path), steps="iperf3-tcp")
+    inputs = pipeline.load_inputs("acceptance", inventory=str(path), steps="iperf3-tcp")
+    # the spec without its coverage rows: the first rounds leave most pairs unmeasured,
+    # and a coverage verdict would name each of them (as many at either size)
+    checks = tuple(c.model_copy(update={"require": None}) for c in inputs.spec.checks)
+    return dataclasses.replace(inputs, spec=dataclasses.replace(inputs.spec, checks=checks))
+
+
+def plan_of(inputs):
     return build_plan(inputs.suite, inputs.inventory)
 
 
-plan = plan_of(n, d / "inventory.yaml")
+inputs = inputs_of(n, d / "inventory.yaml")
+plan = plan_of(inputs)
 
 
 class FirstRounds:
@@ -140,11 +152,23 @@ def progress(label, res, done, total):
         starts.append((tracemalloc.get_traced_memory()[0], done))
 
 
-# what the first invocations import and set up once: a run of 2 nodes elsewhere first
+def end(ex, inputs, run_dir):
+    # the end of `aibench run`: the results (the journal's, or held by an older
+    # aibench), the Run, its judgement, run.json and every report
+    results = getattr(ex, "results_log", ex.results)()
+    executed = pipeline.Executed(results=results)
+    run = pipeline.assemble(inputs, executed, run_id="scale", started="2026-12-03T00:00:00Z")
+    run, _ = pipeline.judge(run, inputs)
+    pipeline.store_and_report(run, run_dir)
+    return len(results), len(run.verdicts), sum(1 for r in results if r.ok)
+
+
+# what the first invocations and the end import and set up once: a run of 2 nodes first
 (d / "warm-up").mkdir()
-warm = Execution(run_dir=d / "warm-up", plan=plan_of(2, d / "warm-up.yaml"),
-                 executor_for=lambda node: replay)
+warm_inputs = inputs_of(2, d / "warm-up.yaml")
+warm = Execution(run_dir=d / "warm-up", plan=plan_of(warm_inputs), executor_for=lambda node: replay)
 asyncio.run(execute(warm))
+end(warm, warm_inputs, d / "warm-up")
 ex = Execution(
     run_dir=d, plan=FirstRounds(plan, k), executor_for=lambda node: replay, progress=progress
 )
@@ -157,21 +181,19 @@ gc.collect()
 since, before = starts[-1]  # the second round's start: the first made what is made once
 held = tracemalloc.get_traced_memory()[0] - since
 run_s, run_cpu = t1 - t0, c1 - c0
+at_end = tracemalloc.get_traced_memory()[0]
 tracemalloc.reset_peak()
-results = ex.results()
-save_run(Run(id="scale", suite="acceptance", spec="default", steps=tuple(results)), d)
-peak = tracemalloc.get_traced_memory()[1] - base
+done, verdicts, ok = end(ex, inputs, d)
+peak = tracemalloc.get_traced_memory()[1] - at_end
 tracemalloc.stop()  # the end again, timed without tracing each allocation
-del results
 gc.collect()
 t1, c1 = time.perf_counter(), time.process_time()
-results = ex.results()
-save_run(Run(id="scale", suite="acceptance", spec="default", steps=tuple(results)), d)
+end(ex, inputs, d)
 t2, c2 = time.perf_counter(), time.process_time()
 print(json.dumps({
-    "full": plan.run_count(), "done": len(results), "counted": len(results) - before,
-    "measurements": sum(len(r.measurements) for r in results),
-    "ok": sum(r.ok for r in results), "held": held, "end_peak": peak,
+    "full": plan.run_count(), "done": done, "counted": done - before, "verdicts": verdicts,
+    "ok": ok,
+    "held": held, "end_peak": peak,
     "run_s": run_s, "run_cpu": run_cpu, "end_s": t2 - t1, "end_cpu": c2 - c1,
     "run_json": (d / "run.json").stat().st_size,
 }))
@@ -256,21 +278,23 @@ def main() -> int:
         d = Path(tmp)
         fx = fixtures(d)
         print(
-            f"{'nodes':>5} {'code':<6} {'invoc':>6} {'of all pairs':>12} {'meas':>6} "
-            f"{'run s':>6} {'cpu s':>6} {'held +MB':>8} {'at all pairs':>12} "
-            f"{'end cpu s':>9} {'end peak/inv':>12} {'at all pairs':>12} {'json/inv':>9}"
+            f"{'nodes':>5} {'code':<6} {'invoc':>6} {'of all pairs':>12} {'run s':>6} "
+            f"{'held +MB':>8} {'at all pairs':>12} {'end cpu s':>9} {'end peak':>9} "
+            f"{'end +/inv':>9} {'at all pairs':>12} {'json/inv':>8}"
         )
         for n in (int(x) for x in args.nodes.split(",")):
             for name, source in sources:
+                half = run_part(source, n, args.invocations // 2, d / f"{name}-{n}-half", fx)
                 g = run_part(source, n, args.invocations, d / f"{name}-{n}", fx)
                 k, full = g["done"], g["full"]
                 grows = max(0.0, g["held"]) / g["counted"] * full  # 0: nothing grew
+                # what the end takes per invocation more: the two ends side by side
+                per = (g["end_peak"] - half["end_peak"]) / (k - half["done"])
                 print(
-                    f"{n:>5} {name:<6} {k:>6.0f} {full:>12,.0f} {g['measurements']:>6.0f} "
-                    f"{g['run_s']:>6.1f} {g['run_cpu']:>6.1f} {g['held'] / MB:>+8.2f} "
-                    f"{grows / GB:>9.2f} GB {g['end_cpu']:>9.1f} "
-                    f"{g['end_peak'] / k:>10.0f} B {g['end_peak'] / k * full / GB:>9.2f} GB "
-                    f"{g['run_json'] / k:>7.0f} B",
+                    f"{n:>5} {name:<6} {k:>6.0f} {full:>12,.0f} {g['run_s']:>6.1f} "
+                    f"{g['held'] / MB:>+8.2f} {grows / GB:>9.2f} GB {g['end_cpu']:>9.1f} "
+                    f"{g['end_peak'] / MB:>6.0f} MB {per:>7.0f} B "
+                    f"{max(0.0, per) * full / GB:>9.2f} GB {g['run_json'] / k:>6.0f} B",
                     flush=True,
                 )
                 if g["ok"] != k:
