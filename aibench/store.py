@@ -4,6 +4,8 @@ Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
 
     run.json          the Run (schema_version), written atomically once the run is judged
                       (and again by aibench check / report --write), a step at a time;
+                      read back a step at a time too, and beyond LAZY_BYTES its steps are
+                      left in it (RunJsonSteps);
                       it keeps what the run was judged with (Run.inputs: the spec's and
                       the suite's text, Run.inventory, Run.judgements), so that aibench
                       check judges it again from this file alone
@@ -18,14 +20,18 @@ Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
-from collections.abc import Iterator
+import os
+from array import array
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, overload
 
 from aibench.errors import UserError
-from aibench.model import Run, Shared, StepResult, Verdict, check_schema
+from aibench.model import Run, Shared, StepResult, StepSource, Verdict, check_schema
 
 RUN_JSON = "run.json"
 RUN_CONFIG = "run-config.json"
@@ -95,9 +101,23 @@ def _indented(text: str, level: int) -> str:
     return text.replace("\n", "\n" + " " * level) if level else text
 
 
-def load_run(run_dir: Path) -> Run:
+# A run.json larger than this keeps its steps on disk when it is read (RunJsonSteps): a
+# run of all pairs of 1024 nodes writes about 6 GB. Below it, the steps are held: each
+# pass over steps read from disk decodes them again.
+LAZY_BYTES = 1 << 30
+
+
+def load_run(run_dir: Path, *, lazy: bool | None = None) -> Run:
+    """The Run of a run directory (or of a run.json). ``lazy``: its steps are left in
+    the file and read again a step at a time on each pass (:class:`RunJsonSteps`);
+    default: when the file is larger than :data:`LAZY_BYTES`."""
     path = run_dir / RUN_JSON if run_dir.is_dir() else run_dir
     try:
+        if lazy is None:
+            lazy = path.stat().st_size > LAZY_BYTES
+        if lazy:
+            with path.open(encoding="ascii") as f:  # json.dumps writes ASCII: chars are bytes
+                return read_run(f, steps_in=path)
         with path.open(encoding="utf-8") as f:
             return read_run(f)
     except FileNotFoundError:
@@ -107,19 +127,22 @@ def load_run(run_dir: Path) -> Run:
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except UnicodeDecodeError:
+        if lazy:  # not as json.dumps writes it: read it whole
+            return load_run(path, lazy=False)
         raise UserError(f"{path}: not a run.json (not UTF-8 text)") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{path}: cannot read this run: {exc}") from None
 
 
-def read_run(f: TextIO, chunk: int = 1 << 20) -> Run:
+def read_run(f: TextIO, chunk: int = 1 << 20, *, steps_in: Path | None = None) -> Run:
     """The Run of a run.json, read a piece at a time: each step and verdict becomes its
     record as it is read, so that the file's text and its dict tree are never held whole
-    beside the records."""
+    beside the records. ``steps_in`` (the path of ``f``, read as ASCII): each step is
+    read and checked, and only where it is in the file is kept (:class:`RunJsonSteps`)."""
     reader = _JsonReader(f, chunk)
     reader.expect("{")
     fields: dict[str, Any] = {}
-    records: dict[str, list[Any]] = {}
+    records: dict[str, Sequence[Any]] = {}
     shared = Shared()  # one copy of each name, node tuple and dims for the whole run
     while reader.peek() != "}":
         if fields or records:
@@ -130,6 +153,9 @@ def read_run(f: TextIO, chunk: int = 1 << 20) -> Run:
         reader.expect(":")
         if key in _STREAMED and reader.peek() == "[" and "schema_version" in fields:
             check_schema(fields["schema_version"])
+            if key == "steps" and steps_in is not None:
+                records[key] = RunJsonSteps.read(reader, steps_in)
+                continue
             make = StepResult.from_dict if key == "steps" else Verdict.from_dict
             records[key] = [make(item, shared) for item in reader.items()]
         else:
@@ -139,6 +165,54 @@ def read_run(f: TextIO, chunk: int = 1 << 20) -> Run:
     return Run.from_dict(fields, shared).replace(**records)
 
 
+class RunJsonSteps(StepSource):
+    """The steps of a run.json left in the file: where each one is (16 bytes a step),
+    read again a step at a time on each pass. The file stays open, so that a run.json
+    written again in its place (``aibench check`` records its judgement) does not move
+    the steps under it."""
+
+    __slots__ = ("_fd", "ends", "path", "starts")
+
+    def __init__(self, path: Path, starts: array[int], ends: array[int]) -> None:
+        self.path, self.starts, self.ends = path, starts, ends
+        self._fd = os.open(path, os.O_RDONLY)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):
+            os.close(self._fd)
+
+    @classmethod
+    def read(cls, reader: _JsonReader, path: Path) -> RunJsonSteps:
+        """The steps array at ``reader``'s place in ``path``, each one read and checked."""
+        starts, ends = array("q"), array("q")
+        shared = Shared(tuples=False)
+        for start, item in reader.spans():
+            StepResult.from_dict(item, shared)  # a damaged step is an error now, not later
+            starts.append(start)
+            ends.append(reader.offset())
+        return cls(path, starts, ends)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __iter__(self) -> Iterator[StepResult]:
+        shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
+        for start, end in zip(self.starts, self.ends, strict=True):
+            yield self._read(start, end, shared)
+
+    @overload
+    def __getitem__(self, i: int) -> StepResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[StepResult]: ...
+    def __getitem__(self, i: int | slice) -> StepResult | list[StepResult]:
+        if isinstance(i, slice):
+            return list(itertools.islice(self, *i.indices(len(self))))
+        return self._read(self.starts[i], self.ends[i], Shared(tuples=False))
+
+    def _read(self, start: int, end: int, shared: Shared) -> StepResult:
+        return StepResult.from_dict(json.loads(os.pread(self._fd, end - start, start)), shared)
+
+
 class _JsonReader:
     """A JSON text read from a file a chunk at a time (``raw_decode`` of one value at a
     time; a value cut by the chunk's end is read again with more text)."""
@@ -146,12 +220,14 @@ class _JsonReader:
     def __init__(self, f: TextIO, chunk: int = 1 << 20) -> None:
         self.f, self.chunk = f, chunk
         self.buf, self.pos, self.eof = "", 0, False
+        self.dropped = 0  # characters read before ``buf``
         self.lines = 0  # lines read before ``buf``: an error names the line of the file
         self.decoder = json.JSONDecoder()
 
     def _more(self, size: int) -> bool:
         text = self.f.read(size)
         self.lines += self.buf.count("\n", 0, self.pos)
+        self.dropped += self.pos
         self.buf, self.pos = self.buf[self.pos :] + text, 0
         self.eof = not text
         return bool(text)
@@ -189,14 +265,26 @@ class _JsonReader:
             self._more(size)  # then decoded again: positions are of the new text
             size *= 2  # a long value: read on in larger pieces
 
+    def offset(self) -> int:
+        """Where the reader is, in characters from the start of the text."""
+        return self.dropped + self.pos
+
     def items(self) -> Iterator[Any]:
         """The values of the array that starts here, one at a time."""
+        for _start, value in self.spans():
+            yield value
+
+    def spans(self) -> Iterator[tuple[int, Any]]:
+        """(where it starts, value) of each value of the array that starts here, one at
+        a time; where it ends is :meth:`offset` when it is given."""
         self.expect("[")
         if self.peek() == "]":
             self.pos += 1
             return
         while True:
-            yield self.value()
+            self.peek()
+            start = self.offset()
+            yield start, self.value()
             if self.peek() == "]":
                 self.pos += 1
                 return

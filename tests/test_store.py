@@ -80,3 +80,69 @@ def test_repeated_values_are_one_object_and_keep_their_type(run: Run) -> None:
     assert again[0].dims is again[1].dims
     assert again[0].nodes is again[2].nodes
     assert again[0].metric is again[1].metric
+
+
+@pytest.mark.parametrize("layout", ["written", "compact", "small pieces"])
+def test_a_large_run_json_keeps_its_steps_in_the_file(
+    tmp_path: Path, run: Run, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above LAZY_BYTES (or with ``lazy=True``) the steps stay in run.json: where each is
+    (its characters are its bytes: json.dumps writes ASCII) is kept, each pass reads them
+    again, and the Run is the one read whole, whatever the file's layout."""
+    from aibench import store
+
+    text = {
+        "written": json.dumps(run.to_dict(), indent=1),
+        "compact": json.dumps(run.to_dict(), separators=(",", ":")),
+        "small pieces": json.dumps(run.to_dict(), indent=1),
+    }[layout]
+    (tmp_path / "run.json").write_text(text)
+    if layout == "small pieces":  # values cut by the reader's chunks
+        real = store.read_run
+        monkeypatch.setattr(store, "read_run", lambda f, **kw: real(f, 7, **kw))
+    monkeypatch.setattr(store, "LAZY_BYTES", len(text) - 1)
+    lazy = load_run(tmp_path)
+    assert isinstance(lazy.steps, store.RunJsonSteps)
+    assert len(lazy.steps) == len(run.steps)
+    assert tuple(lazy.steps) == run.steps
+    assert tuple(lazy.steps) == run.steps  # a second pass reads them again
+    assert (lazy.steps[2], lazy.steps[-1], lazy.steps[1:3]) == (
+        run.steps[2],
+        run.steps[-1],
+        list(run.steps[1:3]),
+    )
+    assert lazy.replace(steps=()) == run.replace(steps=())
+    monkeypatch.setattr(store, "LAZY_BYTES", len(text))
+    assert isinstance(load_run(tmp_path).steps, tuple)
+
+
+def test_steps_left_in_run_json_stay_readable_when_it_is_written_again(
+    tmp_path: Path, run: Run
+) -> None:
+    """``aibench check`` writes run.json again in its place (its judgement recorded, so the
+    fields before the steps may change length): the steps read after it are the same."""
+    save_run(run, tmp_path)
+    lazy = load_run(tmp_path, lazy=True)
+    save_run(lazy.replace(notes=("a much longer note than before " * 40,)), tmp_path)
+    assert tuple(lazy.steps) == run.steps
+    again = load_run(tmp_path, lazy=True)
+    assert tuple(again.steps) == run.steps
+    assert again.notes[0].startswith("a much longer note")
+
+
+def test_a_damaged_step_is_an_error_when_run_json_is_read_not_later(
+    tmp_path: Path, run: Run
+) -> None:
+    """A large run.json is still read whole once: a step that is not a step is an error
+    naming the file at load time; a file that is not ASCII is read as a whole run."""
+    d = run.to_dict()
+    d["steps"][1] = {"step_id": "x"}
+    (tmp_path / "run.json").write_text(json.dumps(d, indent=1))
+    with pytest.raises(UserError, match=r"run.json: cannot read this run: 'step'"):
+        load_run(tmp_path, lazy=True)
+    d = run.to_dict()
+    d["notes"] = ["café"]
+    (tmp_path / "run.json").write_text(json.dumps(d, indent=1, ensure_ascii=False))
+    read = load_run(tmp_path, lazy=True)
+    assert isinstance(read.steps, tuple)
+    assert read.notes == ("café",)
