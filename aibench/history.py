@@ -8,8 +8,9 @@ Schema (``PRAGMA user_version`` = 1)::
            low, high)
 
 A *series* is one measured quantity: tool, metric, step, dims and nodes. :meth:`record`
-stores a run's median and spread per series (repeats summarized), and the whole run so
-that ``aibench compare`` can work from the database alone.
+stores a run's median and spread per series (repeats summarized), and the whole run (the
+bytes of its run.json, written and read a step at a time) so that ``aibench compare`` can
+work from the database alone.
 
 Regressions (:meth:`History.regressions`) are noise-aware:
 
@@ -29,6 +30,7 @@ Regressions (:meth:`History.regressions`) are noise-aware:
 from __future__ import annotations
 
 import functools
+import io
 import json
 import sqlite3
 import statistics
@@ -126,6 +128,47 @@ def higher_is_better(metric: str, unit: str, tool: str = "") -> bool:
     from aibench import tools
 
     return tools.higher_is_better(tool, metric, unit)
+
+
+def _store_run(con: sqlite3.Connection, run: Run) -> None:
+    """The ``runs`` row of ``run``: its record is run.json's bytes, written into the row a
+    step at a time (``store.run_json_chunks``, ASCII: a character is a byte), so that the
+    record of a run of millions of steps is never one text in memory."""
+    from aibench.store import run_json_chunks
+
+    size = sum(map(len, run_json_chunks(run)))
+    cur = con.execute(
+        "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, zeroblob(?))",
+        (
+            run.id,
+            run.started,
+            run.suite,
+            run.spec,
+            run.outcome.value,
+            int(run.generated),
+            json.dumps(dict(run.environment), default=str),
+            size,
+        ),
+    )
+    assert cur.lastrowid is not None
+    with con.blobopen("runs", "run", cur.lastrowid) as blob:
+        for chunk in run_json_chunks(run):
+            blob.write(chunk.encode("ascii"))
+
+
+class _BlobReader(io.RawIOBase):
+    """A database blob as a raw binary stream, for io.BufferedReader."""
+
+    def __init__(self, blob: sqlite3.Blob) -> None:
+        self.blob = blob
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.blob.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 @dataclass(frozen=True)
@@ -237,9 +280,8 @@ class History:
         """Store ``run`` (replacing an earlier record of the same id); returns #series."""
         groups: dict[str, list[float]] = {}
         meta: dict[str, tuple[str, str, str, str, str, str]] = {}
-        ok_steps = {s.step_id for s in run.steps if s.ok}
         for s in run.steps:
-            if s.step_id not in ok_steps:
+            if not s.ok:
                 continue
             for m in s.measurements:
                 key = series_key(m.tool, m.metric, m.step, m.dims, m.nodes)
@@ -264,19 +306,7 @@ class History:
                 groups.setdefault(key, []).append(value)
         with self._db(write=True) as con:
             con.execute("DELETE FROM points WHERE run_id = ?", (run.id,))
-            con.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.id,
-                    run.started,
-                    run.suite,
-                    run.spec,
-                    run.outcome.value,
-                    int(run.generated),
-                    json.dumps(dict(run.environment), default=str),
-                    json.dumps(run.to_dict(), default=str),
-                ),
-            )
+            _store_run(con, run)
             for key, vals in groups.items():
                 med = float(statistics.median(vals))
                 mad = float(statistics.median(abs(v - med) for v in vals)) * MAD_SCALE
@@ -294,11 +324,21 @@ class History:
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
 
     def load_run(self, run_id: str) -> Run:
+        """The run recorded as ``run_id``, read from the database a piece at a time."""
+        from aibench.store import read_run
+
         with self._db() as con:
-            row = con.execute("SELECT run FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise UserError(f"{self.path}: no run {run_id!r}", hint="aibench history lists them")
-        return Run.from_dict(json.loads(row[0]))
+            row = con.execute(
+                "SELECT rowid, typeof(run), run FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise UserError(
+                    f"{self.path}: no run {run_id!r}", hint="aibench history lists them"
+                )
+            if row[1] == "text":  # recorded by an older aibench, as one JSON text
+                return Run.from_dict(json.loads(row[2]))
+            with con.blobopen("runs", "run", row[0], readonly=True) as blob:
+                return read_run(io.TextIOWrapper(io.BufferedReader(_BlobReader(blob)), "utf-8"))
 
     def environment(self, run_id: str) -> dict[str, str]:
         with self._db() as con:

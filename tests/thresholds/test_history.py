@@ -465,3 +465,29 @@ def test_aibench_run_of_a_history_suite_fills_the_default_database(
     assert {r.suite for r in runs} == {"nightly-like"}
     main(["run", "--suite", str(suite), "--output-dir", str(out), "--quiet", "--no-history"])
     assert len(History(db).runs()) == 2
+
+
+def test_a_run_is_recorded_as_its_run_json_bytes_written_a_step_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """The database keeps a run's record as the bytes of its run.json, written into the
+    row a step at a time and read back a piece at a time; a record an older aibench
+    stored as one JSON text still reads."""
+    import json
+    import sqlite3
+
+    from tests.reports.gen import make_run
+
+    r = make_run(8, dense=True).run
+    h = History(tmp_path / "h.sqlite")
+    h.record(r)
+    h.record(r)  # again, in place of the first
+    save_run(r, tmp_path)
+    with sqlite3.connect(tmp_path / "h.sqlite") as con:
+        rows = con.execute("SELECT typeof(run), run FROM runs").fetchall()
+    assert [kind for kind, _ in rows] == ["blob"]
+    assert rows[0][1] == (tmp_path / "run.json").read_bytes()
+    assert h.load_run(r.id) == r
+    with sqlite3.connect(tmp_path / "h.sqlite") as con:
+        con.execute("UPDATE runs SET run = ?", (json.dumps(r.to_dict()),))
+    assert h.load_run(r.id) == r
