@@ -317,8 +317,8 @@ def judge(
     judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
     run = record(run, judgement, by)
     hist.record(run)
-    earlier = [hist.load_run(r.id) for r in hist.runs() if r.suite == run.suite and r.id != run.id]
-    return run, earlier[-20:]
+    ids = [r.id for r in hist.runs() if r.suite == run.suite and r.id != run.id]
+    return run, [hist.load_run(i) for i in ids[-20:]]  # the last 20 read, not every one
 
 
 def store_and_report(

@@ -491,3 +491,31 @@ def test_a_run_is_recorded_as_its_run_json_bytes_written_a_step_at_a_time(
     with sqlite3.connect(tmp_path / "h.sqlite") as con:
         con.execute("UPDATE runs SET run = ?", (json.dumps(r.to_dict()),))
     assert h.load_run(r.id) == r
+
+
+def test_a_run_judged_with_history_reads_only_the_last_twenty_runs_of_its_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's trends take the suite's last 20 earlier runs: those are read from the
+    database, not every run it holds."""
+    from aibench import pipeline
+    from aibench.thresholds import load_spec
+
+    runs = make_runs(24)
+    db = tmp_path / "h.sqlite"
+    h = History(db)
+    for r in runs[:-1]:
+        h.record(r)
+    read: list[str] = []
+    real = History.load_run
+
+    def counted(self: History, run_id: str) -> Run:
+        read.append(run_id)
+        return real(self, run_id)
+
+    monkeypatch.setattr(History, "load_run", counted)
+    inputs = pipeline.Inputs(suite=None, inventory=None, spec=load_spec("default"))
+    judged, earlier = pipeline.judge(runs[-1], inputs, history=db)
+    assert [r.id for r in earlier] == [r.id for r in runs[-21:-1]]
+    assert read == [r.id for r in runs[-21:-1]]
+    assert judged.id == runs[-1].id
