@@ -34,7 +34,7 @@ import io
 import json
 import sqlite3
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +42,7 @@ from typing import Any
 
 from aibench import units
 from aibench.errors import UserError
-from aibench.model import Outcome, Run
+from aibench.model import Outcome, Run, StepResult
 
 SCHEMA = 1
 MAD_SCALE = 1.4826
@@ -323,9 +323,13 @@ class History:
             ).fetchall()
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
 
-    def load_run(self, run_id: str) -> Run:
-        """The run recorded as ``run_id``, read from the database a piece at a time."""
+    def load_run(self, run_id: str, *, steps_of: Collection[str] | None = None) -> Run:
+        """The run recorded as ``run_id``, read from the database a piece at a time;
+        ``steps_of``: only the steps of these tools are kept."""
         from aibench.store import read_run
+
+        def keep(s: StepResult) -> bool:
+            return steps_of is None or s.tool in steps_of
 
         with self._db() as con:
             row = con.execute(
@@ -336,9 +340,11 @@ class History:
                     f"{self.path}: no run {run_id!r}", hint="aibench history lists them"
                 )
             if row[1] == "text":  # recorded by an older aibench, as one JSON text
-                return Run.from_dict(json.loads(row[2]))
+                run = Run.from_dict(json.loads(row[2]))
+                return run.replace(steps=[s for s in run.steps if keep(s)])
             with con.blobopen("runs", "run", row[0], readonly=True) as blob:
-                return read_run(io.TextIOWrapper(io.BufferedReader(_BlobReader(blob)), "utf-8"))
+                text = io.TextIOWrapper(io.BufferedReader(_BlobReader(blob)), "utf-8")
+                return read_run(text, keep=keep)
 
     def environment(self, run_id: str) -> dict[str, str]:
         with self._db() as con:

@@ -317,8 +317,12 @@ def judge(
     judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
     run = record(run, judgement, by)
     hist.record(run)
+    # the last 20, each with the steps the report's trends read (its sections say which)
+    from aibench.reports.sections import history_step_tools
+
     ids = [r.id for r in hist.runs() if r.suite == run.suite and r.id != run.id]
-    return run, [hist.load_run(i) for i in ids[-20:]]  # the last 20 read, not every one
+    keep = history_step_tools({s.tool for s in inputs.suite.steps})
+    return run, [hist.load_run(i, steps_of=keep) for i in ids[-20:]]
 
 
 def store_and_report(

@@ -25,7 +25,7 @@ import itertools
 import json
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO, overload
@@ -134,11 +134,18 @@ def load_run(run_dir: Path, *, lazy: bool | None = None) -> Run:
         raise UserError(f"{path}: cannot read this run: {exc}") from None
 
 
-def read_run(f: TextIO, chunk: int = 1 << 20, *, steps_in: Path | None = None) -> Run:
+def read_run(
+    f: TextIO,
+    chunk: int = 1 << 20,
+    *,
+    steps_in: Path | None = None,
+    keep: Callable[[StepResult], bool] | None = None,
+) -> Run:
     """The Run of a run.json, read a piece at a time: each step and verdict becomes its
     record as it is read, so that the file's text and its dict tree are never held whole
     beside the records. ``steps_in`` (the path of ``f``, read as ASCII): each step is
-    read and checked, and only where it is in the file is kept (:class:`RunJsonSteps`)."""
+    read and checked, and only where it is in the file is kept (:class:`RunJsonSteps`).
+    ``keep``: only the steps it says yes to are kept (each is read and checked)."""
     reader = _JsonReader(f, chunk)
     reader.expect("{")
     fields: dict[str, Any] = {}
@@ -156,8 +163,11 @@ def read_run(f: TextIO, chunk: int = 1 << 20, *, steps_in: Path | None = None) -
             if key == "steps" and steps_in is not None:
                 records[key] = RunJsonSteps.read(reader, steps_in)
                 continue
-            make = StepResult.from_dict if key == "steps" else Verdict.from_dict
-            records[key] = [make(item, shared) for item in reader.items()]
+            if key == "steps":
+                steps = (StepResult.from_dict(item, shared) for item in reader.items())
+                records[key] = [s for s in steps if keep is None or keep(s)]
+                continue
+            records[key] = [Verdict.from_dict(item, shared) for item in reader.items()]
         else:
             fields[key] = reader.value()
     reader.expect("}")

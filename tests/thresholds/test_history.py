@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -499,6 +500,7 @@ def test_a_run_judged_with_history_reads_only_the_last_twenty_runs_of_its_suite(
     """The report's trends take the suite's last 20 earlier runs: those are read from the
     database, not every run it holds."""
     from aibench import pipeline
+    from aibench.suite import load_suite
     from aibench.thresholds import load_spec
 
     runs = make_runs(24)
@@ -509,13 +511,48 @@ def test_a_run_judged_with_history_reads_only_the_last_twenty_runs_of_its_suite(
     read: list[str] = []
     real = History.load_run
 
-    def counted(self: History, run_id: str) -> Run:
+    def counted(self: History, run_id: str, **kw: Any) -> Run:
         read.append(run_id)
-        return real(self, run_id)
+        return real(self, run_id, **kw)
 
     monkeypatch.setattr(History, "load_run", counted)
-    inputs = pipeline.Inputs(suite=None, inventory=None, spec=load_spec("default"))
+    inputs = pipeline.Inputs(
+        suite=load_suite("acceptance"), inventory=None, spec=load_spec("default")
+    )
     judged, earlier = pipeline.judge(runs[-1], inputs, history=db)
     assert [r.id for r in earlier] == [r.id for r in runs[-21:-1]]
     assert read == [r.id for r in runs[-21:-1]]
     assert judged.id == runs[-1].id
+
+
+def test_earlier_runs_read_for_trends_keep_only_the_steps_a_section_reads(
+    tmp_path: Path,
+) -> None:
+    """The report draws trends from the earlier runs' verdicts, and only the MLPerf
+    Training section reads their steps: an earlier run read for a suite keeps its
+    verdicts and those steps alone (a nightly all-pairs run's steps stay in the database)."""
+    from aibench import pipeline
+    from aibench.reports.sections import history_step_tools
+    from aibench.suite import load_suite
+    from aibench.thresholds import load_spec
+    from tests.reports.gen import make_run
+
+    assert history_step_tools(["iperf3", "mlperf-training", "fio"]) == {"mlperf-training"}
+    old = make_run(8, dense=True).run
+    assert {"mlperf-training", "iperf3", "fio"} <= {s.tool for s in old.steps}
+    db = tmp_path / "h.sqlite"
+    History(db).record(old.replace(suite="acceptance"))
+    new = old.replace(id="later", started="2026-12-03T10:15:00Z", suite="acceptance")
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    for suite, want in (
+        ("acceptance", set()),
+        (str(examples / "suite-gpu-acceptance.yaml"), {"mlperf-training"}),
+    ):
+        inputs = pipeline.Inputs(
+            suite=load_suite(suite), inventory=None, spec=load_spec("h100-ndr")
+        )
+        _, (earlier,) = pipeline.judge(new, inputs, history=db)
+        assert {s.tool for s in earlier.steps} == want, suite
+        assert earlier.verdicts == old.verdicts
+    whole = History(db).load_run(old.id)
+    assert len(whole.steps) == len(old.steps)

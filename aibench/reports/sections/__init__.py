@@ -14,7 +14,7 @@ import dataclasses
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +65,9 @@ class Section:
     tool: str
     title: str  # English; marked with i18n.N_ it is shown translated
     render: Callable[[SectionInput], SectionOutput] = field(repr=False)
+    # reads the steps of the earlier runs it is given (SectionInput.history), not only
+    # their verdicts: a run judged with history reads those steps of its earlier runs
+    history_steps: bool = False
 
 
 SECTIONS: Registry[Section] = Registry(
@@ -86,6 +89,12 @@ def section_for(tool: str) -> Section:
     if t.section and t.section in SECTIONS:
         return dataclasses.replace(SECTIONS.get(t.section), tool=tool, title=t.title or tool)
     return Section(tool, t.title or tool, GENERIC.render)
+
+
+def history_step_tools(tools: Iterable[str]) -> frozenset[str]:
+    """Of ``tools``, those whose section reads the steps of earlier runs (the others'
+    trends are drawn from the verdicts alone)."""
+    return frozenset(t for t in tools if section_for(t).history_steps)
 
 
 # ---- helpers shared by the sections -------------------------------------------------

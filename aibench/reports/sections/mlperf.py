@@ -527,6 +527,6 @@ def invalid_results(steps: Sequence[StepResult]) -> list[tuple[str, str]]:
 
 
 SECTION = [
-    Section(TRAINING, N_("MLPerf Training"), training),
+    Section(TRAINING, N_("MLPerf Training"), training, history_steps=True),
     Section(INFERENCE, N_("MLPerf Inference"), inference),
 ]
