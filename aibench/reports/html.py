@@ -81,14 +81,16 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
 def _by_tool(run: Run) -> tuple[dict[str, list[StepResult]], dict[str, list[Measurement]]]:
     """The steps and the measurements of each tool, in the order the tools first ran, in
     one pass over the steps. The steps of a run read from disk (a StepSource) are kept
-    without their processes, which no section shows."""
+    without their processes and log paths, which no section shows."""
     light = isinstance(run.steps, StepSource)
     steps: dict[str, list[StepResult]] = {}
     measurements: dict[str, list[Measurement]] = {}
     for s in run.steps:
         if s.tool not in steps:
             steps[s.tool], measurements[s.tool] = [], []
-        steps[s.tool].append(dataclasses.replace(s, processes=()) if light else s)
+        if light:
+            s = dataclasses.replace(s, processes=(), stdout_path="", stderr_path="")
+        steps[s.tool].append(s)
         measurements[s.tool] += s.measurements
     return steps, measurements
 
