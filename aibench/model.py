@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import math
 import sys
 from collections.abc import (
@@ -33,7 +34,7 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, overload
 
 SCHEMA_VERSION = "1.2"  # 1.1: Verdict.origin, Run.judgements; 1.2: Run.inputs, Verdict.baseline
 
@@ -620,9 +621,23 @@ class StepSource(Sequence[StepResult]):
     results of a run of millions of invocations, judged, stored and reported at its end
     one step at a time (:meth:`aibench.orchestrator.Execution.results_log`). A Run keeps
     one as its ``steps`` as it is (any other iterable becomes a tuple). A consumer goes
-    over it in one pass and keeps what it needs, not the steps."""
+    over it in one pass and keeps what it needs, not the steps. A subclass gives
+    ``__len__``, ``__iter__`` and :meth:`_step`."""
 
     __slots__ = ()
+
+    def _step(self, i: int) -> StepResult:
+        """The step at index ``i`` (negative from the end; an IndexError as a list's)."""
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> StepResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[StepResult]: ...
+    def __getitem__(self, i: int | slice) -> StepResult | list[StepResult]:
+        if isinstance(i, slice):
+            return list(itertools.islice(self, *i.indices(len(self))))
+        return self._step(i)
 
 
 @dataclass(frozen=True, slots=True)

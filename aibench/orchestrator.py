@@ -33,7 +33,7 @@ from array import array
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, overload
+from typing import Any, BinaryIO
 
 from aibench.errors import UserError
 from aibench.executors.base import (
@@ -211,13 +211,7 @@ class JournalResults(StepSource):
                     f = opened.enter_context(self.journal.open("rb"))
                 yield self._read(f, at, shared)
 
-    @overload
-    def __getitem__(self, i: int) -> StepResult: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[StepResult]: ...
-    def __getitem__(self, i: int | slice) -> StepResult | list[StepResult]:
-        if isinstance(i, slice):
-            return list(itertools.islice(self, *i.indices(len(self))))
+    def _step(self, i: int) -> StepResult:
         at = self.offsets[i]  # an IndexError as a list gives
         if at < 0:
             inv = next(itertools.islice(self.plan.iter_invocations(), i % len(self), None))

@@ -21,14 +21,13 @@ Layout of ``runs/<YYYYmmdd-HHMMSS>-<suite>/``::
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO, overload
+from typing import Any, TextIO
 
 from aibench.errors import UserError
 from aibench.model import Run, Shared, StepResult, StepSource, Verdict, check_schema
@@ -210,13 +209,7 @@ class RunJsonSteps(StepSource):
         for start, end in zip(self.starts, self.ends, strict=True):
             yield self._read(start, end, shared)
 
-    @overload
-    def __getitem__(self, i: int) -> StepResult: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[StepResult]: ...
-    def __getitem__(self, i: int | slice) -> StepResult | list[StepResult]:
-        if isinstance(i, slice):
-            return list(itertools.islice(self, *i.indices(len(self))))
+    def _step(self, i: int) -> StepResult:
         return self._read(self.starts[i], self.ends[i], Shared(tuples=False))
 
     def _read(self, start: int, end: int, shared: Shared) -> StepResult:

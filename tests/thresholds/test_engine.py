@@ -708,7 +708,7 @@ def test_every_metric_check_is_judged_in_one_pass_over_steps_read_from_disk() ->
         def __len__(self) -> int:
             return len(self.steps)
 
-        def __getitem__(self, i: int) -> StepResult:  # type: ignore[override]
+        def _step(self, i: int) -> StepResult:
             return self.steps[i]
 
         def __iter__(self) -> Iterator[StepResult]:
