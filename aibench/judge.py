@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from aibench.errors import UserError
-from aibench.model import ORIGINS, Outcome, Run, Verdict
+from aibench.model import ORIGINS, Outcome, Run, Verdict, step_kinds
 
 HISTORY_NONE = "none"
 HISTORY_CARRIED = "carried"  # history verdicts kept from the stored run
@@ -347,7 +347,7 @@ def applicable(spec: Any, run: Run) -> tuple[Any, int]:
     that were not selected. A check naming a step or tool the suite does not have at all
     is judged (MISSING), as in a full run. A run stored without its suite's steps
     (before schema 1.2) drops every check of what it did not run."""
-    ran = _Targets.of((s.step, s.tool) for s in run.steps)
+    ran = _Targets.of(step_kinds(run.steps))
     suite_steps = (run.inputs.get("suite") or {}).get("steps")
     whole = _Targets.of(tuple(x) for x in suite_steps) if suite_steps else None
     keep = [c for c in spec.checks if ran.has(c) or (whole is not None and not whole.has(c))]

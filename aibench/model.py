@@ -630,6 +630,11 @@ class StepSource(Sequence[StepResult]):
         """The step at index ``i`` (negative from the end; an IndexError as a list's)."""
         raise NotImplementedError
 
+    def kinds(self) -> frozenset[tuple[str, str]]:
+        """The (step name, tool) of its steps: a pass over them, unless the subclass
+        noted them when it found where the steps are."""
+        return frozenset((s.step, s.tool) for s in self)
+
     @overload
     def __getitem__(self, i: int) -> StepResult: ...
     @overload
@@ -638,6 +643,14 @@ class StepSource(Sequence[StepResult]):
         if isinstance(i, slice):
             return list(itertools.islice(self, *i.indices(len(self))))
         return self._step(i)
+
+
+def step_kinds(steps: Iterable[StepResult]) -> frozenset[tuple[str, str]]:
+    """The (step name, tool) pairs of ``steps``; of steps read from disk, without reading
+    them when their source noted them (:meth:`StepSource.kinds`)."""
+    if isinstance(steps, StepSource):
+        return steps.kinds()
+    return frozenset((s.step, s.tool) for s in steps)
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,6 +171,7 @@ class Execution:
         of a step id wins."""
         offsets = array("q", [-1]) * self.plan.run_count()
         by_id: dict[str, int] | None = None  # made only for lines written without an index
+        kinds: set[tuple[str, str]] = set()
         for at, d in self._finished_lines():
             index = d.get(PLAN_INDEX)
             if type(index) is not int or not 0 <= index < len(offsets):
@@ -180,7 +181,11 @@ class Execution:
                 if index is None:  # not a step of this plan
                     continue
             offsets[index] = at
-        return JournalResults(self.journal, self.plan, offsets)
+            kinds.add((str(d.get("step")), str(d.get("tool"))))
+        if -1 in offsets:  # not run: the plan says what they are
+            missing = zip(self.plan.iter_invocations(), offsets, strict=True)
+            kinds.update((inv.step, inv.tool) for inv, at in missing if at < 0)
+        return JournalResults(self.journal, self.plan, offsets, frozenset(kinds))
 
 
 PLAN_INDEX = "plan_index"  # the key of a journal line's place in the plan
@@ -191,10 +196,19 @@ class JournalResults(StepSource):
     pass over them reads the journal again, a step at a time, and makes the not_run
     result of an invocation the journal lacks from the plan."""
 
-    __slots__ = ("journal", "offsets", "plan")
+    __slots__ = ("_kinds", "journal", "offsets", "plan")
 
-    def __init__(self, journal: Path, plan: Plan, offsets: array[int]) -> None:
-        self.journal, self.plan, self.offsets = journal, plan, offsets
+    def __init__(
+        self,
+        journal: Path,
+        plan: Plan,
+        offsets: array[int],
+        kinds: frozenset[tuple[str, str]] | None = None,
+    ) -> None:
+        self.journal, self.plan, self.offsets, self._kinds = journal, plan, offsets, kinds
+
+    def kinds(self) -> frozenset[tuple[str, str]]:
+        return super().kinds() if self._kinds is None else self._kinds
 
     def __len__(self) -> int:
         return len(self.offsets)

@@ -180,10 +180,16 @@ class RunJsonSteps(StepSource):
     written again in its place (``aibench check`` records its judgement) does not move
     the steps under it."""
 
-    __slots__ = ("_fd", "ends", "path", "starts")
+    __slots__ = ("_fd", "_kinds", "ends", "path", "starts")
 
-    def __init__(self, path: Path, starts: array[int], ends: array[int]) -> None:
-        self.path, self.starts, self.ends = path, starts, ends
+    def __init__(
+        self,
+        path: Path,
+        starts: array[int],
+        ends: array[int],
+        kinds: frozenset[tuple[str, str]] | None = None,
+    ) -> None:
+        self.path, self.starts, self.ends, self._kinds = path, starts, ends, kinds
         self._fd = os.open(path, os.O_RDONLY)
 
     def __del__(self) -> None:
@@ -195,11 +201,16 @@ class RunJsonSteps(StepSource):
         """The steps array at ``reader``'s place in ``path``, each one read and checked."""
         starts, ends = array("q"), array("q")
         shared = Shared(tuples=False)
+        kinds = set()
         for start, item in reader.spans():
-            StepResult.from_dict(item, shared)  # a damaged step is an error now, not later
+            s = StepResult.from_dict(item, shared)  # a damaged step is an error now
+            kinds.add((s.step, s.tool))
             starts.append(start)
             ends.append(reader.offset())
-        return cls(path, starts, ends)
+        return cls(path, starts, ends, frozenset(kinds))
+
+    def kinds(self) -> frozenset[tuple[str, str]]:
+        return super().kinds() if self._kinds is None else self._kinds
 
     def __len__(self) -> int:
         return len(self.starts)

@@ -577,6 +577,7 @@ def test_the_results_log_holds_offsets_and_reads_the_journal_each_pass(
     assert first[0] is not second[0]
     assert (log[3], log[-1], log[2:4]) == (first[3], first[-1], first[2:4])
     assert ex.results() == first
+    assert log.kinds() == {("p", "test-script")}  # noted while the journal was read
 
     lines = [json.loads(x) for x in (tmp_path / JOURNAL).read_text().splitlines()]
     assert sorted(d[PLAN_INDEX] for d in lines) == list(range(12))
@@ -593,6 +594,7 @@ def test_the_results_log_holds_offsets_and_reads_the_journal_each_pass(
     assert (got[5].status, got[5].reason) == (StepStatus.FAILED, "rerun")
     assert (got[7].status, got[7].reason) == (StepStatus.NOT_RUN, "not run (interrupted)")
     assert again.results_log()[7] == got[7]
+    assert again.results_log().kinds() == {("p", "test-script")}
 
 
 def test_a_run_judged_and_stored_from_the_journal_is_the_run_held(

@@ -112,6 +112,7 @@ def test_a_large_run_json_keeps_its_steps_in_the_file(
         list(run.steps[1:3]),
     )
     assert lazy.replace(steps=()) == run.replace(steps=())
+    assert lazy.steps.kinds() == {(s.step, s.tool) for s in run.steps}
     monkeypatch.setattr(store, "LAZY_BYTES", len(text))
     assert isinstance(load_run(tmp_path).steps, tuple)
 

@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from aibench.model import Measurement, Outcome, Run, StepResult, StepSource, StepStatus, Verdict
+from aibench.model import (
+    Measurement,
+    Outcome,
+    Run,
+    StepResult,
+    StepSource,
+    StepStatus,
+    Verdict,
+    step_kinds,
+)
 from aibench.reports import context, i18n, rows
 from aibench.reports.i18n import _, ngettext
 
@@ -155,7 +164,7 @@ def _failure_rows(run: Run, run_dir: Path, limit: int = 100) -> list[dict[str, A
 def _unjudged(run: Run) -> list[dict[str, Any]]:
     """Results the tools themselves call invalid (MLPerf), and whether a failing check
     of the spec already covers them (one of its evidence steps is the result's step)."""
-    if not any(s.tool.startswith("mlperf-") for s in run.steps):
+    if not any(tool.startswith("mlperf-") for _, tool in step_kinds(run.steps)):
         return []  # only MLPerf results have a validity of their own (and its module is big)
     from aibench.reports.sections import mlperf
 

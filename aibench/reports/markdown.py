@@ -9,7 +9,7 @@ change the table.
 
 from __future__ import annotations
 
-from aibench.model import Run
+from aibench.model import Run, step_kinds
 from aibench.reports import context, i18n
 from aibench.reports.i18n import _
 
@@ -96,7 +96,7 @@ def _suspects(run: Run) -> list[str]:
 
 def _invalid(run: Run) -> list[str]:
     """The MLPerf results the tools call not valid, and whether a check judges each."""
-    if not any(s.tool.startswith("mlperf-") for s in run.steps):
+    if not any(tool.startswith("mlperf-") for _, tool in step_kinds(run.steps)):
         return []  # only MLPerf results have a validity of their own (and its module is big)
     from aibench.reports.sections.mlperf import invalid_results
 
