@@ -631,9 +631,10 @@ class StepSource(Sequence[StepResult]):
         raise NotImplementedError
 
     def kinds(self) -> frozenset[tuple[str, str]]:
-        """The (step name, tool) of its steps: a pass over them, unless the subclass
-        noted them when it found where the steps are."""
-        return frozenset((s.step, s.tool) for s in self)
+        """The (step name, tool) of its steps: those the subclass noted (``_kinds``) when
+        it found where the steps are, else a pass over them."""
+        noted: frozenset[tuple[str, str]] | None = getattr(self, "_kinds", None)
+        return frozenset((s.step, s.tool) for s in self) if noted is None else noted
 
     @overload
     def __getitem__(self, i: int) -> StepResult: ...

@@ -207,9 +207,6 @@ class JournalResults(StepSource):
     ) -> None:
         self.journal, self.plan, self.offsets, self._kinds = journal, plan, offsets, kinds
 
-    def kinds(self) -> frozenset[tuple[str, str]]:
-        return super().kinds() if self._kinds is None else self._kinds
-
     def __len__(self) -> int:
         return len(self.offsets)
 

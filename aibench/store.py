@@ -209,9 +209,6 @@ class RunJsonSteps(StepSource):
             ends.append(reader.offset())
         return cls(path, starts, ends, frozenset(kinds))
 
-    def kinds(self) -> frozenset[tuple[str, str]]:
-        return super().kinds() if self._kinds is None else self._kinds
-
     def __len__(self) -> int:
         return len(self.starts)
 
