@@ -57,10 +57,10 @@ def judge(spec: Spec, run: Run, *, now: datetime | None = None) -> list[Verdict]
     """Every check of ``spec`` evaluated on ``run``; waivers are judged against ``now``."""
     today = (now or datetime.now(UTC)).date()
     nodes = inventory_nodes(run)
-    found, sources = _gather(spec, run)
+    scopes = [(check, *label_scope(check, run)) for check in spec.checks]
+    found, sources = _gather([c for c, state, _ in scopes if state == "apply"], run)
     out: list[Verdict] = []
-    for check in spec.checks:
-        state, why = label_scope(check, run)
+    for check, state, why in scopes:
         if state == "skip":
             continue
         if state == "missing":
@@ -73,19 +73,19 @@ def judge(spec: Spec, run: Run, *, now: datetime | None = None) -> list[Verdict]
     return out
 
 
-def _gather(spec: Spec, run: Run) -> tuple[dict[int, _Found], _FactSources]:
-    """What every check of ``spec`` reads of the run's steps, in one pass over them (the
-    steps of a large run stay on disk and are read again on each pass): for each metric
-    check that applies (by ``id``), and for the sources of the fact checks."""
+def _gather(checks: Sequence[Check], run: Run) -> tuple[dict[int, _Found], _FactSources]:
+    """What ``checks`` (those that apply to the run) read of its steps, in one pass over
+    them (the steps of a large run stay on disk and are read again on each pass): for
+    each metric check (by ``id``), and for the sources of the fact checks."""
     labels = node_labels(run)
-    metric = [c for c in spec.checks if not c.fact and label_scope(c, run)[0] == "apply"]
+    metric = [c for c in checks if not c.fact]
     found = {id(c): _Found() for c in metric}
     by_tool: dict[str, list[Check]] = defaultdict(list)
     for c in metric:
         assert c.select is not None
         by_tool[c.select.tool].append(c)
     sources = _FactSources(
-        {c.fact.source for c in spec.checks if c.fact and c.fact.source != "environment"}
+        {c.fact.source for c in checks if c.fact and c.fact.source != "environment"}
     )
     if not (by_tool or sources.wanted):
         return found, sources
