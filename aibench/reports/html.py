@@ -340,8 +340,8 @@ def _large_tables(
     step_index = step_numbers(run, linked)
     return {
         "step_index": step_index,
-        "check_rows": rows.check_row_chunks(verdicts, step_index, label),
-        "log_rows": rows.log_row_chunks(run.steps, status, _href),
+        "check_rows": rows.check_rows(verdicts, step_index, label),
+        "log_rows": rows.log_rows(run.steps, status, _href),
     }
 
 

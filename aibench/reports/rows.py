@@ -43,17 +43,9 @@ def check_rows(
     verdicts: Iterable[Verdict],
     step_index: Mapping[str, int],
     label: Callable[[Outcome], str],
-) -> Markup:
-    """The ``<tr>`` of each verdict in the checks table, one per line."""
-    return Markup("".join(check_row_chunks(verdicts, step_index, label)))  # noqa: S704
-
-
-def check_row_chunks(
-    verdicts: Iterable[Verdict],
-    step_index: Mapping[str, int],
-    label: Callable[[Outcome], str],
 ) -> Iterator[Markup]:
-    """:func:`check_rows` a few thousand rows at a time."""
+    """The ``<tr>`` of each verdict in the checks table, one per line, a few thousand rows
+    to a piece."""
     return _chunked(_check_rows(verdicts, step_index, label))
 
 
@@ -94,18 +86,10 @@ def log_rows(
     steps: Iterable[StepResult],
     status: Callable[[StepStatus], str],
     href: Callable[[str], str],
-) -> Markup:
-    """The ``<tr>`` of each step in the raw-log appendix, one per line (``id="step-N"``, N
-    from 1: the checks table links to these)."""
-    return Markup("".join(log_row_chunks(steps, status, href)))  # noqa: S704
-
-
-def log_row_chunks(
-    steps: Iterable[StepResult],
-    status: Callable[[StepStatus], str],
-    href: Callable[[str], str],
 ) -> Iterator[Markup]:
-    """:func:`log_rows` a few thousand rows at a time, made as the steps are read."""
+    """The ``<tr>`` of each step in the raw-log appendix, one per line (``id="step-N"``, N
+    from 1: the checks table links to these), a few thousand rows to a piece, made as the
+    steps are read."""
     return _chunked(_log_rows(steps, status, href))
 
 

@@ -80,9 +80,9 @@ def test_rows_equal_the_template_loops(lang: str, planted: bool) -> None:
         )  # fmt: skip
         got = (
             "<tbody>\n"
-            + str(rows.check_rows(run.verdicts, step_index, label))
+            + "".join(rows.check_rows(run.verdicts, step_index, label))
             + "</tbody>\n<tbody>\n"
-            + str(rows.log_rows(run.steps, status, html._href))
+            + "".join(rows.log_rows(run.steps, status, html._href))
             + "</tbody>"  # (jinja drops a template's last newline)
         )
     assert got == want
