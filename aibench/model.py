@@ -21,6 +21,7 @@ import enum
 import itertools
 import math
 import sys
+from array import array
 from collections.abc import (
     Callable,
     ItemsView,
@@ -34,7 +35,9 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, TypeVar, overload
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = "1.2"  # 1.1: Verdict.origin, Run.judgements; 1.2: Run.inputs, Verdict.baseline
 
@@ -636,6 +639,16 @@ class StepSource(Sequence[StepResult]):
         noted: frozenset[tuple[str, str]] | None = getattr(self, "_kinds", None)
         return frozenset((s.step, s.tool) for s in self) if noted is None else noted
 
+    def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
+        """The steps at ``indices`` (ascending), in their order. A subclass that reads a
+        file gives one that keeps it open for the pass."""
+        return map(self._step, indices)
+
+    def subset(self, indices: array[int]) -> Picked:
+        """The steps at ``indices`` (ascending) as a source of their own, still on disk:
+        each pass reads those steps alone."""
+        return Picked(self, indices)
+
     @overload
     def __getitem__(self, i: int) -> StepResult: ...
     @overload
@@ -644,6 +657,66 @@ class StepSource(Sequence[StepResult]):
         if isinstance(i, slice):
             return list(itertools.islice(self, *i.indices(len(self))))
         return self._step(i)
+
+
+class Picked(StepSource):
+    """Some steps of a :class:`StepSource`, by their indices there (8 bytes a step): the
+    steps of one tool, which a report section goes over more than once."""
+
+    __slots__ = ("indices", "source")
+
+    def __init__(self, source: StepSource, indices: array[int]) -> None:
+        self.source, self.indices = source, indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __iter__(self) -> Iterator[StepResult]:
+        return self.source._pick(self.indices)
+
+    def _step(self, i: int) -> StepResult:
+        return self.source._step(self.indices[i])
+
+
+class Lazy(Sequence[T]):
+    """A sequence made again on each pass by ``make`` (a filter or a map over steps left on
+    disk), kept as nothing but that: its length is counted by a pass when it is not
+    given, and an index or a slice is reached by going over it."""
+
+    __slots__ = ("_n", "make")
+
+    def __init__(self, make: Callable[[], Iterator[T]], n: int | None = None) -> None:
+        self.make, self._n = make, n
+
+    def __iter__(self) -> Iterator[T]:
+        if self._n is not None:
+            return self.make()
+        return self._counted()
+
+    def _counted(self) -> Iterator[T]:
+        n = 0
+        for n, x in enumerate(self.make(), 1):  # noqa: B007 (n is the count at the end)
+            yield x
+        self._n = n
+
+    def __len__(self) -> int:
+        if self._n is None:
+            self._n = sum(1 for _ in self.make())
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return list(itertools.islice(self.make(), *i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if i >= 0:
+            for x in itertools.islice(self.make(), i, None):
+                return x
+        raise IndexError("index out of range")
 
 
 def step_kinds(steps: Iterable[StepResult]) -> frozenset[tuple[str, str]]:

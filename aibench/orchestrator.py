@@ -230,6 +230,25 @@ class JournalResults(StepSource):
         with self.journal.open("rb") as f:
             return self._read(f, at, Shared(tuples=False))
 
+    def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
+        shared = Shared(tuples=False)
+        plan: Iterator[Invocation] | None = None  # made at the first invocation not run
+        done = 0  # invocations of ``plan`` gone over
+        with contextlib.ExitStack() as opened:
+            f: BinaryIO | None = None
+            for i in indices:
+                at = self.offsets[i]
+                if at >= 0:
+                    if f is None:
+                        f = opened.enter_context(self.journal.open("rb"))
+                    yield self._read(f, at, shared)
+                    continue
+                if plan is None:
+                    plan = self.plan.iter_invocations()
+                inv = next(itertools.islice(plan, i - done, None))
+                done = i + 1
+                yield _interrupted(inv)
+
     def _read(self, f: BinaryIO, at: int, shared: Shared) -> StepResult:
         if f.tell() != at:
             f.seek(at)

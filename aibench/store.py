@@ -24,7 +24,7 @@ import contextlib
 import json
 import os
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -219,6 +219,11 @@ class RunJsonSteps(StepSource):
 
     def _step(self, i: int) -> StepResult:
         return self._read(self.starts[i], self.ends[i], Shared(tuples=False))
+
+    def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
+        shared = Shared(tuples=False)
+        for i in indices:
+            yield self._read(self.starts[i], self.ends[i], shared)
 
     def _read(self, start: int, end: int, shared: Shared) -> StepResult:
         return StepResult.from_dict(json.loads(os.pread(self._fd, end - start, start)), shared)

@@ -17,13 +17,15 @@ import dataclasses
 import functools
 import hashlib
 import statistics
-from collections.abc import Callable, Collection, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aibench.model import (
+    Lazy,
     Measurement,
     Outcome,
     Run,
@@ -57,16 +59,16 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
     steps, measurements = _by_tool(run)
     for v in run.verdicts:
         if v.benchmark and v.benchmark not in steps:
-            steps[v.benchmark], measurements[v.benchmark] = [], []
+            steps[v.benchmark], measurements[v.benchmark] = (), ()
     out = []
     for tool in list(steps):
         section = section_for(tool)
         si = SectionInput(
             tool=tool,
             run=run,
-            measurements=tuple(measurements.pop(tool)),
+            measurements=measurements.pop(tool),
             verdicts=tuple(v for v in run.verdicts if v.benchmark == tool),
-            steps=tuple(steps.pop(tool)),
+            steps=steps.pop(tool),
             history=tuple(history),
         )
         result = section.render(si)
@@ -87,21 +89,44 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
     return out
 
 
-def _by_tool(run: Run) -> tuple[dict[str, list[StepResult]], dict[str, list[Measurement]]]:
+def _by_tool(run: Run) -> tuple[dict[str, Sequence[StepResult]], dict[str, Sequence[Measurement]]]:
     """The steps and the measurements of each tool, in the order the tools first ran, in
-    one pass over the steps. The steps of a run read from disk (a StepSource) are kept
-    without their processes and log paths, which no section shows."""
-    light = isinstance(run.steps, StepSource)
+    one pass over the steps. The steps of a run read from disk (a StepSource) stay there:
+    a tool's are the indices of its steps (8 bytes a step), read again by each pass a
+    section makes, and its measurements are read with them."""
+    if isinstance(run.steps, StepSource):
+        return _on_disk(run.steps)
     steps: dict[str, list[StepResult]] = {}
     measurements: dict[str, list[Measurement]] = {}
     for s in run.steps:
         if s.tool not in steps:
             steps[s.tool], measurements[s.tool] = [], []
-        if light:
-            s = dataclasses.replace(s, processes=(), stdout_path="", stderr_path="")
         steps[s.tool].append(s)
         measurements[s.tool] += s.measurements
+    return {t: tuple(v) for t, v in steps.items()}, {t: tuple(v) for t, v in measurements.items()}
+
+
+def _on_disk(
+    source: StepSource,
+) -> tuple[dict[str, Sequence[StepResult]], dict[str, Sequence[Measurement]]]:
+    indices: dict[str, array[int]] = {}
+    counts: dict[str, int] = {}
+    for i, s in enumerate(source):
+        if s.tool not in indices:
+            indices[s.tool], counts[s.tool] = array("q"), 0
+        indices[s.tool].append(i)
+        counts[s.tool] += len(s.measurements)
+    steps: dict[str, Sequence[StepResult]] = {}
+    measurements: dict[str, Sequence[Measurement]] = {}
+    for tool, picked in indices.items():
+        steps[tool] = of_tool = source.subset(picked)
+        measurements[tool] = Lazy(functools.partial(_measurements, of_tool), counts[tool])
     return steps, measurements
+
+
+def _measurements(steps: Iterable[StepResult]) -> Iterator[Measurement]:
+    for s in steps:
+        yield from s.measurements
 
 
 def _history_plots(run: Run, history: Sequence[Run]) -> list[Any]:

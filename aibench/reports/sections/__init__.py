@@ -6,20 +6,29 @@ tool into plots (inline SVG from :mod:`aibench.reports.plots`) and tables of *pl
 cells; the HTML template escapes every cell. A tool without a section gets
 :data:`GENERIC`, which lists its measurements. Third parties add sections through the
 ``aibench.reports.sections`` entry-point group.
+
+A run of millions of invocations is reported with its steps left on disk: its sections are
+given sequences that read the tool's steps again on each pass (:func:`held` tells them
+apart from tuples). The helpers here go over them as often as they need and keep what they
+draw (a value per node, a cell per pair of groups, the slowest links), not the
+measurements; a section that keeps a list of them keeps it for a tool run per node, not
+per pair.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
+from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aibench import units
-from aibench.model import Measurement, Outcome, Run, StepResult, Verdict
+from aibench.model import Lazy, Measurement, Outcome, Run, StepResult, Verdict
 from aibench.registry import Registry
 from aibench.reports import context, plots
 from aibench.reports.i18n import N_, _, ngettext
@@ -47,9 +56,11 @@ class Table:
 class SectionInput:
     tool: str
     run: Run
-    measurements: tuple[Measurement, ...]
+    # held tuples, or (a run of millions of steps read from disk) sequences that read the
+    # steps again on each pass: a section goes over them and keeps what it shows
+    measurements: Sequence[Measurement]
     verdicts: tuple[Verdict, ...]
-    steps: tuple[StepResult, ...]
+    steps: Sequence[StepResult]
     history: tuple[Run, ...] = ()
 
 
@@ -103,18 +114,19 @@ def history_step_tools(tools: Iterable[str]) -> frozenset[str]:
 def notes_table(steps: Sequence[StepResult]) -> Table | None:
     """The tools' own warnings (``StepResult.notes``), one row per distinct text: the
     words, how many steps printed them and on which nodes. None when there are none."""
-    seen: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    seen: dict[tuple[str, str], tuple[list[int], dict[str, None]]] = {}
     for s in steps:
         for n in s.notes:
-            step_ids, nodes = seen.setdefault((n.kind, n.text), ([], []))
-            step_ids.append(s.step_id)
-            nodes.extend(x for x in s.nodes if x not in nodes)
+            count, on = seen.setdefault((n.kind, n.text), ([0], {}))
+            count[0] += 1
+            on.update(dict.fromkeys(s.nodes))
     if not seen:
         return None
     rows = []
-    for (kind, text), (step_ids, nodes) in seen.items():
+    for (kind, text), (count, of) in seen.items():
+        nodes = list(of)
         shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
-        rows.append((kind, text, str(len(step_ids)), shown or "-"))
+        rows.append((kind, text, str(count[0]), shown or "-"))
     return Table(
         caption="The tool's own warnings about these runs (they qualify the numbers below)",
         columns=("kind", "the tool's words", "steps", "nodes"),
@@ -158,13 +170,47 @@ def group_key(m: Measurement, ignore: Sequence[str] = ()) -> str:
     return f"{m.metric} [{dims}]" if dims else m.metric
 
 
-def by_series(ms: Sequence[Measurement]) -> dict[tuple[str, str], list[Measurement]]:
+def by_series(ms: Iterable[Measurement]) -> dict[tuple[str, str], list[Measurement]]:
     """(series label, unit) -> measurements; series = metric + dims (minus size)."""
     out: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
-        key = series_key(m)
-        out[(short_label(key[0], key[1]), m.unit)].append(m)
+        out[label_of(m)].append(m)
     return dict(out)
+
+
+def label_of(m: Measurement) -> tuple[str, str]:
+    """(series label, unit) of ``m``: the key of :func:`by_series`."""
+    key = series_key(m)
+    return short_label(key[0], key[1]), m.unit
+
+
+def series_of(ms: Sequence[Measurement]) -> dict[tuple[str, str], Sequence[Measurement]]:
+    """:func:`by_series` of held measurements; of measurements read from disk on each pass
+    (a run of millions), each series a filter of them, made again on each pass."""
+    if held(ms):
+        return dict(by_series(ms))
+    labels = dict.fromkeys(label_of(m) for m in ms)
+    return {key: Lazy(functools.partial(_of_label, ms, key)) for key in labels}
+
+
+def _of_label(ms: Iterable[Measurement], key: tuple[str, str]) -> Iterator[Measurement]:
+    return (m for m in ms if label_of(m) == key)
+
+
+def held(ms: Sequence[Any]) -> bool:
+    """Whether ``ms`` is held in memory, not read again on each pass."""
+    return isinstance(ms, tuple | list)
+
+
+def several(values: Iterable[Any]) -> bool:
+    """Whether ``values`` holds two distinct values (it stops at the second)."""
+    first: Any = None
+    for i, v in enumerate(values):
+        if i == 0:
+            first = v
+        elif v != first:
+            return True
+    return False
 
 
 def node_bars(
@@ -172,15 +218,19 @@ def node_bars(
 ) -> Plot | None:
     """One bar per node: the median per node (pairs: the worst value a node is part of).
     None for fewer than two nodes: one bar shows nothing the table does not."""
-    per: dict[str, list[float]] = defaultdict(list)
+    low: dict[str, float] = {}  # the lowest value of each node
+    per: dict[str, list[float]] = defaultdict(list)  # values of nodes measured alone
+    pairs = False
     for m in ms:
+        pairs = pairs or len(m.nodes) == 2
         for n in m.nodes:
-            per[n].append(m.value)
-    if len(per) < 2:
+            low[n] = min(low.get(n, math.inf), m.value)
+            if len(m.nodes) != 2:  # a pair's node shows its lowest: its values are not kept
+                per[n].append(m.value)
+    if len(low) < 2:
         return None
-    pairs = any(len(m.nodes) == 2 for m in ms)
-    names = sorted(per)
-    values = [min(per[n]) if pairs else statistics.median(per[n]) for n in names]
+    names = sorted(low)
+    values = [low[n] if pairs else statistics.median(per[n]) for n in names]
     mine = [v for v in verdicts if v.unit == unit or convert(1.0, v.unit, unit) is not None]
     bad = failing_nodes(mine, warn=True)
     bad_nodes = [n for n in names if n in bad or any(n in b.split("<->") for b in bad)]
@@ -210,10 +260,9 @@ def node_bars(
 def pair_heatmap(
     run: Run, label: str, unit: str, ms: Sequence[Measurement], verdicts: Sequence[Verdict]
 ) -> Plot | None:
-    pair_ms = [m for m in ms if len(m.nodes) == 2]
-    if not pair_ms:
+    nodes = sorted({n for m in ms if len(m.nodes) == 2 for n in m.nodes})
+    if not nodes:
         return None
-    nodes = sorted({n for m in pair_ms for n in m.nodes})
     agg = ""
     key: dict[str, str] = {n: n for n in nodes}
     if len(nodes) > 256:
@@ -222,7 +271,11 @@ def pair_heatmap(
     labels = sorted(set(key.values()))
     idx = {lab: i for i, lab in enumerate(labels)}
     cell: dict[tuple[int, int], float] = {}
-    for m in pair_ms:
+    pairs = 0
+    for m in ms:
+        if len(m.nodes) != 2:
+            continue
+        pairs += 1
         a, b = idx[key[m.nodes[0]]], idx[key[m.nodes[1]]]
         cell[(a, b)] = min(cell.get((a, b), math.inf), m.value)
     matrix = [[cell.get((r, c), math.nan) for c in range(len(labels))] for r in range(len(labels))]
@@ -243,7 +296,7 @@ def pair_heatmap(
         _(
             "{pairs} pair measurements over {nodes} nodes; darker = lower (dark red "
             "is the slowest), white = not measured, × or ring = failing check"
-        ).format(pairs=len(pair_ms), nodes=len(nodes)),
+        ).format(pairs=pairs, nodes=len(nodes)),
     )
 
 
@@ -271,7 +324,7 @@ class Checked:
     check: str
     label: str
     unit: str  # the check's unit; values are converted to it
-    measurements: tuple[Measurement, ...]
+    measurements: Sequence[Measurement]  # a tuple, or a Lazy filter of steps on disk
     verdicts: tuple[Verdict, ...]
 
 
@@ -281,45 +334,85 @@ def checked_series(si: SectionInput, limit: int = 8) -> list[Checked]:
     A check's series is the (metric, dims) of the measurement in its evidence step whose
     value, converted to the check's unit, equals the observed value. Checks whose
     observed value is an aggregate that matches no single measurement are skipped here.
+    Measurements held are gathered per series; those read from disk stay there, each
+    series a filter of them made again on each pass.
     """
-    steps = {s.step_id: s for s in si.steps}
     found: dict[tuple[str, Any], list[Verdict]] = {}
-    for v in si.verdicts:
-        if v.observed is None or not v.evidence:
-            continue
-        key = None
-        for sid in v.evidence:
-            step = steps.get(sid)
-            for m in step.measurements if step else ():
-                got = convert(m.value, m.unit, v.unit) if v.unit else None
-                if got is not None and math.isclose(got, v.observed, rel_tol=1e-6):
-                    key = series_key(m)
-                    break
-            if key:
-                break
+    for v, key in zip(si.verdicts, _verdict_series(si), strict=True):
         if key:
             found.setdefault((v.check, key), []).append(v)
     chosen = list(found.items())[:limit]
-    wanted = {key for (_, key), _ in chosen}
-    of_key: dict[Any, list[Measurement]] = {key: [] for key in wanted}
-    for m in si.measurements:  # one pass, not one per series: a large run has millions
-        key = series_key(m)
-        if key in wanted:
-            of_key[key].append(m)
+    of_key: dict[Any, list[Measurement]] = {key: [] for (_, key), _ in chosen}
+    if held(si.measurements):
+        for m in si.measurements:  # one pass, not one per series: a large run has millions
+            key = series_key(m)
+            if key in of_key:
+                of_key[key].append(m)
     out = []
     for (check, key), vs in chosen:
         unit = vs[0].unit
-        ms = []
-        for m in of_key[key]:
-            if m.unit == unit:  # most are in the check's unit already: no copy
-                ms.append(m)
-                continue
-            val = convert(m.value, m.unit, unit)
-            if val is not None:
-                ms.append(dataclasses.replace(m, value=val, unit=unit))
+        ms: Sequence[Measurement]
+        if held(si.measurements):
+            ms = tuple(_in_unit(of_key[key], unit))
+        else:
+            ms = Lazy(functools.partial(_series_in_unit, si.measurements, key, unit))
         label = short_label(key[0], key[1])
-        out.append(Checked(check, label, unit, tuple(ms), tuple(vs)))
+        out.append(Checked(check, label, unit, ms, tuple(vs)))
     return out
+
+
+def _verdict_series(si: SectionInput) -> list[Any]:
+    """The series key of each verdict of ``si`` (None where none is found), in one pass
+    over the steps that looks only at the verdicts' evidence steps. What it keeps per
+    verdict is a few small numbers: a run of all pairs has a verdict per pair."""
+    # evidence step id -> code(s) of (index of the verdict, place of the step in its
+    # evidence): one int for the usual one verdict, a list for more
+    wanted: dict[str, int | list[int]] = {}
+    for i, v in enumerate(si.verdicts):
+        if v.observed is not None and v.unit:
+            for place, sid in enumerate(v.evidence):
+                code = i * _PLACES + min(place, _PLACES - 1)
+                had = wanted.get(sid)
+                if had is None:
+                    wanted[sid] = code
+                elif isinstance(had, list):
+                    had.append(code)
+                else:
+                    wanted[sid] = [had, code]
+    keys: list[Any] = [None] * len(si.verdicts)
+    places = array("l", [_PLACES]) * len(si.verdicts)  # the place each key was found at
+    shared: dict[Any, Any] = {}  # one key object for each series
+    for step in si.steps if wanted else ():
+        codes = wanted.get(step.step_id)
+        for code in (codes,) if isinstance(codes, int) else codes or ():
+            i, place = divmod(code, _PLACES)
+            if places[i] <= place:
+                continue
+            v = si.verdicts[i]
+            for m in step.measurements:
+                got = convert(m.value, m.unit, v.unit)
+                if got is not None and math.isclose(got, float(v.observed or 0), rel_tol=1e-6):
+                    key = series_key(m)
+                    keys[i], places[i] = shared.setdefault(key, key), place
+                    break
+    return keys
+
+
+_PLACES = 1 << 20  # evidence places told apart (a check's evidence is its steps)
+
+
+def _in_unit(ms: Iterable[Measurement], unit: str) -> Iterator[Measurement]:
+    for m in ms:
+        if m.unit == unit:  # most are in the check's unit already: no copy
+            yield m
+            continue
+        val = convert(m.value, m.unit, unit)
+        if val is not None:
+            yield dataclasses.replace(m, value=val, unit=unit)
+
+
+def _series_in_unit(ms: Iterable[Measurement], key: Any, unit: str) -> Iterator[Measurement]:
+    return _in_unit((m for m in ms if series_key(m) == key), unit)
 
 
 def checked_plots(si: SectionInput) -> list[Plot]:
@@ -328,8 +421,8 @@ def checked_plots(si: SectionInput) -> list[Plot]:
     out: list[Plot] = []
     single: list[tuple[str, float, str, tuple[float | None, float | None], bool]] = []
     for c in checked_series(si):
-        if len({m.nodes for m in c.measurements}) > 1:  # several nodes or pairs
-            p = node_bars(c.label, c.unit, list(c.measurements), list(c.verdicts))
+        if several(m.nodes for m in c.measurements):  # several nodes or pairs
+            p = node_bars(c.label, c.unit, c.measurements, c.verdicts)
             if p:
                 out.append(Plot(f"{c.check}: {p.title}", p.svg, p.caption))
         else:
@@ -352,31 +445,35 @@ def checked_plots(si: SectionInput) -> list[Plot]:
     return out
 
 
-def measurement_table(ms: Sequence[Measurement], caption: str = "") -> Table:
-    """The measurements as rows (at most :data:`MAX_ROWS`); ``caption`` defaults to
-    "Measurements" in the report's language."""
-    rows = tuple(
-        (
-            ", ".join(m.nodes)
-            if len(m.nodes) <= 4
-            else ngettext("{n} node", "{n} nodes", len(m.nodes)).format(n=len(m.nodes)),
-            m.metric,
-            ", ".join(f"{k}={v}" for k, v in m.dims.items()),
-            context.fmt_number(m.value),
-            m.unit,
-            m.step,
+def measurement_table(ms: Iterable[Measurement], caption: str = "") -> Table:
+    """The measurements as rows (at most :data:`MAX_ROWS`; the others are counted);
+    ``caption`` defaults to "Measurements" in the report's language."""
+    rows = []
+    total = 0
+    for total, m in enumerate(ms, 1):
+        if total > MAX_ROWS:
+            continue
+        rows.append(
+            (
+                ", ".join(m.nodes)
+                if len(m.nodes) <= 4
+                else ngettext("{n} node", "{n} nodes", len(m.nodes)).format(n=len(m.nodes)),
+                m.metric,
+                ", ".join(f"{k}={v}" for k, v in m.dims.items()),
+                context.fmt_number(m.value),
+                m.unit,
+                m.step,
+            )
         )
-        for m in ms[:MAX_ROWS]
-    )
     note = (
-        _("showing {shown} of {total} measurements").format(shown=MAX_ROWS, total=len(ms))
-        if len(ms) > MAX_ROWS
+        _("showing {shown} of {total} measurements").format(shown=MAX_ROWS, total=total)
+        if total > MAX_ROWS
         else ""
     )
     return Table(
         caption or _("Measurements"),
         (_("nodes"), _("metric"), _("dims"), _("value"), _("unit"), _("step")),
-        rows,
+        tuple(rows),
         note,
     )
 
@@ -385,8 +482,8 @@ def _generic(si: SectionInput) -> SectionOutput:
     plots_out = checked_plots(si)
     if plots_out:
         return SectionOutput(plots=tuple(plots_out), tables=(measurement_table(si.measurements),))
-    for (label, unit), ms in sorted(by_series(si.measurements).items())[:4]:
-        if len({n for m in ms for n in m.nodes}) > 1:
+    for (label, unit), ms in sorted(series_of(si.measurements).items())[:4]:
+        if several(n for m in ms for n in m.nodes):
             p = node_bars(label, unit, ms, si.verdicts)
             if p:
                 plots_out.append(p)

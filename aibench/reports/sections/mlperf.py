@@ -174,7 +174,8 @@ def _inference_table(results: Sequence[InferenceResult]) -> Table:
 
 
 def inference(si: SectionInput) -> SectionOutput:
-    results = inference_results(si.steps)
+    steps = tuple(si.steps)  # a few LoadGen runs, looked up for each bar
+    results = inference_results(steps)
     tables = [_inference_table(results)] if results else []
     bad = [r for r in results if r.valid is not True]
     notes = []
@@ -202,7 +203,7 @@ def inference(si: SectionInput) -> SectionOutput:
                     f"{m.step} {'+'.join(m.nodes)} r{m.repeat}"
                     for m in ms
                     if any(
-                        r.valid is False and r.step.step_id == _sid(m, si.steps) for r in results
+                        r.valid is False and r.step.step_id == _sid(m, steps) for r in results
                     )
                 ],
             )
@@ -436,7 +437,7 @@ def _per_run(si: SectionInput) -> dict[tuple[str, str], list[tuple[str, float, b
     """(benchmark, unit) -> (label, time to train, counted) over history and this run."""
     out: dict[tuple[str, str], list[tuple[str, float, bool]]] = {}
     for run in (*si.history, si.run):
-        steps = [s for s in run.steps if s.tool == si.tool]
+        steps = si.steps if run is si.run else [s for s in run.steps if s.tool == si.tool]
         for t in training_results(steps):
             for r in t.runs:
                 if r.ttt is None:

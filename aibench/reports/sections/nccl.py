@@ -37,9 +37,19 @@ def _placement(m: Measurement) -> str:
 
 def render(si: SectionInput) -> SectionOutput:
     metric = "busbw" if any(m.metric == "busbw" for m in si.measurements) else "algbw"
-    ms = [m for m in si.measurements if m.metric == metric and "size_bytes" in m.dims]
+
+    def headline(m: Measurement, placement: str | None = None) -> bool:
+        return (
+            m.metric == metric
+            and "size_bytes" in m.dims
+            and (placement is None or m.dims.get("placement") == placement)
+        )
+
+    ms = [m for m in si.measurements if headline(m)]
+    place = None
     if any(m.dims.get("placement") == "out_of_place" for m in ms):  # the usual headline
-        ms = [m for m in ms if m.dims.get("placement") == "out_of_place"]
+        place = "out_of_place"
+        ms = [m for m in ms if headline(m, place)]
     out_plots: list[Plot] = []
     rows: list[tuple[str, ...]] = []
     bad = failing_nodes(si.verdicts)
@@ -62,10 +72,12 @@ def render(si: SectionInput) -> SectionOutput:
             tuple(rows),
         )
     ]
-    shown = {id(m) for m in ms}
-    rest = [m for m in si.measurements if id(m) not in shown]
-    if rest:
-        tables.append(measurement_table(rest, _("Other NCCL measurements")))
+    # the measurements not shown above (read again: a run read from disk makes new ones)
+    rest = measurement_table(
+        (m for m in si.measurements if not headline(m, place)), _("Other NCCL measurements")
+    )
+    if rest.rows:
+        tables.append(rest)
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
 
 

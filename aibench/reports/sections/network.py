@@ -9,10 +9,13 @@ one, the worst rail of each pair, and the table names the rail.
 
 from __future__ import annotations
 
+import functools
+import heapq
+import itertools
 from collections.abc import Sequence
 
 from aibench import units
-from aibench.model import Measurement
+from aibench.model import Lazy, Measurement
 from aibench.reports import context
 from aibench.reports.i18n import N_, _
 from aibench.reports.sections import (
@@ -21,13 +24,15 @@ from aibench.reports.sections import (
     SectionInput,
     SectionOutput,
     Table,
-    by_series,
     checked_plots,
     checked_series,
+    held,
     measurement_table,
     node_bars,
     pair_heatmap,
     series_key,
+    series_of,
+    several,
     short_label,
 )
 
@@ -44,20 +49,22 @@ def _rail(m: Measurement) -> str:
 
 
 def merge_rails(
-    series: Sequence[tuple[str, str, list[Measurement]]],
-) -> list[tuple[str, str, list[Measurement]]]:
+    series: Sequence[tuple[str, str, Sequence[Measurement]]],
+) -> list[tuple[str, str, Sequence[Measurement]]]:
     """Series that differ only in their rail (hca, port ...) become one: the matrix and the
     bars then show the worst rail of each pair, and the table names the rail."""
-    out: dict[tuple[str, str], list[Measurement]] = {}
+    out: dict[tuple[str, str], list[Sequence[Measurement]]] = {}
     for label, unit, ms in series:
-        if not ms:
+        first = next(iter(ms), None)
+        if first is None:
             continue
         prefix = label.split(": ", 1)[0] + ": " if ": " in label else ""
-        metric, dims = series_key(ms[0])
+        metric, dims = series_key(first)
         base = prefix + short_label(metric, [(k, v) for k, v in dims if k not in RAIL_DIMS])
-        out.setdefault((base, unit), []).extend(ms)
-    merged = []
-    for (base, unit), ms in out.items():
+        out.setdefault((base, unit), []).append(ms)
+    merged: list[tuple[str, str, Sequence[Measurement]]] = []
+    for (base, unit), parts in out.items():
+        ms = _joined(parts)
         rails = {_rail(m) for m in ms}
         label = (
             base + _(" — worst of {n} rails per pair").format(n=len(rails))
@@ -68,29 +75,41 @@ def merge_rails(
     return merged
 
 
+def _joined(parts: list[Sequence[Measurement]]) -> Sequence[Measurement]:
+    """One sequence of ``parts``: held ones joined, those read from disk chained."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(held(p) for p in parts):
+        return tuple(m for p in parts for m in p)
+    return Lazy(functools.partial(itertools.chain.from_iterable, parts))
+
+
 def render(si: SectionInput) -> SectionOutput:
     out_plots: list[Plot] = []
     tables: list[Table] = []
     checked = checked_series(si, limit=64)
-    series = [(c.check + ": " + c.label, c.unit, list(c.measurements)) for c in checked]
+    series: list[tuple[str, str, Sequence[Measurement]]] = [
+        (c.check + ": " + c.label, c.unit, c.measurements) for c in checked
+    ]
     if not checked:  # nothing to follow: every data-rate series
         series = [
             (label, unit, ms)
-            for (label, unit), ms in sorted(by_series(si.measurements).items())
+            for (label, unit), ms in sorted(series_of(si.measurements).items())
             if _is_rate(unit)
         ]
     series = merge_rails(series)[:8]
-    distinct_pairs = len({m.nodes for _, _, ms in series for m in ms if len(m.nodes) == 2})
+    pairs = several(m.nodes for _, _, ms in series for m in ms if len(m.nodes) == 2)
     for label, unit, ms in series:
-        if distinct_pairs > 1:
+        if pairs:
             heat = pair_heatmap(si.run, label, unit, ms, si.verdicts)
             if heat:
                 out_plots.append(heat)
-        if len({n for m in ms for n in m.nodes}) > 1 and distinct_pairs > 1:
+        if pairs and several(n for m in ms for n in m.nodes):
             bars = node_bars(label, unit, ms, si.verdicts)
             if bars:
                 out_plots.append(bars)
-        worst = sorted((m for m in ms if len(m.nodes) == 2), key=lambda m: m.value)[:WORST]
+        # the same as sorted(...)[:WORST], without holding every pair
+        worst = heapq.nsmallest(WORST, (m for m in ms if len(m.nodes) == 2), key=lambda m: m.value)
         if worst:
             rails = any(_rail(m) for m in worst)
             tables.append(
@@ -115,11 +134,12 @@ def render(si: SectionInput) -> SectionOutput:
                     ),
                 )
             )
-    if distinct_pairs <= 1:
+    if not pairs:
         out_plots += checked_plots(si)
-    other = [m for m in si.measurements if not _is_rate(m.unit)]
-    if other:
-        tables.append(measurement_table(other, _("Other measurements")))
+    other = (m for m in si.measurements if not _is_rate(m.unit))
+    table = measurement_table(other, _("Other measurements"))
+    if table.rows:
+        tables.append(table)
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 
 from aibench.model import Measurement, Outcome
 from aibench.reports import context
@@ -29,7 +30,7 @@ def _fmt(x: float) -> str:
 
 
 def _grouped(
-    ms: tuple[Measurement, ...], metric: str
+    ms: Iterable[Measurement], metric: str
 ) -> dict[tuple[str, str, str, int], list[Measurement]]:
     out: dict[tuple[str, str, str, int], list[Measurement]] = defaultdict(list)
     for m in ms:
@@ -61,7 +62,7 @@ def _throughput(si: SectionInput) -> Table | None:
 
 
 def _metadata(si: SectionInput) -> Table | None:
-    p99 = _grouped(tuple(m for m in si.measurements if m.dims.get("percentile") == 99.0),
+    p99 = _grouped((m for m in si.measurements if m.dims.get("percentile") == 99.0),
                    "clat_percentile")  # fmt: skip
     rows = []
     for key, ms in sorted(_grouped(si.measurements, "iops").items()):
