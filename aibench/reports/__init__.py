@@ -44,7 +44,7 @@ def write_all(
     run_dir.mkdir(parents=True, exist_ok=True)
     out = {
         REPORT: html.write(run, run_dir, history, lang, REPORT),
-        JUNIT: _write(run_dir / JUNIT, junit.render(run)),
+        JUNIT: junit.write(run, run_dir / JUNIT),
         SUMMARY: _write(run_dir / SUMMARY, markdown.render(run, lang)),
         METRICS: _write(run_dir / METRICS, prometheus.render(run)),
     }

@@ -14,8 +14,12 @@ computed from the same lists.
 
 from __future__ import annotations
 
+import itertools
 import xml.etree.ElementTree as ET
+from array import array
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from aibench.model import Outcome, Run, Verdict
 from aibench.reports import context
@@ -60,37 +64,89 @@ def _case(parent: ET.Element, v: Verdict, bench: str, name: str) -> None:
 
 
 def render(run: Run) -> str:
+    return "".join(pieces(run))
+
+
+def write(run: Run, path: Path) -> Path:
+    """:func:`render` written to ``path`` (atomically) a testcase at a time: a run of all
+    pairs has a verdict per pair, and its XML is never held whole."""
+    from aibench.textio import write_atomic_with
+
+    return write_atomic_with(path, lambda f: f.writelines(pieces(run)))
+
+
+def pieces(run: Run) -> Iterator[str]:
+    """The XML text, in pieces: the tags of the root and of each suite, and each testcase
+    (indented as ``ET.indent`` indents the whole tree). What is kept is the verdicts of
+    each benchmark (a reference each) and 8 bytes a verdict to find repeated names."""
     groups: dict[str, list[Verdict]] = defaultdict(list)
     for v in run.verdicts:
         groups[v.benchmark or "aibench"].append(v)
-    root = ET.Element("testsuites", name=_clean(f"aibench {run.suite} {run.id}"))
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    seen: dict[tuple[str, str], int] = {}
+    counts = {bench: _counts(vs) for bench, vs in groups.items()}
+    totals = {k: sum(c[k] for c in counts.values()) for k in ("tests", "failures", "errors")}
+    root = {"name": _clean(f"aibench {run.suite} {run.id}")}
+    root.update((k, str(n)) for k, n in totals.items())
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n'
+    if not groups:
+        yield ET.tostring(ET.Element("testsuites", root), encoding="unicode") + "\n"
+        return
+    yield _start("testsuites", root) + "\n"
     for bench in sorted(groups):
         vs = groups[bench]
-        c = {
-            "tests": len(vs),
-            "failures": sum(v.outcome in (Outcome.FAIL, Outcome.MISSING) for v in vs),
-            "errors": sum(v.outcome is Outcome.ERROR for v in vs),
-            "skipped": sum(v.outcome is Outcome.WAIVED for v in vs),
-        }
-        for k in totals:
-            totals[k] += c[k]
         attrib = {
             "name": _clean(bench),
-            **{k: str(n) for k, n in c.items()},
+            **{k: str(n) for k, n in counts[bench].items()},
             "time": "0",
             "timestamp": (run.started or "")[:19],
         }
-        suite = ET.SubElement(root, "testsuite", attrib)
+        yield "  " + _start("testsuite", attrib) + "\n"
         if run.generated:
-            props = ET.SubElement(suite, "properties")
+            props = ET.Element("properties")
             ET.SubElement(props, "property", name="generated", value="true")
-        for v in vs:
-            name = f"{v.check} [{context.subject(v, 8)}]"
-            n = seen[(bench, name)] = seen.get((bench, name), 0) + 1
-            _case(suite, v, bench, name if n == 1 else f"{name} ({n})")
-    for k in ("tests", "failures", "errors"):
-        root.set(k, str(totals[k]))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+            yield _indented(props)
+        yield from _cases(vs, bench)
+        yield "  </testsuite>\n"
+    yield "</testsuites>\n"
+
+
+def _counts(vs: Sequence[Verdict]) -> dict[str, int]:
+    return {
+        "tests": len(vs),
+        "failures": sum(v.outcome in (Outcome.FAIL, Outcome.MISSING) for v in vs),
+        "errors": sum(v.outcome is Outcome.ERROR for v in vs),
+        "skipped": sum(v.outcome is Outcome.WAIVED for v in vs),
+    }
+
+
+def _cases(vs: Sequence[Verdict], bench: str) -> Iterator[str]:
+    """Each verdict's testcase; a name seen before in the suite gets `` (2)``, `` (3)``.
+    The names are not kept: their hashes are, and only the names whose hash is seen twice
+    are counted (a verdict per pair names each pair once)."""
+    hashes = array("q", sorted(hash(_name(v)) for v in vs))
+    twice = {a for a, b in itertools.pairwise(hashes) if a == b}
+    del hashes
+    seen: dict[str, int] = {}
+    for v in vs:
+        name = _name(v)
+        n = 1
+        if hash(name) in twice:
+            n = seen[name] = seen.get(name, 0) + 1
+        holder = ET.Element("testsuite")
+        _case(holder, v, bench, name if n == 1 else f"{name} ({n})")
+        yield _indented(holder[0])
+
+
+def _name(v: Verdict) -> str:
+    return f"{v.check} [{context.subject(v, 8)}]"
+
+
+def _start(tag: str, attrib: dict[str, str]) -> str:
+    """The start tag of ``tag`` as ElementTree writes it (its escaping, its order)."""
+    empty = ET.tostring(ET.Element(tag, attrib), encoding="unicode")
+    return empty[: -len(" />")] + ">"
+
+
+def _indented(el: ET.Element) -> str:
+    """``el`` (a child of a testsuite) written as in the indented whole tree."""
+    ET.indent(el, level=2)
+    return "    " + ET.tostring(el, encoding="unicode") + "\n"

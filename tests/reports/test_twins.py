@@ -91,6 +91,26 @@ def test_junit_repeated_names_are_made_distinct():
     ]
 
 
+def test_junit_written_a_testcase_at_a_time_is_the_indented_tree(rendered, monkeypatch):
+    """junit.xml is written in pieces (a run of all pairs has a verdict per pair): the text
+    is what ElementTree writes of the whole tree, indented. Repeated names are found by
+    their hashes, and a hash seen twice is only a hint: names that merely share one are
+    not numbered."""
+    text = rendered.files["junit.xml"].read_text()
+    head, body = text.split("\n", 1)
+    assert head == '<?xml version="1.0" encoding="UTF-8"?>'
+    root = ET.fromstring(body.encode())
+    ET.indent(root)
+    assert body == ET.tostring(root, encoding="unicode") + "\n"
+    run = rendered.gen.run
+    monkeypatch.setattr(junit, "hash", lambda _: 7, raising=False)  # every name collides
+    assert junit.render(run) == text
+    vs = tuple(Verdict("c", Outcome.PASS, (n,)) for n in ("a", "b", "a", "c", "a"))
+    root = ET.fromstring(junit.render(Run(id="r", suite="s", spec="p", verdicts=vs)).encode())
+    names = [tc.get("name") for tc in root.iter("testcase")]
+    assert names == ["c [a]", "c [b]", "c [a] (2)", "c [c]", "c [a] (3)"]
+
+
 def test_junit_survives_control_characters_and_markup():
     v = Verdict(
         'c\x01<&>"',
