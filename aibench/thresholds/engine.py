@@ -31,6 +31,7 @@ Contract of :func:`judge`:
 from __future__ import annotations
 
 import itertools
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -481,9 +482,10 @@ def _aggregate_text(check: Check, g: _Group) -> str:
         agg = f"{check.aggregate} of {len(only)} repeat(s)"
         if len(only) > 1:
             agg += f" ({num(min(only))}..{num(max(only))}, CV {stats.cv(only) * 100:.1f}%)"
-        return agg
+            return agg
+        return sys.intern(agg)  # the same words for each subject measured once
     combine = check.combine or check.aggregate
-    return f"{check.aggregate} of repeats, {combine} of {len(g.series)} series"
+    return sys.intern(f"{check.aggregate} of repeats, {combine} of {len(g.series)} series")
 
 
 def _held_to_bounds(check: Check, value: float) -> tuple[Outcome, str]:
