@@ -2,7 +2,8 @@
 
 ``manifest.sha256`` is in the format ``sha256sum`` writes and ``sha256sum -c`` reads: one
 line per file, ``<64 hex digits><two spaces><relative path>``, sorted by path, covering every
-regular file below the run directory except the manifest itself and its signature. Paths
+regular file below the run directory except the manifest itself, its signature and the
+manifest being written (``.manifest.sha256.partial``, renamed when it is complete). Paths
 use ``/`` on every platform.
 
 :func:`verify` recomputes the hashes and names each file that changed, is missing or was
@@ -18,6 +19,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +28,8 @@ from aibench.errors import UserError
 MANIFEST = "manifest.sha256"
 SIGNATURE = MANIFEST + ".sig"
 NAMESPACE = "aibench-manifest"
-_EXCLUDED = frozenset({MANIFEST, SIGNATURE})
+_PARTIAL = f".{MANIFEST}.partial"  # the manifest being written
+_EXCLUDED = frozenset({MANIFEST, SIGNATURE, _PARTIAL})
 _CHUNK = 1 << 20
 
 
@@ -47,44 +50,70 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 def _files(run_dir: Path) -> list[str]:
     """Every regular file below ``run_dir`` but the manifest and its signature, as sorted
-    ``/``-separated relative paths. Symbolic links are not listed and linked folders not
-    entered; a folder that cannot be read is passed over. One ``scandir`` per folder: a
-    large run has a raw log or two per step, and a ``stat`` per file was most of the time."""
-    out = []
-    stack = [("", os.fspath(run_dir))]
+    ``/``-separated relative paths (see :func:`_walk`)."""
+    return list(_walk(run_dir))
+
+
+def _walk(run_dir: Path) -> Iterator[str]:
+    """:func:`_files` one at a time, in their sorted order, holding one folder's names at a
+    time: a large run has a raw log or two per step. A folder's entries are gone over in
+    the order of their names with ``/`` after a folder's, which is the order of the whole
+    paths. Symbolic links are not listed and linked folders not entered; a folder that
+    cannot be read is passed over. One ``scandir`` per folder: a ``stat`` per file was
+    most of the time."""
+    stack = [iter(_entries("", os.fspath(run_dir)))]
     while stack:
-        prefix, folder = stack.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for e in entries:
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append((f"{prefix}{e.name}/", e.path))
-                    elif e.is_file(follow_symlinks=False) and prefix + e.name not in _EXCLUDED:
-                        out.append(prefix + e.name)
-        except PermissionError:
-            continue
-    return sorted(out)
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+        elif entry[1] is None:
+            yield entry[0]
+        else:
+            stack.append(iter(_entries(entry[0], entry[1])))
+
+
+def _entries(prefix: str, folder: str) -> list[tuple[str, str | None]]:
+    """(relative path, the folder's own path or None for a file) of ``folder``'s entries,
+    sorted as whole paths sort: a folder's relative path ends in ``/``."""
+    out: list[tuple[str, str | None]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    out.append((f"{prefix}{e.name}/", e.path))
+                elif e.is_file(follow_symlinks=False) and prefix + e.name not in _EXCLUDED:
+                    out.append((prefix + e.name, None))
+    except PermissionError:
+        pass
+    out.sort()
+    return out
 
 
 def compute(run_dir: Path) -> dict[str, str]:
     """Relative path -> sha256 of every file the manifest covers."""
     root = os.fspath(run_dir)
-    return {rel: sha256_file(os.path.join(root, rel)) for rel in _files(run_dir)}
+    return {rel: sha256_file(os.path.join(root, rel)) for rel in _walk(run_dir)}
 
 
-def render(hashes: dict[str, str]) -> str:
-    for rel in hashes:
+def lines(run_dir: Path) -> Iterator[str]:
+    """The manifest's lines, a file at a time, in the order of their paths."""
+    root = os.fspath(run_dir)
+    for rel in _walk(run_dir):
         if "\n" in rel or "\\" in rel:
             raise UserError(f"cannot list file name {rel!r} in a manifest (newline or backslash)")
-    return "".join(f"{hashes[rel]}  {rel}\n" for rel in sorted(hashes))
+        yield f"{sha256_file(os.path.join(root, rel))}  {rel}\n"
 
 
 def write(run_dir: Path) -> Path:
-    """Write ``manifest.sha256`` (last, after every other file) and drop a stale signature."""
-    path = run_dir / MANIFEST
-    tmp = run_dir / (MANIFEST + ".tmp")
-    tmp.write_text(render(compute(run_dir)), encoding="utf-8")
-    tmp.replace(path)
+    """Write ``manifest.sha256`` (last, after every other file) a line at a time, and drop
+    a stale signature."""
+    path, tmp = run_dir / MANIFEST, run_dir / _PARTIAL  # the walk passes over the latter
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(lines(run_dir))
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     stale = run_dir / SIGNATURE
     if stale.exists():
         stale.unlink()

@@ -89,6 +89,23 @@ def test_links_are_not_listed_and_linked_folders_not_entered(tmp_path: Path) -> 
     assert list(manifest.compute(d)) == ["raw/fio/a.stdout", "run.json"]
 
 
+def test_files_are_listed_in_the_order_of_their_whole_paths(tmp_path: Path) -> None:
+    """The manifest is written a file at a time from a walk that sorts one folder at a
+    time: names that sort differently alone and as paths ("a/x" before "a0", after "a.b")."""
+    names = ["a/x", "a/b/c", "a0", "a.b", "a-/y", "ab/c/d", "ab.", "b", "a/b0", "a/b.c/e", "Z"]
+    for n in names:
+        (tmp_path / n).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / n).write_text(n)
+    (tmp_path / "empty" / "folder").mkdir(parents=True)
+    assert list(manifest.compute(tmp_path)) == sorted(names)
+    manifest.write(tmp_path)
+    text = (tmp_path / manifest.MANIFEST).read_text()
+    assert [line.split("  ", 1)[1] for line in text.splitlines()] == sorted(names)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
+        "Z", "a.b", "a0", "ab.", "b", manifest.MANIFEST,
+    ]  # fmt: skip
+
+
 def test_verify_names_changed_missing_and_added_files(run_dir, capsys):
     assert main(["verify", str(run_dir)]) == 0
     assert "OK:" in capsys.readouterr().out
