@@ -28,7 +28,11 @@ to steps.jsonl as in a run. It prints, measured with tracemalloc in that child:
   would name each of them, as many at either size. The child runs twice, over half the
   invocations and over all of them, and ``end +/inv`` is what the end takes more per
   invocation (the two peaks' difference over the invocations'), and that times the
-  whole step (``at all pairs``): the part of the end that grows with the run;
+  whole step (``at all pairs``): the part of the end that grows with the run.
+  ``+verdicts`` is how many more verdicts the second end judged: most of what grows is a
+  verdict per pair, and the first rounds measure a pair once where the whole step does
+  it three times, so that ``at all pairs`` is up to three times what the whole step's
+  end would take when each invocation of those rounds made a verdict (4096 nodes);
 * the wall time of the rounds (traced by tracemalloc, which slows them), the CPU time of
   the end (done again without tracing), and the run.json size per invocation.
 
@@ -280,7 +284,7 @@ def main() -> int:
         print(
             f"{'nodes':>5} {'code':<6} {'invoc':>6} {'of all pairs':>12} {'run s':>6} "
             f"{'held +MB':>8} {'at all pairs':>12} {'end cpu s':>9} {'end peak':>9} "
-            f"{'end +/inv':>9} {'at all pairs':>12} {'json/inv':>8}"
+            f"{'end +/inv':>9} {'+verdicts':>9} {'at all pairs':>12} {'json/inv':>8}"
         )
         for n in (int(x) for x in args.nodes.split(",")):
             for name, source in sources:
@@ -294,6 +298,7 @@ def main() -> int:
                     f"{n:>5} {name:<6} {k:>6.0f} {full:>12,.0f} {g['run_s']:>6.1f} "
                     f"{g['held'] / MB:>+8.2f} {grows / GB:>9.2f} GB {g['end_cpu']:>9.1f} "
                     f"{g['end_peak'] / MB:>6.0f} MB {per:>7.0f} B "
+                    f"{g['verdicts'] - half['verdicts']:>9.0f} "
                     f"{max(0.0, per) * full / GB:>9.2f} GB {g['run_json'] / k:>6.0f} B",
                     flush=True,
                 )
