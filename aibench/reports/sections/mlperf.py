@@ -202,9 +202,7 @@ def inference(si: SectionInput) -> SectionOutput:
                 bad=[
                     f"{m.step} {'+'.join(m.nodes)} r{m.repeat}"
                     for m in ms
-                    if any(
-                        r.valid is False and r.step.step_id == _sid(m, steps) for r in results
-                    )
+                    if any(r.valid is False and r.step.step_id == _sid(m, steps) for r in results)
                 ],
             )
             out_plots.append(Plot(label, svg, _("hatched: an INVALID run")))
