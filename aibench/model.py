@@ -625,24 +625,27 @@ class StepSource(Sequence[StepResult]):
     one step at a time (:meth:`aibench.orchestrator.Execution.results_log`). A Run keeps
     one as its ``steps`` as it is (any other iterable becomes a tuple). A consumer goes
     over it in one pass and keeps what it needs, not the steps. A subclass gives
-    ``__len__``, ``__iter__`` and :meth:`_step`."""
+    ``__len__`` and :meth:`_pick`; a pass, an index and a slice are made of it."""
 
     __slots__ = ()
 
+    def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
+        """The steps at ``indices`` (ascending, from 0), in their order, read in one pass
+        (one open file for the pass)."""
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[StepResult]:
+        return self._pick(range(len(self)))
+
     def _step(self, i: int) -> StepResult:
         """The step at index ``i`` (negative from the end; an IndexError as a list's)."""
-        raise NotImplementedError
+        return next(self._pick((range(len(self))[i],)))
 
     def kinds(self) -> frozenset[tuple[str, str]]:
         """The (step name, tool) of its steps: those the subclass noted (``_kinds``) when
         it found where the steps are, else a pass over them."""
         noted: frozenset[tuple[str, str]] | None = getattr(self, "_kinds", None)
         return frozenset((s.step, s.tool) for s in self) if noted is None else noted
-
-    def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
-        """The steps at ``indices`` (ascending), in their order. A subclass that reads a
-        file gives one that keeps it open for the pass."""
-        return map(self._step, indices)
 
     def subset(self, indices: array[int]) -> Picked:
         """The steps at ``indices`` (ascending) as a source of their own, still on disk:
@@ -671,11 +674,8 @@ class Picked(StepSource):
     def __len__(self) -> int:
         return len(self.indices)
 
-    def __iter__(self) -> Iterator[StepResult]:
-        return self.source._pick(self.indices)
-
-    def _step(self, i: int) -> StepResult:
-        return self.source._step(self.indices[i])
+    def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
+        return self.source._pick(self.indices[i] for i in indices)
 
 
 class Lazy(Sequence[T]):

@@ -210,32 +210,12 @@ class JournalResults(StepSource):
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def __iter__(self) -> Iterator[StepResult]:
-        shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
-        with contextlib.ExitStack() as opened:
-            f: BinaryIO | None = None  # opened at the first result it holds
-            for inv, at in zip(self.plan.iter_invocations(), self.offsets, strict=True):
-                if at < 0:
-                    yield _interrupted(inv)
-                    continue
-                if f is None:
-                    f = opened.enter_context(self.journal.open("rb"))
-                yield self._read(f, at, shared)
-
-    def _step(self, i: int) -> StepResult:
-        at = self.offsets[i]  # an IndexError as a list gives
-        if at < 0:
-            inv = next(itertools.islice(self.plan.iter_invocations(), i % len(self), None))
-            return _interrupted(inv)
-        with self.journal.open("rb") as f:
-            return self._read(f, at, Shared(tuples=False))
-
     def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
-        shared = Shared(tuples=False)
+        shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
         plan: Iterator[Invocation] | None = None  # made at the first invocation not run
         done = 0  # invocations of ``plan`` gone over
         with contextlib.ExitStack() as opened:
-            f: BinaryIO | None = None
+            f: BinaryIO | None = None  # opened at the first result it holds
             for i in indices:
                 at = self.offsets[i]
                 if at >= 0:

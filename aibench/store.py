@@ -212,21 +212,11 @@ class RunJsonSteps(StepSource):
     def __len__(self) -> int:
         return len(self.starts)
 
-    def __iter__(self) -> Iterator[StepResult]:
-        shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
-        for start, end in zip(self.starts, self.ends, strict=True):
-            yield self._read(start, end, shared)
-
-    def _step(self, i: int) -> StepResult:
-        return self._read(self.starts[i], self.ends[i], Shared(tuples=False))
-
     def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
-        shared = Shared(tuples=False)
+        shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
         for i in indices:
-            yield self._read(self.starts[i], self.ends[i], shared)
-
-    def _read(self, start: int, end: int, shared: Shared) -> StepResult:
-        return StepResult.from_dict(json.loads(os.pread(self._fd, end - start, start)), shared)
+            start, end = self.starts[i], self.ends[i]
+            yield StepResult.from_dict(json.loads(os.pread(self._fd, end - start, start)), shared)
 
 
 class _JsonReader:

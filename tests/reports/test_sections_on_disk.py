@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,8 @@ class Dicts(StepSource):
     def __len__(self) -> int:
         return len(self.dicts)
 
-    def __iter__(self) -> Iterator[StepResult]:
-        return (StepResult.from_dict(d) for d in self.dicts)
-
-    def _step(self, i: int) -> StepResult:
-        return StepResult.from_dict(self.dicts[i])
+    def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
+        return (StepResult.from_dict(self.dicts[i]) for i in indices)
 
 
 def _live_measurements() -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -708,8 +708,8 @@ def test_every_metric_check_is_judged_in_one_pass_over_steps_read_from_disk() ->
         def __len__(self) -> int:
             return len(self.steps)
 
-        def _step(self, i: int) -> StepResult:
-            return self.steps[i]
+        def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
+            return (self.steps[i] for i in indices)
 
         def __iter__(self) -> Iterator[StepResult]:
             self.passes += 1
