@@ -21,7 +21,6 @@ import dataclasses
 import functools
 import math
 import statistics
-from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -363,42 +362,37 @@ def checked_series(si: SectionInput, limit: int = 8) -> list[Checked]:
 
 def _verdict_series(si: SectionInput) -> list[Any]:
     """The series key of each verdict of ``si`` (None where none is found), in one pass
-    over the steps that looks only at the verdicts' evidence steps. What it keeps per
-    verdict is a few small numbers: a run of all pairs has a verdict per pair."""
-    # evidence step id -> code(s) of (index of the verdict, place of the step in its
-    # evidence): one int for the usual one verdict, a list for more
-    wanted: dict[str, int | list[int]] = {}
+    over the steps that looks only at the verdicts' evidence steps; of several, the first
+    in the verdict's evidence that has the observed value. What it keeps per verdict is
+    small: a run of all pairs has a verdict per pair."""
+    wanted: dict[str, int | list[int]] = {}  # evidence step id -> verdict index(es)
     for i, v in enumerate(si.verdicts):
         if v.observed is not None and v.unit:
-            for place, sid in enumerate(v.evidence):
-                code = i * _PLACES + min(place, _PLACES - 1)
-                had = wanted.get(sid)
-                if had is None:
-                    wanted[sid] = code
-                elif isinstance(had, list):
-                    had.append(code)
-                else:
-                    wanted[sid] = [had, code]
+            for sid in v.evidence:
+                had = wanted.setdefault(sid, i)
+                if isinstance(had, list):
+                    had.append(i)
+                elif had != i:
+                    wanted[sid] = [had, i]
     keys: list[Any] = [None] * len(si.verdicts)
-    places = array("l", [_PLACES]) * len(si.verdicts)  # the place each key was found at
+    places: dict[int, int] = {}  # verdict -> the place in its evidence of the step found
     shared: dict[Any, Any] = {}  # one key object for each series
     for step in si.steps if wanted else ():
-        codes = wanted.get(step.step_id)
-        for code in (codes,) if isinstance(codes, int) else codes or ():
-            i, place = divmod(code, _PLACES)
-            if places[i] <= place:
-                continue
+        found = wanted.get(step.step_id)
+        for i in (found,) if isinstance(found, int) else found or ():
             v = si.verdicts[i]
+            place = v.evidence.index(step.step_id) if len(v.evidence) > 1 else 0
+            if places.get(i, place + 1) <= place:
+                continue
             for m in step.measurements:
                 got = convert(m.value, m.unit, v.unit)
                 if got is not None and math.isclose(got, float(v.observed or 0), rel_tol=1e-6):
                     key = series_key(m)
-                    keys[i], places[i] = shared.setdefault(key, key), place
+                    keys[i] = shared.setdefault(key, key)
+                    if len(v.evidence) > 1:
+                        places[i] = place
                     break
     return keys
-
-
-_PLACES = 1 << 20  # evidence places told apart (a check's evidence is its steps)
 
 
 def _in_unit(ms: Iterable[Measurement], unit: str) -> Iterator[Measurement]:
