@@ -32,10 +32,8 @@ def _clean(text: str) -> str:
     return text.translate(_BAD_XML)
 
 
-def _case(parent: ET.Element, v: Verdict, bench: str, name: str) -> None:
-    tc = ET.SubElement(
-        parent, "testcase", classname=_clean(f"aibench.{bench}"), name=_clean(name), time="0"
-    )
+def _case(v: Verdict, bench: str, name: str) -> ET.Element:
+    tc = ET.Element("testcase", classname=_clean(f"aibench.{bench}"), name=_clean(name), time="0")
     message = _clean(context.expected_vs_observed(v))
     detail = "\n".join(
         x
@@ -61,6 +59,7 @@ def _case(parent: ET.Element, v: Verdict, bench: str, name: str) -> None:
     elif v.outcome is Outcome.WARN:
         so = ET.SubElement(tc, "system-out")
         so.text = _clean(f"WARN: {message}")
+    return tc
 
 
 def render(run: Run) -> str:
@@ -131,9 +130,7 @@ def _cases(vs: Sequence[Verdict], bench: str) -> Iterator[str]:
         n = 1
         if hash(name) in twice:
             n = seen[name] = seen.get(name, 0) + 1
-        holder = ET.Element("testsuite")
-        _case(holder, v, bench, name if n == 1 else f"{name} ({n})")
-        yield _indented(holder[0])
+        yield _indented(_case(v, bench, name if n == 1 else f"{name} ({n})"))
 
 
 def _name(v: Verdict) -> str:
