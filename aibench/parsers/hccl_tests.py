@@ -9,14 +9,14 @@ Command read: the stdout of a CANN ``hccl_test`` binary (``all_reduce_test``,
     data_size(Bytes): |   avg_time(us): | alg_bandwidth(GB/s): | check_result:
     8192              |     764.55    |       0.00998        | success
 
-Where it does not match NCCL-tests' table (so :mod:`aibench.parsers._nccl_table` is not
-used): columns are separated by ``|``; there is one placement (no out-of-place /
-in-place pair), no ``count``, ``type``, ``redop`` or ``root`` columns, no bus bandwidth
-(only the algorithm bandwidth, data size / time), no ``#wrong`` count but a
-``check_result`` flag (``success``, ``failed``, or ``NULL`` when checking was off or
-could not be done), no ``# Avg bus bandwidth`` footer and no version line. What matches:
-one row per message size, time in microseconds and bandwidth in GB/s (decimal), so the
-records have the NCCL-tests names and units.
+Where it does not match NCCL-tests' table (so the table reader of
+:mod:`aibench.parsers._nccl_table` is not used, only its reading of a number): columns are
+separated by ``|``; there is one placement (no out-of-place / in-place pair), no ``count``,
+``type``, ``redop`` or ``root`` columns, no bus bandwidth (only the algorithm bandwidth,
+data size / time), no ``#wrong`` count but a ``check_result`` flag (``success``, ``failed``,
+or ``NULL`` when checking was off or could not be done), no ``# Avg bus bandwidth`` footer
+and no version line. What matches: one row per message size, time in microseconds and
+bandwidth in GB/s (decimal), so the records have the NCCL-tests names and units.
 
 Emitted per row: ``time`` (us) and ``algbw`` (GB/s), dims ``size_bytes`` (and, when the
 same size is printed more than once, as several ranks may print the table, ``row``: 0, 1
@@ -39,6 +39,7 @@ from collections import Counter
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Parser
+from aibench.parsers._nccl_table import number
 
 TOOL = "hccl-tests"
 _HEADER = re.compile(
@@ -72,10 +73,9 @@ def parse(text: str) -> list[Measurement]:
         if not m:
             continue
         size = int(m.group(1))
-        try:
-            time_us, algbw = float(m.group(2)), float(m.group(3))
-        except ValueError:
-            raise ParseError(TOOL, f"not a number in row {raw.strip()!r}", line=lineno) from None
+        time_us, algbw = number(m.group(2)), number(m.group(3))
+        if time_us is None or algbw is None:  # not a number, or not a finite one
+            raise ParseError(TOOL, f"not a number in row {raw.strip()!r}", line=lineno)
         check = m.group(4)
         if check not in _CHECKS:
             raise ParseError(

@@ -24,6 +24,7 @@ import re
 from aibench.errors import ParseError
 from aibench.model import Fact, FrozenDims, Measurement
 from aibench.parsers import Parser, Record
+from aibench.parsers._nccl_table import number
 
 TOOL = "rocm-bandwidth-test"
 _VERSION = re.compile(r"RocmBandwidthTest Version:\s*(\S+)")
@@ -76,10 +77,9 @@ def parse(text: str) -> list[Record]:
         for dst, cell in zip(columns, cells[1:], strict=True):
             if cell == "N/A":
                 continue
-            try:
-                value = float(cell)
-            except ValueError:
-                raise ParseError(TOOL, f"not a bandwidth: {cell!r}", line=lineno) from None
+            value = number(cell)
+            if value is None:  # not a number, or not a finite one
+                raise ParseError(TOOL, f"not a bandwidth: {cell!r}", line=lineno)
             dims: dict[str, str | int] = {"direction": direction, "src": src, "dst": dst}
             dims["link"] = _link(gpu, src, dst)
             out.append(Measurement(TOOL, "copy_bw", value, "GB/s", FrozenDims(dims)))
