@@ -31,12 +31,14 @@ A check with no series for a node is MISSING for it, never PASS.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from aibench.model import Outcome, Verdict
+from aibench.stats import percentile
 
 IGNORED_CLOCK_EVENTS = 0x1 | 0x4  # gpu_idle, sw_power_cap
 
@@ -74,35 +76,117 @@ def limits_of(rows: Iterable[Any]) -> tuple[Limits, dict[str, str]]:
     return Limits(**values), sources
 
 
+# The rows that read a part the inventory declares: a node that declares it and gave no
+# series of it is MISSING on the row, never silently absent.
+GPU_ROWS = {
+    "soak.throttle": "clocks-event",
+    "soak.clock.drop": "SM clock",
+    "soak.ecc": "uncorrected ECC",
+    "soak.gpu_burn": "gpu-burn (no GPU stress ran)",
+}
+BMC_ROWS = {
+    "soak.fan.floor": "BMC fan",
+    "soak.bmc.events": "BMC event log",
+    "soak.inlet.band": "BMC inlet temperature",
+    "soak.power.band": "BMC power",
+}
+COVERAGE_MIN = 0.9  # a node's series must reach this share of the sampled window
+
+
+@dataclass(frozen=True)
+class Window:
+    """What the series of a judgement must cover: the seconds from the first sample to
+    the run's end, and the nodes the inventory declares a BMC for."""
+
+    span_s: float | None = None
+    bmc_nodes: Collection[str] = ()
+
+
 def judge_rows(
     tel: Mapping[str, Any],
     nodes: Iterable[str],
     gpu_nodes: Collection[str],
     rows: Iterable[Any],
+    window: Window | None = None,
 ) -> list[Verdict]:
     """The verdicts of a spec's telemetry rows: only the rows' checks, a ``nodes: gpu``
-    row only on ``gpu_nodes``; ``soak.gpu_burn`` is MISSING on a GPU node with no
-    gpu-burn series (its soak had no GPU stress)."""
+    row only on ``gpu_nodes``. A row of a part the node declares (its GPUs, its BMC)
+    with no series is MISSING; a node whose series stop before ``COVERAGE_MIN`` of the
+    window has its passing rows MISSING with the gap named; the sampler's errors of a
+    node are a WARN of their own."""
     rows = list(rows)
     lim, src = limits_of(rows)
     scope = {r.id: r.nodes for r in rows}
+    win = window or Window()
     out: list[Verdict] = []
     for node in nodes:
         wanted = {c for c, where in scope.items() if where == "all" or node in gpu_nodes}
         found = [v for v in judge(tel, [node], lim, src) if v.check in wanted]
-        burned = any(v.check == "soak.gpu_burn" for v in found)
-        if "soak.gpu_burn" in wanted and node in gpu_nodes and not burned:
-            found.append(
-                _v(
-                    "soak.gpu_burn",
-                    Outcome.MISSING,
-                    node,
-                    "no GPU stress ran on a node the inventory declares GPUs for",
-                    src=src,
-                )
-            )
-        out += found
+        found += _undeclared_gaps(
+            node, wanted, found, node in gpu_nodes, node in win.bmc_nodes, lim, src
+        )
+        found = _covered(tel, node, found, win.span_s)
+        out += found + _sampler_errors(tel, node)
     return out
+
+
+def _undeclared_gaps(
+    node: str,
+    wanted: Collection[str],
+    found: Iterable[Verdict],
+    gpus: bool,
+    bmc: bool,
+    lim: Limits,
+    src: Mapping[str, str],
+) -> list[Verdict]:
+    """MISSING for each wanted row of a declared part that gave no verdict."""
+    have = {v.check for v in found}
+    parts = {**(GPU_ROWS if gpus else {}), **(BMC_ROWS if bmc else {})}
+    if lim.power_min_w is None and lim.power_max_w is None:
+        parts.pop("soak.power.band", None)
+    return [
+        _v(c, Outcome.MISSING, node, f"no {what} series from a node that declares it", src=src)
+        for c, what in sorted(parts.items())
+        if c in wanted and c not in have
+    ]
+
+
+def _covered(
+    tel: Mapping[str, Any], node: str, found: list[Verdict], span_s: float | None
+) -> list[Verdict]:
+    """``found`` as it stands when the node's series cover the window; else each passing
+    verdict MISSING, naming where its series stop (a node that stopped answering)."""
+    if not span_s:
+        return found
+    ends = [s["t"][-1] for s in _series(tel, node=node) if s["t"]]
+    last = max(ends) if ends else 0.0
+    if last >= COVERAGE_MIN * span_s:
+        return found
+    gap = (
+        f"series of {node} stop at {last:g} s of the {span_s:g} s sampled "
+        f"({100 * last / span_s:.0f} %, need {100 * COVERAGE_MIN:.0f} %)"
+    )
+    return [
+        v
+        if v.outcome.failing
+        else dataclasses.replace(
+            v, outcome=Outcome.MISSING, reason=f"{gap}; {v.observed_text}", culprits=(node,)
+        )
+        for v in found
+    ]
+
+
+def _sampler_errors(tel: Mapping[str, Any], node: str) -> list[Verdict]:
+    """A WARN naming how often the sampler failed to read the node, and the first reason."""
+    errs = [e for e in tel.get("errors", []) if e.get("node") == node]
+    if not errs:
+        return []
+    first = errs[0]
+    text = (
+        f"{len(errs)} sampler error(s); first at {first.get('t', 0):g} s "
+        f"({first.get('source', '?')}): {first.get('reason', '')}"
+    ).rstrip(": ")
+    return [_v("telemetry.sampler", Outcome.WARN, node, text, culprits=(node,))]
 
 
 def _series(tel: Mapping[str, Any], **match: str) -> list[dict[str, Any]]:
@@ -246,10 +330,7 @@ def _temperature_p99(
     parts: list[dict[str, Any]], node: str, lim: Limits, src: Mapping[str, str]
 ) -> Verdict:
     """The highest 99th percentile of any part's temperature against the limit."""
-    p99s = [
-        (statistics.quantiles(s["v"], n=100)[98] if len(s["v"]) > 1 else s["v"][0], s)
-        for s in parts
-    ]
+    p99s = [(percentile(s["v"], 99), s) for s in parts]
     p, s = max(p99s, key=lambda x: x[0])
     ok = p <= lim.temp_p99
     return _v(

@@ -19,10 +19,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from aibench import units
+from aibench import stats, units
 from aibench.history import env_diff, flatten_environment, higher_is_better, series_key
 from aibench.model import Run
-from aibench.thresholds import stats
 
 
 @dataclass(frozen=True)

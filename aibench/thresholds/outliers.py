@@ -24,7 +24,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from aibench.thresholds import stats
+from aibench import stats
 
 K = TypeVar("K", bound=Hashable)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from aibench.stats import aggregate, mad, percentile
 from aibench.thresholds.outliers import fleet_outliers, summarize
-from aibench.thresholds.stats import aggregate, mad, percentile
 
 
 def test_flags_only_the_far_slow_one() -> None:

@@ -1,9 +1,13 @@
-"""Small robust statistics used by the engine, the outlier rule and the history.
+"""The project's one definition of each statistic: percentile, median absolute deviation
+(and its scale), coefficient of variation, the aggregates a spec names.
 
-Pure functions over sequences of floats; no numpy (the inputs are a handful of repeats or a
-few thousand pairs). Percentiles interpolate linearly between closest ranks (the
-"linear" method of numpy.percentile). The MAD is scaled by 1.4826 so that it estimates the
-standard deviation of normally distributed data.
+Used by the thresholds engine, the outlier rule, the history's bands and the soak's
+series alike. Pure functions over sequences of floats; no numpy (the inputs are a handful
+of repeats or a few thousand pairs). Percentiles interpolate linearly between closest
+ranks (the "linear" method of numpy.percentile): never outside the values, so a p99 never
+exceeds the hottest sample. The MAD is scaled by 1.4826 so that it estimates the standard
+deviation of normally distributed data. A parser that reads a statistic a tool computed
+its own way keeps the tool's number (its module says which definition the tool used).
 """
 
 from __future__ import annotations
