@@ -40,12 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aibench import units
+from aibench import stats, units
 from aibench.errors import UserError
 from aibench.model import Outcome, Run, StepResult
 
 SCHEMA = 1
-MAD_SCALE = 1.4826
 
 # Facts whose change makes two runs measure different things, by their flattened name
 # (see :func:`flatten_environment`). Two shapes exist: the facts recorded with every run
@@ -204,9 +203,16 @@ class Finding:
     env_changed: bool
     unit: str
     spread: float = 0.0  # of the baseline medians: MAD scaled to a standard deviation
+    vanished: bool = False  # measured by the baseline runs, not by this run (value: nan)
 
     @property
     def text(self) -> str:
+        if self.vanished:
+            return (
+                f"vanished: {self.series} was not measured in run {self.run_id}, although "
+                f"its step ran; the baseline had it ({len(self.baseline_runs)} runs, median "
+                f"{self.baseline_median:.4g} {self.unit})"
+            )
         word = "regression" if self.regression else "improvement"
         line = (
             f"{word}: {self.series} in run {self.run_id}: {self.value:.4g} {self.unit} vs "
@@ -214,8 +220,7 @@ class Finding:
             f"{self.band[0]:.4g}..{self.band[1]:.4g}, {len(self.baseline_runs)} runs)"
         )
         if self.env_changes:
-            line += "; what changed: " + "; ".join(self.env_changes)
-            line += " (environment differs: not a like-for-like comparison)"
+            line += "; what changed since the baseline: " + "; ".join(self.env_changes)
         else:
             line += "; environment unchanged"
         return line
@@ -309,7 +314,7 @@ class History:
             _store_run(con, run)
             for key, vals in groups.items():
                 med = float(statistics.median(vals))
-                mad = float(statistics.median(abs(v - med) for v in vals)) * MAD_SCALE
+                mad = stats.mad(vals)
                 con.execute(
                     "INSERT INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (run.id, key, *meta[key], len(vals), med, mad, min(vals), max(vals)),
@@ -421,20 +426,22 @@ class History:
         target = run_id or ids[-1]
         if target not in ids:
             raise UserError(f"{self.path}: no run {target!r}", hint="aibench history lists them")
-        outcomes = self._outcomes()
+        good = self._good_runs(runs, target)
+        good_set = set(good)
+        steps = {key.split("|")[2] for key in self._series_of(target)}
         findings: list[Finding] = []
         notes: list[str] = []
         for key, unit in self.series():
             pts = self.points(key, unit)
             cand = next((p for p in pts if p.run_id == target), None)
-            if cand is None:
-                continue
-            before = [p for p in pts if ids.index(p.run_id) < ids.index(target)]
             if baseline:
                 base = [p for p in pts if p.run_id == baseline]
             else:
-                good = [p for p in before if outcomes.get(p.run_id) == Outcome.PASS.value]
-                base = good[-window:]
+                base = [p for p in pts if p.run_id in good_set][-window:]
+            if cand is None:
+                gone = self._vanished(key, unit, target, base, good, steps)
+                findings += [gone] if gone else []
+                continue
             if not baseline and len(base) < min_history:
                 status[key] = f"{len(base)} good baseline run(s), need {min_history}"
                 notes.append(f"{key}: {status[key]}")
@@ -448,6 +455,49 @@ class History:
             if f is not None:
                 findings.append(f)
         return findings, notes
+
+    def _good_runs(self, runs: Sequence[RunInfo], target: str) -> list[str]:
+        """The runs of the target's suite before it that passed, oldest first: a
+        baseline never mixes suites (``acceptance`` and ``nightly`` share step names
+        with other sizes)."""
+        ids = [r.id for r in runs]
+        suite = next(r.suite for r in runs if r.id == target)
+        before = runs[: ids.index(target)]
+        return [r.id for r in before if r.suite == suite and r.outcome == Outcome.PASS.value]
+
+    def _series_of(self, run_id: str) -> list[str]:
+        with self._db() as con:
+            rows = con.execute("SELECT series FROM points WHERE run_id = ?", (run_id,))
+            return [r[0] for r in rows.fetchall()]
+
+    def _vanished(
+        self,
+        key: str,
+        unit: str,
+        target: str,
+        base: Sequence[Point],
+        good: Sequence[str],
+        steps: Collection[str],
+    ) -> Finding | None:
+        """A series the last good run measured and the target did not, although the
+        target ran its step (a node or rail that stopped reporting)."""
+        if not base or not good or base[-1].run_id != good[-1] or key.split("|")[2] not in steps:
+            return None
+        center = float(statistics.median(b.median for b in base))
+        return Finding(
+            series=key,
+            run_id=target,
+            value=float("nan"),
+            baseline_median=center,
+            band=(center, center),
+            change=0.0,
+            regression=True,
+            baseline_runs=tuple(b.run_id for b in base),
+            env_changes=(),
+            env_changed=False,
+            unit=unit,
+            vanished=True,
+        )
 
     def scan(
         self,
@@ -482,7 +532,7 @@ class History:
     ) -> Finding | None:
         meds = [b.median for b in base]
         center = float(statistics.median(meds))
-        spread = float(statistics.median(abs(m - center) for m in meds)) * MAD_SCALE
+        spread = stats.mad(meds)
         half = max(k * spread, min_rel * abs(center))
         lo, hi = center - half, center + half
         if lo <= cand.median <= hi:
