@@ -52,8 +52,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aibench.errors import UserError
-from aibench.model import ORIGINS, Outcome, Run, Verdict, step_kinds
+from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK, UserError
+from aibench.model import ORIGINS, Outcome, Run, Verdict, overall, step_kinds
 
 HISTORY_NONE = "none"
 HISTORY_CARRIED = "carried"  # history verdicts kept from the stored run
@@ -61,7 +61,7 @@ HISTORY_RECOMPUTED = "recomputed"  # judged against a history database
 
 # Origins recomputed from the stored steps on every judgement; "history" too when a
 # history database is given. A verdict of any other origin is carried over unchanged.
-RECOMPUTED = frozenset({"spec", "coverage", "consistency", "inventory"})
+RECOMPUTED = frozenset({"spec", "coverage", "consistency", "inventory", "step"})
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,12 @@ class Judgement:
     label: str = ""  # "" or "new judgement: <why>" when it is not the stored one's basis
 
     @property
-    def failing(self) -> bool:
-        return any(v.outcome.failing for v in self.verdicts)
+    def outcome(self) -> Outcome:
+        return overall(self.verdicts)
 
     @property
-    def outcome(self) -> Outcome:
-        if self.failing:
-            return Outcome.FAIL
-        return Outcome.PASS if self.verdicts else Outcome.MISSING
+    def failing(self) -> bool:
+        return self.outcome.failing
 
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(v.outcome.value for v in self.verdicts).items()))
@@ -104,6 +102,39 @@ class Judgement:
             n = sum(1 for v in self.verdicts if v.origin == "history")
             return f"{n} history verdict(s) carried over from the stored run"
         return "no history"
+
+
+def exit_status(outcome: Outcome) -> int:
+    """The exit code of an outcome of :func:`aibench.model.overall`, for every command
+    that judges or reports a run: 1 when it fails (FAIL, or MISSING: nothing judged)."""
+    return EXIT_CHECKS_FAILED if outcome.failing else EXIT_OK
+
+
+def differences(stored: Sequence[Verdict], judged: Sequence[Verdict]) -> list[str]:
+    """A line per verdict that a judgement does not reproduce: one whose outcome or
+    observed value differs from the stored one, one stored and no longer given, one
+    given and not stored. Empty: every stored verdict reproduced."""
+
+    def key(v: Verdict) -> tuple[str, str, tuple[str, ...]]:
+        return (v.origin, v.check, tuple(v.subject))
+
+    def seen(v: Verdict) -> str:
+        value = f"{v.observed:.6g} {v.unit}".strip() if v.observed is not None else ""
+        return f"{v.outcome.value} {value or v.observed_text}".strip()
+
+    before: dict[Any, list[str]] = {}
+    for v in stored:
+        before.setdefault(key(v), []).append(seen(v))
+    after: dict[Any, list[str]] = {}
+    for v in judged:
+        after.setdefault(key(v), []).append(seen(v))
+    out = []
+    for k in sorted(set(before) | set(after)):
+        was, now = sorted(before.get(k, [])), sorted(after.get(k, []))
+        if was != now:
+            what = f"{k[1]} [{'+'.join(k[2]) or '-'}]"
+            out.append(f"{what}: stored {'; '.join(was) or 'none'}, now {'; '.join(now) or 'none'}")
+    return out
 
 
 def iso(when: datetime) -> str:
@@ -157,6 +188,7 @@ def judge_run(
         notes += history_notes
         recomputed.add("history")
         mode, db_text = HISTORY_RECOMPUTED, str(history_db)
+    verdicts += _step_outcomes(run, verdicts, whole_spec, when)
     series = telemetry_verdicts(run, spec)
     if series is not None:
         verdicts += series
@@ -192,12 +224,26 @@ def _judged_part(spec: Any, run: Run, *, partial: bool, facts_only: bool) -> tup
         if skipped:
             notes.append(f"{skipped} benchmark check(s) of {spec.name} not judged here")
     if partial:
+        whole = spec
         spec, skipped = applicable(spec, run)
         if skipped:
+            kept = {c.id for c in spec.checks}
+            left = [c.id for c in whole.checks if c.id not in kept]
+            shown = ", ".join(left[:8]) + (", ..." if len(left) > 8 else "")
             notes.append(
-                f"{skipped} check(s) of {spec.name} not judged: their steps were not selected"
+                f"{skipped} check(s) of {spec.name} not judged: their steps were not "
+                f"selected ({shown})"
             )
     return spec, notes
+
+
+def _step_outcomes(run: Run, judged: Sequence[Verdict], spec: Any, when: datetime) -> list[Verdict]:
+    """A verdict per step that failed or read nothing and that no failing verdict of
+    ``judged`` blames (:mod:`aibench.thresholds.steps`), under the spec's step waivers."""
+    from aibench.thresholds.steps import step_verdicts
+
+    waivers = getattr(spec, "step_waivers", ())
+    return step_verdicts(run.steps, judged, waivers, when.date())
 
 
 def carry(run: Run, recomputed: set[str]) -> list[Verdict]:
@@ -233,7 +279,19 @@ def _label(run: Run, sha: str, as_of: str, history_db: str) -> str:
         why.append(f"as of {as_of} instead of {last['as_of']}")
     if history_db:
         why.append(f"history recomputed against {history_db}")
+    why += _version_change(run, last)
     return "new judgement: " + "; ".join(why) if why else ""
+
+
+def _version_change(run: Run, last: Mapping[str, Any]) -> list[str]:
+    """Another aibench judges with other parsers' records and other rules: its judgement
+    of a stored run is a new one, and says which versions."""
+    from aibench import __version__
+
+    then = str(last.get("aibench_version") or run.aibench_version or "")
+    if then and then != __version__:
+        return [f"aibench {__version__} instead of {then}"]
+    return []
 
 
 def _fleet(run: Run) -> list[Verdict]:
@@ -259,12 +317,29 @@ def telemetry_verdicts(run: Run, spec: Any) -> list[Verdict] | None:
     if not rows:
         return None
     from aibench.inventory import Inventory
-    from aibench.soak.judge import judge_rows
+    from aibench.soak.judge import Window, judge_rows
     from aibench.telemetry import has_gpus
 
     declared = Inventory.from_dict(run.inventory)
     gpus = {n.name for n in declared.nodes if has_gpus(n)}
-    return judge_rows(run.telemetry, [n.name for n in declared.nodes], gpus, rows)
+    window = Window(
+        span_s=_sampled_span(run),
+        bmc_nodes={n.name for n in declared.nodes if getattr(n, "bmc", None)},
+    )
+    return judge_rows(run.telemetry, [n.name for n in declared.nodes], gpus, rows, window)
+
+
+def _sampled_span(run: Run) -> float | None:
+    """Seconds from the first sample to the end of the run: what every node's series
+    must cover (None when the run recorded no end or no sample)."""
+    t0 = (run.telemetry or {}).get("t0")
+    if not t0 or not run.finished:
+        return None
+    try:
+        span = (parse_instant(run.finished) - parse_instant(str(t0))).total_seconds()
+    except UserError:
+        return None
+    return span if span > 0 else None
 
 
 def _recorded_rows(run: Run) -> list[Any]:
@@ -276,10 +351,11 @@ def _recorded_rows(run: Run) -> list[Any]:
 
 
 def _history_verdicts(run: Run, db: Path) -> tuple[list[Verdict], list[str]]:
-    """A FAIL per regression outside the noise band of the last good runs (a WARN that
-    says what changed when the key environment changed), each with its baseline, and the
-    history's notes. A stored history verdict that the history cannot judge again is
-    MISSING with the reason; one now inside the band is named in a note."""
+    """A FAIL per regression outside the noise band of the last good runs of the suite
+    (naming what changed when the key environment changed), a MISSING per series that
+    vanished, each with its baseline, and the history's notes. A stored history verdict
+    that the history cannot judge again is MISSING with the reason; one now inside the
+    band is named in a note."""
     from aibench.history import History
 
     status: dict[str, str] = {}
@@ -312,13 +388,16 @@ def _missing(v: Verdict, reason: str) -> Verdict:
 
 
 def _regression(f: Any) -> Verdict:
+    """A regression FAILs whether or not the environment changed (a driver, NCCL or
+    firmware roll-out is when a nightly must fail); its reason names what changed. A
+    series the baseline had and this run lost is MISSING, with that baseline."""
     return Verdict(
         check=f"regression:{f.series}",
-        outcome=Outcome.WARN if f.env_changed else Outcome.FAIL,
+        outcome=Outcome.MISSING if f.vanished else Outcome.FAIL,
         subject=tuple(n for n in f.series.rsplit("|", 1)[-1].split("+") if n),
         description="against the history of earlier good runs",
         expected=f"{f.band[0]:.4g} .. {f.band[1]:.4g} {f.unit}",
-        observed=f.value,
+        observed=None if f.vanished else f.value,
         unit=f.unit,
         reference=f.baseline_median,
         aggregate="median",
@@ -409,7 +488,9 @@ def record(run: Run, judgement: Judgement, by: str, *, at: str = "") -> Run:
 
 
 def _basis_entry(judgement: Judgement) -> dict[str, Any]:
-    entry: dict[str, Any] = {"as_of": judgement.as_of}
+    from aibench import __version__
+
+    entry: dict[str, Any] = {"as_of": judgement.as_of, "aibench_version": __version__}
     if judgement.facts_only:
         entry["facts_only"] = True
     if judgement.partial:
@@ -435,13 +516,12 @@ def _entry(
     verdicts: Sequence[Verdict], by: str, spec: str, sha: str, at: str, history: str
 ) -> dict[str, Any]:
     counts = Counter(v.outcome.value for v in verdicts)
-    failing = any(v.outcome.failing for v in verdicts)
     entry: dict[str, Any] = {
         "by": by,
         "at": at,
         "spec": spec,
         "spec_sha256": sha,
-        "outcome": "FAIL" if failing else ("PASS" if verdicts else "MISSING"),
+        "outcome": overall(verdicts).value,
         "counts": dict(sorted(counts.items())),
         "origins": dict(sorted(Counter(v.origin for v in verdicts).items())),
     }

@@ -600,7 +600,36 @@ class Verdict:
 
 
 # Where a verdict can come from; a re-judge keeps every one of them (aibench.judge).
-ORIGINS = ("spec", "coverage", "consistency", "inventory", "history", "telemetry")
+ORIGINS = ("spec", "coverage", "consistency", "inventory", "history", "telemetry", "step")
+
+
+def overall(verdicts: Iterable[Verdict]) -> Outcome:
+    """The one rule for the outcome of a run or a judgement, whoever asks (``run``,
+    ``check``, ``report``, every twin): no verdict at all is MISSING (a run that judged
+    nothing proves nothing); any FAIL, MISSING or ERROR is FAIL; else PASS (WARN and
+    WAIVED do not fail). A failing outcome exits 1 (:data:`aibench.errors.EXIT_CHECKS_FAILED`)."""
+    seen = False
+    for v in verdicts:
+        if v.outcome.failing:
+            return Outcome.FAIL
+        seen = True
+    return Outcome.PASS if seen else Outcome.MISSING
+
+
+def partial_text(inputs: Mapping[str, Any]) -> str:
+    """What a run of part of its suite or inventory left out, from its recorded inputs:
+    "" for a whole run; else e.g. "partial run: 2 of 9 steps (fio-seq-read, fio-rand-read);
+    nodes gpu[01-04] (4 of 16)". Such a run is never the suite's acceptance."""
+    suite = inputs.get("suite") or {}
+    steps, selected = suite.get("steps") or [], suite.get("selected")
+    parts = []
+    if isinstance(selected, list) and steps and len(selected) < len(steps):
+        names = ", ".join(str(x) for x in selected[:6]) + (", ..." if len(selected) > 6 else "")
+        parts.append(f"{len(selected)} of {len(steps)} steps ({names})")
+    nodes = inputs.get("nodes") or {}
+    if nodes.get("expr"):
+        parts.append(f"nodes {nodes['expr']} ({nodes.get('selected')} of {nodes.get('of')})")
+    return "partial run: " + "; ".join(parts) if parts else ""
 
 
 def origin_of(check: str) -> str:
@@ -785,12 +814,14 @@ class Run:
 
     @property
     def outcome(self) -> Outcome:
-        """The run's overall outcome: FAIL if any check fails, else PASS."""
-        if any(v.outcome.failing for v in self.verdicts):
-            return Outcome.FAIL
-        if not self.verdicts:
-            return Outcome.MISSING
-        return Outcome.PASS
+        """The run's overall outcome (:func:`overall`)."""
+        return overall(self.verdicts)
+
+    @property
+    def partial(self) -> str:
+        """ "" for a run of the whole suite on the whole inventory; else what it left out
+        (:func:`partial_text`)."""
+        return partial_text(self.inputs)
 
     def replace(self, **changes: Any) -> Run:
         return dataclasses.replace(self, **changes)

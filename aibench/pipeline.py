@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_INTERRUPTED, EXIT_OK, UserError
+from aibench.errors import EXIT_CANNOT_RUN, EXIT_INTERRUPTED, UserError
 from aibench.model import Run, StepResult, StepStatus
 
 
@@ -37,6 +37,9 @@ class Inputs:
     partial: bool = False  # only some of the suite's steps or tools were selected
     # (name, tool) of every step of the whole suite, before --steps or TOOL narrowed it
     whole_steps: tuple[tuple[str, str], ...] = ()
+    # --nodes: the hostlist expression and how many nodes the whole inventory has
+    nodes: str = ""
+    whole_nodes: int = 0
 
 
 def load_inputs(
@@ -61,6 +64,7 @@ def load_inputs(
         the_inventory = load_inventory(Path(inventory))
     else:
         the_inventory = local_inventory()
+    whole_nodes = len(the_inventory.nodes)
     if nodes:
         the_inventory = select_nodes(the_inventory, nodes)
     the_spec = load_spec(spec or the_suite.spec or "default")
@@ -70,6 +74,8 @@ def load_inputs(
         the_spec,
         partial=bool(tool or steps),
         whole_steps=tuple((s.name, s.tool) for s in whole.steps),
+        nodes=nodes or "",
+        whole_nodes=whole_nodes,
     )
 
 
@@ -287,7 +293,7 @@ def recorded_inputs(inputs: Inputs) -> dict[str, Any]:
     spec's text is added by :func:`aibench.judge.record` with each judgement."""
     suite = inputs.suite
     whole = inputs.whole_steps or tuple((s.name, s.tool) for s in suite.steps)
-    return {
+    out: dict[str, Any] = {
         "suite": {
             "name": suite.name,
             "sha256": suite.sha256,
@@ -296,6 +302,10 @@ def recorded_inputs(inputs: Inputs) -> dict[str, Any]:
             "selected": [s.name for s in suite.steps],
         }
     }
+    if inputs.nodes:
+        selected = len(inputs.inventory.nodes)
+        out["nodes"] = {"expr": inputs.nodes, "selected": selected, "of": inputs.whole_nodes}
+    return out
 
 
 def judge(
@@ -341,7 +351,9 @@ def exit_code(run: Run, executed: Executed) -> int:
         return EXIT_INTERRUPTED
     if nothing_ran(executed.results):
         return EXIT_CANNOT_RUN
-    return EXIT_CHECKS_FAILED if any(v.outcome.failing for v in run.verdicts) else EXIT_OK
+    from aibench.judge import exit_status
+
+    return exit_status(run.outcome)
 
 
 def nothing_ran(results: Sequence[StepResult]) -> bool:

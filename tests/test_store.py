@@ -115,7 +115,11 @@ def test_a_large_run_json_keeps_its_steps_in_the_file(
     assert lazy.replace(steps=()) == run.replace(steps=())
     assert lazy.steps.kinds() == {(s.step, s.tool) for s in run.steps}
     picked = lazy.steps.subset(array("q", [0, 2]))
-    assert (len(picked), list(picked), picked[-1]) == (2, [run.steps[0], run.steps[2]], run.steps[2])
+    assert (len(picked), list(picked), picked[-1]) == (
+        2,
+        [run.steps[0], run.steps[2]],
+        run.steps[2],
+    )
     monkeypatch.setattr(store, "LAZY_BYTES", len(text))
     assert isinstance(load_run(tmp_path).steps, tuple)
 

@@ -29,7 +29,7 @@ import sys
 from typing import Any
 
 from aibench.commands import Command
-from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK
+from aibench.errors import EXIT_CHECKS_FAILED
 
 EPILOG = """\
 examples:
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aibench.errors import UserError
-    from aibench.judge import parse_instant, rejudge
+    from aibench.judge import exit_status, parse_instant, rejudge
     from aibench.store import load_run
     from aibench.thresholds import load_spec
 
@@ -101,12 +101,32 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json(judgement)
     else:
-        _print_text(judgement, the_run.id, show_pass=args.all)
+        _print_text(judgement, the_run.id, show_pass=args.all, partial=the_run.partial)
     if args.write:
         _write(the_run, judgement, run_dir)
     elif judgement.label:
         print("not stored: --write makes it the run's verdict", file=sys.stderr)
-    return EXIT_CHECKS_FAILED if judgement.failing else EXIT_OK
+    if judgement.label:
+        return exit_status(judgement.outcome)
+    return _reproduced(the_run, judgement, quiet=args.format == "json")
+
+
+def _reproduced(the_run: Any, judgement: Any, *, quiet: bool) -> int:
+    """The judgement on the stored basis against the stored verdicts: "reproduced N
+    verdicts", or each verdict that differs and exit 1 whatever the outcome."""
+    from aibench.judge import differences, exit_status
+
+    diff = differences(the_run.verdicts, judgement.verdicts)
+    out = sys.stderr if quiet else sys.stdout
+    if not diff:
+        print(f"reproduced {len(judgement.verdicts)} stored verdict(s)", file=out)
+        return exit_status(judgement.outcome)
+    print(f"NOT REPRODUCED: {len(diff)} verdict(s) differ from the stored ones:", file=out)
+    for line in diff[:50]:
+        print(f"  {line}", file=out)
+    if len(diff) > 50:
+        print(f"  ... and {len(diff) - 50} more", file=out)
+    return EXIT_CHECKS_FAILED
 
 
 def _print_json(judgement: Any) -> None:
@@ -129,7 +149,9 @@ def _print_json(judgement: Any) -> None:
     print()
 
 
-def _print_text(judgement: Any, run_id: str, *, show_pass: bool) -> None:
+def _print_text(judgement: Any, run_id: str, *, show_pass: bool, partial: str = "") -> None:
+    if partial:
+        print(f"PARTIAL {partial}: not the acceptance of the suite")
     if judgement.label:
         print(f"NEW     {judgement.label}")
     for v in judgement.verdicts:
@@ -147,8 +169,9 @@ def _print_text(judgement: Any, run_id: str, *, show_pass: bool) -> None:
         print(f"SUSPECT {s.get('tool', '')}: {s.get('text', '')}")
     origins = ", ".join(f"{k} {n}" for k, n in judgement.by_origin().items())
     print(f"judged: {origins or 'no verdict'}; {judgement.history_text()}; as of {judgement.as_of}")
-    word = "FAIL" if judgement.failing else "PASS"
-    print(f"{word}: {run_id} against {judgement.spec} ({summary})")
+    print(
+        f"{judgement.outcome.value}: {run_id} against {judgement.spec} ({summary or 'no verdict'})"
+    )
 
 
 def _write(the_run: Any, judgement: Any, run_dir: Any) -> None:

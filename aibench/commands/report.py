@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from aibench.commands import Command
-from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK, UserError
+from aibench.errors import UserError
+from aibench.judge import exit_status
 
 EPILOG = """\
 examples:
@@ -129,14 +130,14 @@ def run(args: argparse.Namespace) -> int:
         from aibench.reports import i18n, markdown
 
         sys.stdout.write(markdown.render(the_run, i18n.check(args.lang)))
-        return EXIT_CHECKS_FAILED if the_run.outcome.failing else EXIT_OK
+        return exit_status(the_run.outcome)
     written = reports.write_all(the_run, out_dir, history=history, lang=args.lang)
     for name in written:
         print(f"wrote {out_dir / name}")
     if args.sign:
         print(f"wrote {manifest.sign(out_dir, Path(args.sign))}")
     print(f"{the_run.outcome.value}: {out_dir / reports.REPORT}")
-    return EXIT_CHECKS_FAILED if the_run.outcome.failing else EXIT_OK
+    return exit_status(the_run.outcome)
 
 
 def _rejudge(the_run: Any, run_dir: Path, args: argparse.Namespace, db: Path | None) -> Any:

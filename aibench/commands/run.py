@@ -101,7 +101,7 @@ def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import pipeline, store
-    from aibench.plan import build_plan, fmt_seconds
+    from aibench.plan import build_plan
     from aibench.progress import Reporter
 
     resume_dir: Path | None = Path(args.resume) if args.resume else None
@@ -129,13 +129,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         run_dir = store.new_run_dir(Path(args.output_dir), inputs.suite.name)
         store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs))
-    if not args.quiet:
-        print(
-            f"aibench: {inputs.suite.name}: {runs} runs on "
-            f"{len(inputs.inventory)} node(s), about {fmt_seconds(plan.estimated_seconds())}; "
-            f"results in {run_dir}",
-            file=sys.stderr,
-        )
+    _print_banner(inputs, plan, run_dir, quiet=args.quiet)
     reporter = Reporter(runs, quiet=args.quiet)
     with reporter:
         result = pipeline.run_suite(
@@ -159,6 +153,26 @@ def run(args: argparse.Namespace) -> int:
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
     return result.exit_code
+
+
+def _print_banner(inputs: Any, plan: Any, run_dir: Path, *, quiet: bool) -> None:
+    """What is about to run: a partial run says first that it is not the suite's
+    acceptance (even with --quiet); then the runs, nodes, estimate and where."""
+    from aibench import pipeline
+    from aibench.model import partial_text
+    from aibench.plan import fmt_seconds
+
+    partial = partial_text(pipeline.recorded_inputs(inputs))
+    if partial:
+        suite_name = inputs.suite.name
+        print(f"aibench: {partial}: not the acceptance of suite {suite_name}", file=sys.stderr)
+    if not quiet:
+        print(
+            f"aibench: {inputs.suite.name}: {plan.run_count()} runs on "
+            f"{len(inputs.inventory)} node(s), about {fmt_seconds(plan.estimated_seconds())}; "
+            f"results in {run_dir}",
+            file=sys.stderr,
+        )
 
 
 def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
@@ -294,11 +308,15 @@ def _print_summary(run: Any, run_dir: Path, quiet: bool) -> None:
     counts = Counter(v.outcome.value for v in run.verdicts)
     failing = [v for v in run.verdicts if v.outcome.failing]
     out = sys.stdout
+    partial = f" ({run.partial}, not the acceptance of the suite)" if run.partial else ""
     print(
-        f"{run.outcome.value}: {run.suite} against {run.spec} "
-        f"({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})",
+        f"{run.outcome.value}{partial}: {run.suite} against {run.spec} "
+        f"({', '.join(f'{n} {k}' for k, n in sorted(counts.items())) or 'no verdict'})",
         file=out,
     )
+    for note in run.notes:
+        if "not judged: their steps were not selected" in note:
+            print(f"  note: {note}", file=out)
     for v in failing[:20]:
         subject = ",".join(v.subject) or "-"
         observed = "" if v.observed is None else f" observed {v.observed:.6g} {v.unit}"

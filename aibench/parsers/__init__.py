@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aibench.errors import ParseError
 from aibench.model import Fact, Measurement, Note
 from aibench.registry import Registry
 
@@ -33,6 +34,11 @@ Record = Measurement | Fact | Note
 
 @dataclass(frozen=True)
 class Parser:
+    """A parser of the registry. Its ``parse`` never returns an empty success: an output
+    in which it reads no measurement and no fact (notes alone do not count) is a
+    :class:`~aibench.errors.ParseError` naming what it looked for (its ``description``),
+    unless ``empty_ok`` says that nothing is a valid reading (an empty event log)."""
+
     name: str  # registry name, e.g. "fio", "iperf3", "nccl-tests", "nvidia-smi-q"
     parse: Callable[[str], Sequence[Record]]
     description: str = ""
@@ -41,6 +47,26 @@ class Parser:
     aliases: tuple[str, ...] = field(default=())
     # what the core knows of a tool that is only parsed, never run (aibench.traits.Traits)
     traits: Any = None
+    empty_ok: bool = False  # no record is a valid reading (an event log with no event)
+
+    def __post_init__(self) -> None:
+        if not self.empty_ok and not getattr(self.parse, "never_empty", False):
+            object.__setattr__(self, "parse", _never_empty(self))
+
+
+def _never_empty(p: Parser) -> Callable[[str], Sequence[Record]]:
+    raw = p.parse
+    what = p.description or f"{p.name} output"
+
+    def parse(text: str) -> Sequence[Record]:
+        records = raw(text)
+        if not any(not isinstance(r, Note) for r in records):
+            raise ParseError(p.name, f"no {p.emits} found: looked for {what}")
+        return records
+
+    parse.never_empty = True  # type: ignore[attr-defined]
+    parse.__doc__ = raw.__doc__
+    return parse
 
 
 PARSERS: Registry[Parser] = Registry("parser", "aibench.parsers", "PARSER", key=lambda p: p.name)

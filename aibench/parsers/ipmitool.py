@@ -302,5 +302,6 @@ PARSER = [
         "BMC System Event Log from ipmitool sel elist",
         _detect_sel,
         emits="facts",
+        empty_ok=True,  # a log with no event is a valid, good reading
     ),
 ]

@@ -114,6 +114,16 @@ def judged(run: Run) -> str:
     return text
 
 
+def partial_line(run: Run) -> str:
+    """The line every twin shows first for a run of part of its suite or inventory: it is
+    never the suite's acceptance; the checks it left out follow from the run's notes."""
+    left = next((n for n in run.notes if "not judged: their steps were not selected" in n), "")
+    line = _("{partial}: not the acceptance of suite {suite}").format(
+        partial=run.partial, suite=run.suite
+    )
+    return f"{line}; {left}" if left else line
+
+
 def failing(run: Run) -> list[Verdict]:
     rank = {o: i for i, o in enumerate(OUTCOME_ORDER)}
     bad = [v for v in run.verdicts if v.outcome.failing]

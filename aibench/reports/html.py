@@ -212,7 +212,7 @@ def step_numbers(run: Run, ids: Collection[str]) -> dict[str, int]:
 def _notices(run: Run, unjudged: Sequence[dict[str, Any]]) -> list[str]:
     """Banner lines beside the checks: the suspects of fault localization, and results the
     tools call not valid that no failing check covers."""
-    lines = []
+    lines = [context.partial_line(run)] if run.partial else []
     found = context.suspects(run)
     for s in found[:5]:
         tool = f" ({s.source.split(':', 1)[0]})" if s.source else ""

@@ -73,6 +73,8 @@ def _head(run: Run) -> list[str]:
         ),
         "",
     ]
+    if run.partial:
+        lines += [f"> **{cell(context.partial_line(run))}**", ""]
     if context.judged(run):
         lines += [_("Judged by {who}").format(who=cell(context.judged(run))), ""]
     lines += [f"> {cell(n)}" for n in run.notes if "not stored in run.json" in n]

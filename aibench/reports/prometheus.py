@@ -165,6 +165,13 @@ def run_families(run: Run) -> Iterator[Family]:
     for o in RUN_OUTCOMES:
         g.add_metric([s, o.value], 1 if run.outcome is o else 0)
     yield g
+    g = Family(
+        "aibench_run_partial",
+        "1 when the run ran part of its suite or inventory: not the suite's acceptance.",
+        ["suite"],
+    )
+    g.add_metric([s], 1 if run.partial else 0)
+    yield g
     g = Family("aibench_run_generated", "1 when the data were generated, not measured.", ["suite"])
     g.add_metric([s], 1 if run.generated else 0)
     yield g

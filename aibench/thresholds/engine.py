@@ -38,9 +38,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from aibench import units
+from aibench import stats, units
 from aibench.model import Fact, Measurement, Outcome, Run, StepResult, Verdict
-from aibench.thresholds import stats
 from aibench.thresholds.outliers import fleet_outliers
 from aibench.thresholds.spec import (
     FACT_SYMBOLS,
@@ -256,16 +255,26 @@ def _measurement_selected(
     return all(dim_matches(rule, m.dims.get(k)) for k, rule in sel.dims.items())
 
 
-def _largest(check: Check, ms: list[Measurement]) -> list[Measurement]:
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _largest(check: Check, selected: Sequence[tuple[str, Measurement]]) -> dict[Subject, Any]:
+    """With ``largest: DIM``: the largest value of DIM each subject reached, so that each
+    subject is judged at the end of its own sweep (a node whose sweep stopped short is
+    judged at its own largest point, not left without a verdict). Empty without it."""
     dim = check.select.largest if check.select else None
     if not dim:
-        return ms
-    vals = [m.dims.get(dim) for m in ms]
-    nums = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
-    if not nums:
-        return []
-    top = max(nums)
-    return [m for m in ms if m.dims.get(dim) == top]
+        return {}
+    top: dict[Subject, Any] = {}
+    for _, m in selected:
+        v = m.dims.get(dim)
+        if not _number(v):
+            continue
+        for subj in _subjects_of(check, m.nodes, m.dims):
+            if subj not in top or v > top[subj]:
+                top[subj] = v
+    return top
 
 
 def _judge_metric(check: Check, run: Run, inventory: list[str], found: _Found) -> list[Verdict]:
@@ -357,9 +366,10 @@ def _groups(check: Check, found: _Found) -> dict[Subject, _Group]:
                 subj = subj[:1]
             groups[subj].failed.append(s)
     selected = found.selected
-    kept = set(map(id, _largest(check, [m for _, m in selected])))
+    largest = check.select.largest if check.select else None
+    top = _largest(check, selected)
     for step_id, m in selected:
-        if id(m) not in kept:
+        if largest and not _number(m.dims.get(largest)):
             continue
         try:
             value = units.convert(m.value, m.unit, check.unit)
@@ -368,6 +378,8 @@ def _groups(check: Check, found: _Found) -> dict[Subject, _Group]:
                 groups[subj].unit_error = f"{m.tool} {m.metric} in {m.unit}: {exc}"
             continue
         for subj in _subjects_of(check, m.nodes, m.dims):
+            if largest and m.dims.get(largest) != top.get(subj):
+                continue
             g = groups[subj]
             g.series.setdefault((m.nodes, m.step, m.dims), []).append(value)
             g.evidence.add(step_id)
@@ -814,9 +826,12 @@ def _subject_name(subject: Sequence[str]) -> str:
 
 
 def apply_waiver(check: Check, v: Verdict, today: date) -> Verdict:
-    w = check.waiver
-    if w is None:
-        return v
+    return v if check.waiver is None else waive(check.waiver, v, today)
+
+
+def waive(w: Any, v: Verdict, today: date) -> Verdict:
+    """``v`` under waiver ``w`` (a :class:`~aibench.thresholds.spec.Waiver`) on ``today``:
+    WAIVED while it holds and the verdict fails; an expired one fails."""
     if w.subjects is not None and not _waiver_covers(w.subjects, v.subject):
         return v
     active = today <= w.expires

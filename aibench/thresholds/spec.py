@@ -150,6 +150,13 @@ class Waiver(Strict):
     )
 
 
+class StepWaiver(Waiver):
+    """A step's failure accepted (its ``step:`` verdict WAIVED): a node out of the
+    contract, a tool the cluster is not asked to have."""
+
+    step: str = Field(min_length=1, description="the suite step whose failure is waived")
+
+
 class Tier(Strict):
     """A pair of bounds, in the check's unit, or tolerances around its reference."""
 
@@ -443,6 +450,11 @@ class SpecModel(Strict):
         description="checks of the series sampled beside the run (aibench soak, "
         "aibench run --telemetry)",
     )
+    step_waivers: list[StepWaiver] = Field(
+        default_factory=list,
+        description="failed steps accepted explicitly (each turns the step's ERROR "
+        "verdict into WAIVED until it expires)",
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> SpecModel:
@@ -475,6 +487,10 @@ class Spec:
     @property
     def telemetry(self) -> tuple[TelemetryRow, ...]:
         return tuple(self.model.telemetry)
+
+    @property
+    def step_waivers(self) -> tuple[StepWaiver, ...]:
+        return tuple(self.model.step_waivers)
 
 
 def load_spec(name_or_path: str | Path) -> Spec:

@@ -22,7 +22,9 @@ ROCM = (
 )
 
 
-@pytest.mark.parametrize(("name", "text", "line"), [("hccl-tests", HCCL, 2), ("rocm-bandwidth-test", ROCM, 7)])
+@pytest.mark.parametrize(
+    ("name", "text", "line"), [("hccl-tests", HCCL, 2), ("rocm-bandwidth-test", ROCM, 7)]
+)
 def test_a_number_out_of_range_is_a_parse_error(name: str, text: str, line: int) -> None:
     parser = parsers.get(name)
     assert parser.parse(text.format(value="85.476"))  # the same table with a number reads

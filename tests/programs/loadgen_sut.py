@@ -31,10 +31,12 @@ N_SAMPLES = 256
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--output-dir", required=True)
-    ap.add_argument("--scenario", required=True,
-                    choices=["Offline", "SingleStream", "Server", "MultiStream"])
-    ap.add_argument("--mode", default="PerformanceOnly",
-                    choices=["PerformanceOnly", "AccuracyOnly"])
+    ap.add_argument(
+        "--scenario", required=True, choices=["Offline", "SingleStream", "Server", "MultiStream"]
+    )
+    ap.add_argument(
+        "--mode", default="PerformanceOnly", choices=["PerformanceOnly", "AccuracyOnly"]
+    )
     ap.add_argument("--min-duration-ms", type=int, default=1000)
     ap.add_argument("--min-query-count", type=int, default=100)
     ap.add_argument("--expected-qps", type=float, default=40_000.0)

@@ -38,8 +38,9 @@ def main() -> int:
     ap.add_argument("--max-epochs", type=int, default=3000)
     ap.add_argument("--epochs-per-block", type=int, default=10)
     ap.add_argument("--lr", type=float, default=2.0)
-    ap.add_argument("--break", dest="broken", choices=["none", "no_status", "no_run_stop"],
-                    default="none")
+    ap.add_argument(
+        "--break", dest="broken", choices=["none", "no_status", "no_run_stop"], default="none"
+    )
     a = ap.parse_args()
 
     open(a.log_file, "w").close()  # mllog appends; one run, one log

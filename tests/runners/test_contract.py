@@ -15,8 +15,12 @@ MINIMAL = {
     "mlperf-inference": {"command": ["h"], "scenario": "Offline"},
     "mlperf-training": {"benchmark": "llama31_8b", "command": ["t"]},
 }
-PLACEMENT = {"nccl-tests": "each", "perftest": "pairs", "mlperf-inference": "each",
-             "mlperf-training": "all"}
+PLACEMENT = {
+    "nccl-tests": "each",
+    "perftest": "pairs",
+    "mlperf-inference": "each",
+    "mlperf-training": "all",
+}
 
 
 def test_registered_by_name() -> None:

@@ -42,8 +42,12 @@ def test_example_suite_plans(path: Path, inventory: str) -> None:
         assert len({(s.host, s.argv) for s in i.servers}) == len(i.servers)
     # concurrent perftest servers on one host never share a port
     for r in plan.rounds:
-        ports = [(s.host, s.argv[s.argv.index("-p") + 1]) for i in r.invocations
-                 for s in i.servers if i.tool == "perftest"]
+        ports = [
+            (s.host, s.argv[s.argv.index("-p") + 1])
+            for i in r.invocations
+            for s in i.servers
+            if i.tool == "perftest"
+        ]
         assert len(ports) == len(set(ports))
 
 

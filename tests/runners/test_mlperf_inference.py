@@ -17,13 +17,26 @@ from aibench.model import Fact, Measurement, StepResult, StepStatus
 from aibench.runners.base import Slot
 from tests.runners.helpers import PROGRAMS, node, plan, run, suite_of
 
-SUT = [sys.executable, str(PROGRAMS / "loadgen_sut.py"), "--output-dir", "{output_dir}",
-       "--scenario", "{scenario}", "--mode", "{mode}", "--min-duration-ms", "500"]
+SUT = [
+    sys.executable,
+    str(PROGRAMS / "loadgen_sut.py"),
+    "--output-dir",
+    "{output_dir}",
+    "--scenario",
+    "{scenario}",
+    "--mode",
+    "{mode}",
+    "--min-duration-ms",
+    "500",
+]
 
 
 def test_placeholders_are_filled_and_the_output_dir_made_first() -> None:
-    o = {"command": ["run.sh", "--out={output_dir}", "{scenario}", "{mode}", "r{run_index}"],
-         "scenario": "Server", "env": {"OMP_NUM_THREADS": "4"}}
+    o = {
+        "command": ["run.sh", "--out={output_dir}", "{scenario}", "{mode}", "r{run_index}"],
+        "scenario": "Server",
+        "env": {"OMP_NUM_THREADS": "4"},
+    }
     (inv,) = plan("mlperf-inference", o, [node("n1")], Slot(repeat=1, workdir="/w"), "inf")
     d = "/w/mlperf-inference/inf/n1.r1"
     assert list(inv.client.argv) == ["run.sh", f"--out={d}", "Server", "PerformanceOnly", "r1"]
@@ -39,8 +52,10 @@ def test_one_invocation_per_node() -> None:
     o = {"command": ["h", "{output_dir}"], "scenario": "Offline", "shared_dir": "/data/lg"}
     invs = plan("mlperf-inference", o, [node("a"), node("b")], step="inf")
     d = "/data/lg/mlperf-inference/inf"
-    assert [(i.nodes, i.client.argv) for i in invs] == [(("a",), ("h", f"{d}/a.r0")),
-                                                        (("b",), ("h", f"{d}/b.r0"))]
+    assert [(i.nodes, i.client.argv) for i in invs] == [
+        (("a",), ("h", f"{d}/a.r0")),
+        (("b",), ("h", f"{d}/b.r0")),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -139,8 +154,9 @@ def test_multistream_reports_its_p99_query_latency(tmp_path: Path) -> None:
     assert res.status is StepStatus.OK, res.reason
     f = facts(res)
     assert f["scenario"] == "MultiStream"
-    (p99,) = [m for m in res.measurements
-              if m.metric == "latency" and m.dims.get("percentile") == 99.0]
+    (p99,) = [
+        m for m in res.measurements if m.metric == "latency" and m.dims.get("percentile") == 99.0
+    ]
     assert p99.unit == "ns"
     assert f["primary_metric"] == f"latency p99 = {p99.value:g} ns"
     assert f["result"] == "VALID" or f["result"].startswith("INVALID: ")

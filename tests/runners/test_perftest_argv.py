@@ -33,14 +33,37 @@ def test_one_invocation_per_rail_with_its_own_port_and_the_servers_address() -> 
         (srv,) = inv.servers
         assert srv.host == "gpu002"
         assert srv.role == "server"
-        assert list(srv.argv) == ["stdbuf", "-oL", "ib_write_bw", "-d", dev, "-i", "1", "-x", "3",
-                                  "-p", port, *common]
+        assert list(srv.argv) == [
+            "stdbuf",
+            "-oL",
+            "ib_write_bw",
+            "-d",
+            dev,
+            "-i",
+            "1",
+            "-x",
+            "3",
+            "-p",
+            port,
+            *common,
+        ]
         assert srv.ready is not None
         assert srv.ready.pattern == "Waiting for client"
         assert srv.ready.port is None  # a probe connection would be taken for the client
         assert inv.client.host == "gpu001"
-        assert list(inv.client.argv) == ["ib_write_bw", "-d", dev, "-i", "1", "-x", "3",
-                                         "-p", port, *common, "10.9.0.2"]
+        assert list(inv.client.argv) == [
+            "ib_write_bw",
+            "-d",
+            dev,
+            "-i",
+            "1",
+            "-x",
+            "3",
+            "-p",
+            port,
+            *common,
+            "10.9.0.2",
+        ]
         assert inv.nodes == ("gpu001", "gpu002")
         assert inv.network is True
         assert inv.parser == "perftest"
@@ -61,23 +84,100 @@ def test_concurrent_pairs_never_share_a_port(index: int, ports: list[int]) -> No
     ("options", "group", "client", "server"),
     [
         # no HCA facts: one rail, perftest's first device, the host address
-        ({}, [BARE_A, BARE_B], ["ib_write_bw", "-p", "15201", "--report_gbits", "-F", "10.0.2.2"],
-         ["stdbuf", "-oL", "ib_write_bw", "-p", "15201", "--report_gbits", "-F"]),
+        (
+            {},
+            [BARE_A, BARE_B],
+            ["ib_write_bw", "-p", "15201", "--report_gbits", "-F", "10.0.2.2"],
+            ["stdbuf", "-oL", "ib_write_bw", "-p", "15201", "--report_gbits", "-F"],
+        ),
         # device options, RoCE GID, duration mode, QPs, bidirectional, rdma_cm, sizes -a
-        ({"test": "ib_read_bw", "device": "mlx5_4", "ib_port": 2, "gid_index": 5, "duration": 10,
-          "qps": 4, "bidirectional": True, "rdma_cm": True, "no_cpu_freq_warning": False,
-          "report_gbits": False, "port": 20000},
-         [BARE_A, BARE_B],
-         ["ib_read_bw", "-d", "mlx5_4", "-i", "2", "-x", "5", "-p", "20000", "-D", "10", "-q",
-          "4", "-b", "-R", "10.0.2.2"],
-         ["stdbuf", "-oL", "ib_read_bw", "-d", "mlx5_4", "-i", "2", "-x", "5", "-p", "20000",
-          "-D", "10", "-q", "4", "-b", "-R"]),
+        (
+            {
+                "test": "ib_read_bw",
+                "device": "mlx5_4",
+                "ib_port": 2,
+                "gid_index": 5,
+                "duration": 10,
+                "qps": 4,
+                "bidirectional": True,
+                "rdma_cm": True,
+                "no_cpu_freq_warning": False,
+                "report_gbits": False,
+                "port": 20000,
+            },
+            [BARE_A, BARE_B],
+            [
+                "ib_read_bw",
+                "-d",
+                "mlx5_4",
+                "-i",
+                "2",
+                "-x",
+                "5",
+                "-p",
+                "20000",
+                "-D",
+                "10",
+                "-q",
+                "4",
+                "-b",
+                "-R",
+                "10.0.2.2",
+            ],
+            [
+                "stdbuf",
+                "-oL",
+                "ib_read_bw",
+                "-d",
+                "mlx5_4",
+                "-i",
+                "2",
+                "-x",
+                "5",
+                "-p",
+                "20000",
+                "-D",
+                "10",
+                "-q",
+                "4",
+                "-b",
+                "-R",
+            ],
+        ),
         # latency tool: no --report_gbits; all sizes; one rail picked; a node with itself
-        ({"test": "ib_send_lat", "all_sizes": True, "rails": ["mlx5_1"]}, [A, A],
-         ["ib_send_lat", "-d", "mlx5_1", "-i", "1", "-x", "3", "-p", "15201", "-a", "-F",
-          "127.0.0.1"],
-         ["stdbuf", "-oL", "ib_send_lat", "-d", "mlx5_1", "-i", "1", "-x", "3", "-p", "15201",
-          "-a", "-F"]),
+        (
+            {"test": "ib_send_lat", "all_sizes": True, "rails": ["mlx5_1"]},
+            [A, A],
+            [
+                "ib_send_lat",
+                "-d",
+                "mlx5_1",
+                "-i",
+                "1",
+                "-x",
+                "3",
+                "-p",
+                "15201",
+                "-a",
+                "-F",
+                "127.0.0.1",
+            ],
+            [
+                "stdbuf",
+                "-oL",
+                "ib_send_lat",
+                "-d",
+                "mlx5_1",
+                "-i",
+                "1",
+                "-x",
+                "3",
+                "-p",
+                "15201",
+                "-a",
+                "-F",
+            ],
+        ),
     ],
 )
 def test_argv(
@@ -146,7 +246,7 @@ def test_collect_parses_the_clients_report_and_names_the_rail(tmp_path: Path) ->
     from aibench.runners.perftest import RUNNER
     from tests.runners.helpers import FIXTURES
 
-    text = (FIXTURES / "perftest" / "ib_send_bw_client_IB_LID_NDR_report_gbits_single_size.txt")
+    text = FIXTURES / "perftest" / "ib_send_bw_client_IB_LID_NDR_report_gbits_single_size.txt"
     (inv, _) = plan("perftest", {"test": "ib_send_bw", "size": "65536"}, [A, B])
     records = RUNNER.collect(inv, Output(text.read_text(), "", 0, tmp_path))
     (bw,) = [r for r in records if getattr(r, "metric", "") == "bw_avg"]

@@ -26,8 +26,10 @@ from tests.runners.helpers import FIXTURES, PROGRAMS, is_root, wrapper
 from tests.testbed.bed import TestBed
 from tests.testbed.net import SUBNET
 
-LOG = FIXTURES / "rccl-tests" / (
-    "rccl-tests_rocm4.2_2node_MI100_allreduce_nThread_colon_error_0e+00.txt"
+LOG = (
+    FIXTURES
+    / "rccl-tests"
+    / ("rccl-tests_rocm4.2_2node_MI100_allreduce_nThread_colon_error_0e+00.txt")
 )
 REPLAY = PROGRAMS / "nccl_tests_replay.py"
 

@@ -105,6 +105,7 @@ def test_every_spec_field_is_documented() -> None:
         s.NIC,
         s.Drive,
         s.TelemetryRow,
+        s.StepWaiver,
     ):
         for name, f in model.model_fields.items():
             assert f"`{f.alias or name}`" in doc, f"{model.__name__}.{name} not in docs/spec.md"
