@@ -377,3 +377,15 @@ def test_a_listener_that_could_not_bind_keeps_the_stream_that_ran(name: str, pri
     value, unit = printed.split()
     assert thr.value == pytest.approx(float(value) * {**_SCALE, "Kbits/sec": 1e3}[unit])
     assert {r.dims["side"] for r in partial} == {"sender"}  # the other direction never ran
+
+
+def test_a_2_0_server_that_reuses_its_stream_id_for_the_next_client() -> None:
+    """iperf 2.0 numbers a stream by its socket, so a server's next client may get the id of
+    the one before. CONSTRUCTED from the real 2.0 UDP server report: its connection and
+    lines printed a second time, the second client's source port changed."""
+    text = (FIX / "v2.0_text_udp_server_i1.txt").read_text()
+    body = "".join(text.splitlines(keepends=True)[5:])
+    recs = iperf2.parse(text + body.replace("port 32781", "port 32799"))
+    got = {r.dims["port"]: r.value for r in pick(recs, "packets")}
+    assert got == {32781: 8409, 32799: 8409}  # "9/ 8409  (0.11%)" for each client
+    assert {r.dims["peer"] for r in recs if isinstance(r, Measurement)} == {"10.6.2.5"}
