@@ -292,9 +292,12 @@ def _parse_text(text: str) -> list[Record]:
     try:
         return _parse_run(text)
     except _NewRun as exc:
-        if not _server_only(text):
+        starts = _line_starts(text, " connected with ", anywhere=True)
+        # split only a server's output, and only where a connection comes after another
+        # (each part then holds less of the output: the split ends)
+        if not _server_only(text) or not starts or not starts[0] < exc.at:
             raise
-        return _by_client(text, exc.at)
+        return _by_client(text, starts[0], exc.at)
 
 
 def _errors(text: str) -> None:
@@ -323,11 +326,11 @@ def _server_only(text: str) -> bool:
     return bool(first and first[0].startswith("Server")) and "Client connecting to" not in text
 
 
-def _by_client(text: str, at: int) -> list[Record]:
+def _by_client(text: str, first: int, at: int) -> list[Record]:
     """A server that served several clients: each client's report read alone (the banner,
     then its connections and lines), its records with the dims ``peer`` and ``port`` (the
-    address and port its first connection came from)."""
-    first = _line_starts(text, " connected with ", anywhere=True)[0]
+    address and port its first connection came from). ``first``: where the first
+    connection line starts; ``at``: where the next client's does."""
     head = text[:first]
     shift = text.count("\n", 0, at) - head.count("\n")  # line in the rest -> in ``text``
     out: list[Record] = []

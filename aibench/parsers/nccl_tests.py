@@ -286,7 +286,7 @@ class _Log:
     def failed(self, words: str, no: int) -> ToolFailure:
         """The tool (or its launcher) says the run failed or was stopped: what was read so
         far is the partial result, with the failed checks read before."""
-        why = [*self._failures(open_table=True), (no, words)]
+        why = [(no, words), *self._failures(open_table=True)]
         return ToolFailure(TOOL, _reasons(why), line=no, partial=[*self._records(open_table=True)])
 
     def outcome(self) -> list[Record]:
@@ -309,6 +309,18 @@ class _Log:
         if not self.tables:
             raise ParseError(
                 TOOL, "no nccl-tests results table (no header line with 'size' and 'busbw')"
+            )
+        if section is not None:  # a run started (# nThread) and the log ends before its table
+            why = [
+                (
+                    section.start,
+                    f"the run started at line {section.start} printed no "
+                    "results table: the log ends before it",
+                ),
+                *self._failures(False),
+            ]
+            raise ToolFailure(
+                TOOL, _reasons(why), line=section.start, partial=[*self._records(False)]
             )
         failures = self._failures(open_table=False)
         records = self._records(open_table=False)

@@ -647,3 +647,17 @@ def test_a_narrower_row_inside_a_table_is_read_as_before() -> None:
     # 9 fields read as an in-place-only row: the footer's mean then disagrees
     with pytest.raises(ParseError, match="is not the mean busbw"):
         parse(text.replace("  849.70   39.49   39.49       0", "", 1))
+
+
+def test_a_log_that_ends_after_a_run_started_and_before_its_table_is_a_failure() -> None:
+    # the real 5-collective log cut (here, in the test) right after the second run's
+    # "# nThread" line: the first run is kept, the run that printed nothing is the failure
+    lines = _read(FIX / "v2.17.8_1node_8gpu_H100_5collectives.txt").splitlines()
+    second = [i for i, line in enumerate(lines) if line.startswith("# nThread")][1]
+    with pytest.raises(ToolFailure) as exc:
+        parse("\n".join(lines[: second + 1]) + "\n")
+    assert exc.value.line == second + 1
+    assert exc.value.reason.startswith(f"the run started at line {second + 1} printed no")
+    kept = [m for m in exc.value.partial if isinstance(m, Measurement)]
+    assert {m.dims.get("op") for m in kept} == {"all_reduce"}
+    assert [m.metric for m in kept][-1] == "avg_busbw"
