@@ -180,6 +180,10 @@ class Section:
     # (line, reason) of each failed data check of this run: its rows are still read (the
     # run goes on and prints its footer); the caller reports them as the run's failure
     failures: list[tuple[int, str]] = field(default_factory=list)
+    # the #wrong figures above 0 (elements the data check found wrong) and their rows
+    wrong_elements: float = 0.0
+    wrong_rows: int = 0
+    rows: int = 0  # the rows read
     _place: list[int] = field(default_factory=list)  # per column: -1 row key, 0/1 placement
     _plans: dict[int, _Plan] = field(default_factory=dict)  # by the number of fields
     _timestamp: int = -1  # index of the two-field timestamp column, -1 when none
@@ -195,6 +199,16 @@ class Section:
         self.columns, self.header_line, self._place = names, line, place
         self._timestamp = names.index("timestamp") if "timestamp" in names else -1
         self._plans = _plans_for(tuple(names), tuple(place), self.op)
+
+    @property
+    def min_fields(self) -> int:
+        """The fewest fields a row of this table has (a shorter one was cut mid-line)."""
+        return min(self._plans)
+
+    def _wrong(self, value: float, placement: str, tok: object, key: dict[str, Scalar]) -> str:
+        """Count a #wrong figure above 0; the failure's words for it."""
+        self.wrong_elements += value
+        return f"{placement} #wrong {tok} at size {key.get('size_bytes')} B (data check failed)"
 
     def _dims(self, key: dict[str, Scalar], placement: str) -> FrozenDims:
         dims = dict(key)
@@ -236,6 +250,7 @@ class Section:
         dims = plan.layout.make_each(head, PLACEMENTS)
         records = self.records
         add, add_busbw = records.append, self.busbw.append
+        wrong_before = self.wrong_elements
         for i, name, p, metric, unit in plan.values:
             tok = tokens[i]
             if not metric:
@@ -253,16 +268,14 @@ class Section:
                 )
             if metric == "wrong":
                 if value > 0:
-                    self.failures.append(
-                        (
-                            no,
-                            f"{PLACEMENTS[p]} #wrong {tok} at size {key.get('size_bytes')} B "
-                            f"(data check failed): {line.strip()}",
-                        )
-                    )
+                    why = self._wrong(value, PLACEMENTS[p], tok, key)
+                    self.failures.append((no, f"{why}: {line.strip()}"))
             elif metric == "busbw":
                 add_busbw((value, half_ulp(tok)))
             add(Measurement(TOOL, metric, value, unit, dims[p]))
+        self.rows += 1
+        if self.wrong_elements > wrong_before:
+            self.wrong_rows += 1
 
     def _check_error(
         self, tok: str, key: dict[str, Scalar], placement: str, line: str, no: int
@@ -295,6 +308,7 @@ class Section:
         for src, dst in (("type", "dtype"), ("redop", "redop")):
             if isinstance(row.get(src), str):
                 key[dst] = row[src]
+        wrong_before = self.wrong_elements
         for placement in PLACEMENTS:
             body = row.get(placement)
             if body is None:
@@ -318,15 +332,12 @@ class Section:
                         TOOL, f"results[{index}].{placement}.{src}: {raw!r} is not a number", line
                     )
                 if metric == "wrong" and value > 0:
-                    self.failures.append(
-                        (
-                            line,
-                            f"{placement} nwrong {raw} at size {key['size_bytes']} B "
-                            "(data check failed)",
-                        )
-                    )
+                    self.failures.append((line, self._wrong(value, placement, raw, key)))
                 if metric == "busbw":
                     self.busbw.append((value, 5e-7 if isinstance(raw, str) else 0.0))
                 if dims is None:
                     dims = self._dims(key, placement)
                 self.records.append(Measurement(TOOL, metric, value, unit, dims))
+        self.rows += 1
+        if self.wrong_elements > wrong_before:
+            self.wrong_rows += 1

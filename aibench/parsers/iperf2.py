@@ -26,7 +26,11 @@ lines, receiver for a server's and for a Server Report; omitted for TCP CSV, whi
 not say which end wrote it). Text rates are iperf's rounded figures (three significant
 digits); CSV rates are exact integers. iperf2's ``Kbits``/``Mbits`` are powers of 1000.
 
-Errors such as ``tcp connect failed: Connection refused`` are a ToolFailure. So is a UDP
+Errors such as ``tcp connect failed: Connection refused`` are a ToolFailure in iperf's
+words, whose partial is what the rest of the output measured: a dual test (``-d``) or
+tradeoff (``-r``) whose own listener could not bind (``listener bind failed: Address
+already in use``, 2.0.4's ``bind failed``) still ran its forward stream, and keeps it (tested
+on iperf 2.0.4 and 2.1.8). So is a UDP
 receiver report that counted no datagram (``0/0``, or iperf 2.1's ``-nan bits/sec ...
 N/0 (inf%)``): nothing arrived, and there is no loss figure (never 0 %); what the sender
 reported is kept as the partial records. ``N datagrams received out-of-order`` lines are
@@ -52,7 +56,14 @@ prints its final line for the part that ran (``0.0000-2.5081 sec`` of a 10 s tes
 reads as a complete result (tested on iperf 2.1.8); only the step's status (timeout, exit
 code) can tell.
 
-One output is one run. A log holding several (a second ``Client connecting to`` or
+A server's output (``iperf -s``, opening no connection of its own) in which a client
+connects after the clients before it ended (or reuses a stream id, as 2.0.x servers do) holds
+several clients' reports: each is read on its own, and its records carry the dims ``peer``
+and ``port`` (the address and source port of its first connection). Tested on 2.1.8
+servers (TCP with ``-P 2`` then one stream, UDP) and a 2.1.x server of a real LAN that
+served three clients. A server that served one client keeps the records without them.
+
+Any other output is one run. A log holding several (a second ``Client connecting to`` or
 ``Server listening on`` banner, a stream id that connects twice (on one side), or a
 stream whose lines from 0 go back in time, e.g. ``0.0-10.0`` then ``0.0-1.0``; in CSV
 also a stream id seen between other ports) is a ParseError that says so, rather than the
@@ -104,6 +115,15 @@ NO_DATAGRAMS = (
     "the UDP receiver counted 0 datagrams (Lost/Total 0/0): nothing arrived, so there is "
     "no loss figure"
 )
+
+
+class _NewRun(ParseError):
+    """A connection after the test before it ended: another run (or, in a server's output,
+    another client). ``at``: the text offset of its connection line."""
+
+    def __init__(self, reason: str, line: int | None, at: int) -> None:
+        super().__init__(TOOL, reason, line)
+        self.at = at
 
 
 @dataclass(frozen=True)
@@ -212,6 +232,7 @@ _START_M = re.compile(r"^(?:Client connecting to|Server listening on)[^\n]*", re
 _CONNECTED_M = re.compile(
     r"\[\s*(?P<id>\*?\d+)\] local \S+ port (?P<lport>\d+) connected with \S+ port (?P<rport>\d+)"
 )
+_PEER_M = re.compile(r"connected with (?P<peer>\S+) port (?P<port>\d+)")
 _LISTEN_PORT_M = re.compile(r"^Server listening on (?:TCP|UDP) port (\d+)", re.MULTILINE)
 _CONNECT_PORT_M = re.compile(r"^Client connecting to \S+, (?:TCP|UDP) port (\d+)", re.MULTILINE)
 # iperf's remarks about a run that qualify its numbers (kept as Notes, never dropped)
@@ -264,15 +285,82 @@ def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
 
 
 def _parse_text(text: str) -> list[Record]:
+    """The records of one iperf output: a ToolFailure keeping what ran when iperf reports
+    an error, the clients of a server one by one."""
     if "failed" in text or "iperf: " in text:
-        for no, line in enumerate(text.splitlines(keepends=True), 1):
-            if _ERROR.search(line):
-                before = "".join(text.splitlines(keepends=True)[: no - 1])
-                try:
-                    partial = _parse_text(before)
-                except ParseError:
-                    partial = []
-                raise ToolFailure(TOOL, line.strip(), line=no, partial=list(partial))
+        _errors(text)
+    try:
+        return _parse_run(text)
+    except _NewRun as exc:
+        starts = _line_starts(text, " connected with ", anywhere=True)
+        # split only a server's output, and only where a connection comes after another
+        # (each part then holds less of the output: the split ends)
+        if not _server_only(text) or not starts or not starts[0] < exc.at:
+            raise
+        return _by_client(text, starts[0], exc.at)
+
+
+def _errors(text: str) -> None:
+    """iperf's error lines (``connect failed``, ``listener bind failed`` ...) are a
+    ToolFailure in its words; what the rest of the output measured is its partial (a dual
+    test whose listener could not bind still ran its forward stream)."""
+    lines = text.splitlines(keepends=True)
+    bad = [no for no, line in enumerate(lines, 1) if _ERROR.search(line)]
+    if not bad:
+        return
+    partial: list[Record] = []
+    try:
+        partial = _parse_text("".join(ln for no, ln in enumerate(lines, 1) if no not in bad))
+    except ToolFailure as exc:
+        partial = [r for r in exc.partial if isinstance(r, Measurement | Note)]
+    except ParseError:
+        pass
+    first = lines[bad[0] - 1].strip()
+    more = f" (and {len(bad) - 1} more error lines)" if len(bad) > 1 else ""
+    raise ToolFailure(TOOL, first + more, line=bad[0], partial=[*partial])
+
+
+def _server_only(text: str) -> bool:
+    """A server's output that opens no connection of its own (no dual test, no tradeoff)."""
+    first = _START_M.search(text)
+    return bool(first and first[0].startswith("Server")) and "Client connecting to" not in text
+
+
+def _by_client(text: str, first: int, at: int) -> list[Record]:
+    """A server that served several clients: each client's report read alone (the banner,
+    then its connections and lines), its records with the dims ``peer`` and ``port`` (the
+    address and port its first connection came from). ``first``: where the first
+    connection line starts; ``at``: where the next client's does."""
+    head = text[:first]
+    shift = text.count("\n", 0, at) - head.count("\n")  # line in the rest -> in ``text``
+    out: list[Record] = []
+    for part, offset in ((text[:at], 0), (head + text[at:], shift)):
+        peer = _PEER_M.search(part, len(head))
+        try:
+            records = _parse_text(part)
+        except OutputError as exc:
+            raise _moved(exc, offset) from None
+        for r in records:
+            if isinstance(r, Note):
+                if offset == 0 or (r.line or 0) > head.count("\n"):
+                    out.append(replace(r, line=(r.line or 0) + offset))
+            elif isinstance(r, Measurement) and peer and "peer" not in r.dims:
+                dims = {**r.dims, "peer": peer["peer"], "port": int(peer["port"])}
+                out.append(replace(r, dims=FrozenDims(dims)))
+            else:
+                out.append(r)
+    return out
+
+
+def _moved(exc: OutputError, offset: int) -> OutputError:
+    """``exc`` with its line counted in the whole output."""
+    line = exc.line + offset if exc.line is not None else None
+    if isinstance(exc, ToolFailure):
+        return ToolFailure(TOOL, exc.reason, line=line, partial=exc.partial)
+    return ParseError(TOOL, exc.reason, line=line)
+
+
+def _parse_run(text: str) -> list[Record]:
     first = _START_M.search(text)
     side: str | None = None
     udp = _UDP_HEAD_M.search(text) is not None
@@ -292,7 +380,7 @@ def _parse_text(text: str) -> list[Record]:
             continue
         if c["id"] in connected:
             no = text.count("\n", 0, pos) + 1
-            raise ParseError(TOOL, _runs(f"stream {c['id']} connects a second time"), line=no)
+            raise _NewRun(_runs(f"stream {c['id']} connects a second time"), no, pos)
         connected[c["id"]] = pos
     report = _REPORT_M.search(text)
     split = report.start() if report else len(text)
@@ -315,6 +403,8 @@ def _parse_text(text: str) -> list[Record]:
         no = text.count("\n", 0, exc.line or 0) + 1
         if isinstance(exc, ToolFailure):
             raise ToolFailure(TOOL, exc.reason, line=no, partial=out + exc.partial) from None
+        if isinstance(exc, _NewRun):
+            raise _NewRun(exc.reason, no, exc.at) from None
         raise ParseError(TOOL, exc.reason, line=no) from None
     if not own_ends and not rep_ends:
         raise ParseError(TOOL, "no report lines ([ID] interval sec transfer bandwidth)")
@@ -423,11 +513,8 @@ def _one_test(text: str, rows: list[_Row], connected: dict[str, int]) -> None:
     late = [(pos, sid) for sid, pos in connected.items() if pos > first_end.line]
     if late:
         pos, sid = min(late)
-        raise ParseError(
-            TOOL,
-            _runs(f"stream {sid} connects after stream {first_end.stream}'s final line"),
-            line=pos,
-        )
+        why = _runs(f"stream {sid} connects after stream {first_end.stream}'s final line")
+        raise _NewRun(why, pos, pos)
 
 
 def _line_starts(text: str, needle: str, anywhere: bool = False) -> list[int]:

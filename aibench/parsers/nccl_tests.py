@@ -64,6 +64,14 @@ times, appended) gives every record the dim ``run``: the number of its table (1,
 so that runs whose collective the log does not name, their ``avg_busbw`` included, stay
 told apart. A log of one table has no ``run`` dim.
 
+A log that ends inside a results table (a job killed, a publisher's cut) is a
+ToolFailure whose reason says where the table was cut (``cut after line N``, or ``cut at
+line N (a row cut short)`` when its last row has fewer fields than the rows before it, as a
+run killed between a row's out-of-place and in-place halves leaves it) and whose
+``partial`` holds the runs read whole and every complete row of the cut table (no
+``avg_busbw``: there is no footer to check them against). The row cut short is not a
+record.
+
 Failed data checks (ToolFailure): a ``#wrong`` above 0 (JSON ``nwrong``), a pre-2.13
 ``error`` above the tool's tolerance (1e-2 half/bfloat16, 1e-5 float, 1e-12 double, 0 for
 integers, times n-1), ``Out of bounds values : N FAILED`` and ``Avg bus bandwidth : X
@@ -71,8 +79,11 @@ FAILED`` (the ``NCCL_TESTS_MIN_BW`` check). nccl-tests goes on after them, and s
 parser: every run of the log is read to its footer, the failing rows included, and all of
 it is the ``partial`` of one ToolFailure raised at the end (with ``oob_values``, the count
 of an ``Out of bounds values : N`` above 0, per table), whose reason names each failed
-run by its collective (or ``table N``) with the tool's words: the first failed row (and how
-many more) and its footer. Lines that end the run at once are a ToolFailure right away
+run by its collective (or ``table N``): how many elements its data check found wrong in
+how many rows (the sum of the printed ``#wrong`` figures: data corruption), then in the
+tool's words the first failed row (and how many more) and its footer. Each row's ``wrong``
+record is the figure itself. A failed step never passes a check: the judge gives every
+check of it ERROR with this reason. Lines that end the run at once are a ToolFailure right away
 with what was read before them: ``Test NCCL failure`` / ``Test CUDA failure`` / ``Test
 failure``, ``Invalid number of GPUs: ...`` (more GPUs asked than found), and the
 launcher's words for a run it stopped (mpirun's ``... exited on signal N``, ``srun: Job
@@ -154,9 +165,9 @@ def _parse_text(text: str) -> list[Record]:
             continue
         # the substring tests are cheap and _FAILURE cannot match without one of them
         if ("failure" in line or "GPUs:" in line) and _FAILURE.search(line):
-            raise _failed(line.strip(), no, log.out, log.section, log.tables, log.notes)
+            raise log.failed(line.strip(), no)
         if ("signal" in line or "CANCELLED" in line or "aborted" in line) and _CUT.search(line):
-            raise _failed(line.strip(), no, log.out, log.section, log.tables, log.notes, cut=True)
+            raise log.failed(f"{line.strip()} (the run was stopped before its end)", no)
         if line[0] == "#":
             log.comment(line, no)
             continue
@@ -166,23 +177,44 @@ def _parse_text(text: str) -> list[Record]:
         tokens = line.split()
         if not tokens[0].isdigit():
             continue  # NCCL INFO/WARN lines, launcher chatter
-        section.add_row(line, no, tokens)
+        log.row(section, line, no, tokens)
     return log.outcome()
 
 
 @dataclass
 class _Log:
     """What the log read so far holds: the runs read to their footer, the notes, the
-    failed checks, the run being read and the collective announced for the next one."""
+    failed runs, the run being read and the collective announced for the next one."""
 
     out: list[tuple[int, list[Measurement]]] = field(default_factory=list)  # run, records
     notes: list[Note] = field(default_factory=list)
-    failed: list[tuple[str | None, int, list[tuple[int, str]]]] = field(
-        default_factory=list
-    )  # op, run, failures
+    failed_runs: list[Section] = field(default_factory=list)  # read whole, a check failed
     section: Section | None = None
     pending_op: str | None = None
     tables: int = 0  # results tables seen: their number is the dim "run" when more than one
+    # a row narrower than the rows before it (line, text, fields): where the log was
+    # cut if nothing of the table follows it; read as any row if something does
+    short: tuple[int, str, list[str]] | None = None
+    width: int = 0  # the most fields of a row of the table being read
+    last: int = 0  # the line of the last row or header of the table being read
+
+    def row(self, section: Section, line: str, no: int, tokens: list[str]) -> None:
+        """A row of the table being read; one narrower than the rows before it (or than
+        any row of the table can be) is kept back: it is the cut if the log ends there."""
+        self.flush_short()
+        self.last = no
+        if len(tokens) < max(self.width, section.min_fields):
+            self.short = (no, line, tokens)
+            return
+        self.width = max(self.width, len(tokens))
+        section.add_row(line, no, tokens)
+
+    def flush_short(self) -> None:
+        """The table goes on after a narrower row: it was not cut, read it as it is."""
+        if self.short is not None and self.section is not None:
+            no, line, tokens = self.short
+            self.short = None
+            self.section.add_row(line, no, tokens)
 
     def comment(self, line: str, no: int) -> None:
         """A ``#`` line: a run's start, its header, its ranks, its checks and its footer."""
@@ -217,10 +249,12 @@ class _Log:
         elif is_header:
             section.set_header(names, no)
             self.tables += 1
-            section.run = self.tables
+            section.run, self.last, self.width = self.tables, no, 0
         elif m := (_OOB.match(line) if "Out of bounds values" in line else None):
+            self.flush_short()
             _out_of_bounds(section, m, line, no)
         elif m := (_AVG.match(line) if "Avg bus bandwidth" in line else None):
+            self.flush_short()
             self._close(section, m, line, no)
 
     def _close(self, section: Section, m: re.Match[str], line: str, no: int) -> None:
@@ -230,28 +264,66 @@ class _Log:
         if m.group(2) == "FAILED":
             section.failures.append((no, line.lstrip("# ").strip()))
         if section.failures:
-            self.failed.append((section.op, section.run, section.failures))
+            self.failed_runs.append(section)
         self.section = None
+
+    def _records(self, open_table: bool) -> list[Record]:
+        """Every record read: the runs read whole, the complete rows of the run being
+        read (``open_table``), the notes."""
+        runs = [*self.out]
+        if open_table and self.section is not None:
+            runs.append((self.section.run, self.section.records))
+        return [*_numbered(runs, self.tables), *self.notes]
+
+    def _failures(self, open_table: bool) -> list[tuple[int, str]]:
+        """The failed checks of the runs read whole and (``open_table``) of the run being
+        read, each labelled with its run."""
+        runs = [*self.failed_runs]
+        if open_table and self.section is not None and self.section.failures:
+            runs.append(self.section)
+        return [f for s in runs for f in _label(s, s.run if self.tables > 1 else 0)]
+
+    def failed(self, words: str, no: int) -> ToolFailure:
+        """The tool (or its launcher) says the run failed or was stopped: what was read so
+        far is the partial result, with the failed checks read before."""
+        why = [(no, words), *self._failures(open_table=True)]
+        return ToolFailure(TOOL, _reasons(why), line=no, partial=[*self._records(open_table=True)])
 
     def outcome(self) -> list[Record]:
         """The records of every run and the notes; a ToolFailure (with them) if a check
-        failed; a ParseError if the log holds no table or ends inside one."""
-        tables = self.tables
-        if self.section is not None and self.section.columns is not None:
-            raise ParseError(
-                TOOL,
-                "the log ends inside a results table (no 'Avg bus bandwidth' footer): "
-                "the run was cut",
-                self.section.start,
+        failed or the log ends inside a table; a ParseError if it holds no table."""
+        section = self.section
+        if section is not None and section.columns is not None:
+            if self.short is not None:
+                at, where = self.short[0], f"at line {self.short[0]} (a row cut short)"
+            else:
+                at, where = self.last, f"after line {self.last}"
+            name = section.op or (f"table {section.run}" if self.tables > 1 else "")
+            cut = (
+                f"the results table was cut {where}: the log ends before its 'Avg bus "
+                f"bandwidth' footer; its {section.rows} complete rows are kept"
             )
-        if not tables:
+            cut = f"{name}: {cut}" if name else cut
+            why = [(at, cut), *self._failures(open_table=True)]
+            raise ToolFailure(TOOL, _reasons(why), line=at, partial=[*self._records(True)])
+        if not self.tables:
             raise ParseError(
                 TOOL, "no nccl-tests results table (no header line with 'size' and 'busbw')"
             )
-        records: list[Record] = [*_numbered(self.out, tables), *self.notes]
-        failures = [
-            f for op, run, fs in self.failed for f in _label(op, run if tables > 1 else 0, fs)
-        ]
+        if section is not None:  # a run started (# nThread) and the log ends before its table
+            why = [
+                (
+                    section.start,
+                    f"the run started at line {section.start} printed no "
+                    "results table: the log ends before it",
+                ),
+                *self._failures(False),
+            ]
+            raise ToolFailure(
+                TOOL, _reasons(why), line=section.start, partial=[*self._records(False)]
+            )
+        failures = self._failures(open_table=False)
+        records = self._records(open_table=False)
         if failures:
             raise ToolFailure(TOOL, _reasons(failures), line=failures[0][0], partial=[*records])
         return records
@@ -267,16 +339,24 @@ def _out_of_bounds(section: Section, m: re.Match[str], line: str, no: int) -> No
         section.failures.append((no, line.lstrip("# ").strip()))
 
 
-def _label(op: str | None, run: int, failures: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """A run's failed checks as one or two reasons: its first failed row (and how many
-    more) and its footer's verdict, each named by the run's collective when known, and
-    by its table's number (``run``, 0 for the only table) in a log of several."""
+def _label(section: Section, run: int) -> list[tuple[int, str]]:
+    """A run's failed checks as one to three reasons: the elements its data check found
+    wrong (``#wrong`` above 0: data corruption), its first failed row (and how many more)
+    and its footer's verdict, each named by the run's collective when known, and by its
+    table's number (``run``, 0 for the only table) in a log of several."""
+    failures, op = section.failures, section.op
     if not failures:
         return []
     name = f"{op} (table {run})" if op and run else op or (f"table {run}" if run else "")
     rows = [f for f in failures if "Out of bounds" not in f[1] and "Avg bus" not in f[1]]
     footers = [f for f in failures if f not in rows]
     out = []
+    if section.wrong_rows:
+        counted = (
+            f"the data check found {section.wrong_elements:.0f} wrong elements "
+            f"(data corruption, #wrong above 0) in {section.wrong_rows} rows"
+        )
+        out.append((rows[0][0], counted))
     if rows:
         more = f" (and {len(rows) - 1} more failed checks)" if len(rows) > 1 else ""
         out.append((rows[0][0], rows[0][1] + more))
@@ -307,22 +387,6 @@ def _numbered(runs: list[tuple[int, list[Measurement]]], tables: int) -> list[Me
     return out
 
 
-def _failed(
-    words: str,
-    no: int,
-    out: list[tuple[int, list[Measurement]]],
-    section: Section | None,
-    tables: int,
-    notes: list[Note],
-    cut: bool = False,
-) -> ToolFailure:
-    """The tool (or its launcher) says the run failed or was stopped: what was read so
-    far is the partial result."""
-    read = [*out, *([(section.run, section.records)] if section else [])]
-    reason = f"{words} (the run was stopped before its end)" if cut else words
-    return ToolFailure(TOOL, reason, line=no, partial=[*_numbered(read, tables), *notes])
-
-
 def _footer(section: Section, value: str, no: int) -> Measurement | None:
     avg = number(value)
     if avg is None:
@@ -345,7 +409,7 @@ def _parse_json(text: str) -> list[Measurement]:
             raise ParseError(TOOL, f"results[{i}] is not an object", first)
         section.add_json_row(row, i, first)
     out.extend(section.records)
-    failures = _label(op, 0, section.failures)
+    failures = _label(section, 0)
     oob = doc.get("out_of_bounds")
     if isinstance(oob, dict) and (_int(oob.get("count")) or oob.get("okay") == "false"):
         failures.append((first, f"Out of bounds values : {oob.get('count')} FAILED"))

@@ -5,7 +5,9 @@ footer as NCCL-tests (see :mod:`aibench.parsers.nccl_tests` for the contract), p
 collectives only RCCL has (``alltoallv``) and the ``rccl-tests: Version ...`` header line.
 Tested on real public outputs: ROCm 4.2 rccl-tests on 2 x MI100 (colon-style header,
 ``0e+00`` error column) and rccl-tests HEAD:e1b8a3a on 8 x MI355X (a table its publisher
-cut, which must be a ParseError). Emits the NCCL-tests records with ``tool: rccl-tests``.
+cut, which must be a ParseError: its footer is not the mean of the rows left) and ROCm
+6.2 rccl-tests on 8 x MI300X VF (cut by us inside a row: a ToolFailure with the complete
+rows). Emits the NCCL-tests records with ``tool: rccl-tests``.
 
 Detected by ``aibench parse --tool auto`` when the log says it is RCCL's (an NCCL-tests
 log otherwise): the ``rccl-tests: Version`` line, an RCCL banner (``RCCL version``,

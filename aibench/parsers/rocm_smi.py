@@ -10,7 +10,10 @@ the same (so a spec can select either source):
 a 4 x MI300X OAM (SR-IOV VF, driver 6.7.0) report. ``rocm-smi-json`` (``rocm-smi
 --showallinfo --json``: ``{"card0": {<key>: <value>}, "system": {...}}``). Tested on a
 Radeon RX 6600 report (driver 7.0.0-3-pve). Lines that say a value is "Not supported"
-give no fact.
+give no fact; in the text forms each is a Note, as is every other complaint rocm-smi prints
+beside its numbers (``Exception caught: map::at`` of its library, ``ERROR:``/``WARNING:``
+lines, ``Expected integer value ...``), tested on ROCm 5.7.1, 6.1, 6.x and a rocm-smi-lib
+7.0 ``rocm-smi -g`` (current clocks) whose only complaint is ``map::at``.
 
 Facts: ``driver_version`` (the amdgpu driver, from the system section), ``gpu_count``;
 per GPU (dims ``gpu``): ``product_name`` (Card series), ``card_model``, ``card_sku``,
@@ -240,7 +243,6 @@ def _concise_fact(gpu: int, column: str, cell: str) -> list[Fact]:
 def parse_concise(text: str) -> list[Record]:
     """The concise table of plain ``rocm-smi``, with rocm-smi's own warnings as Notes."""
     lines = text.splitlines()
-    notes: list[Record] = []
     facts: list[Record] = []
     cols: list[tuple[int, str]] = []
     for n, line in enumerate(lines, 1):
@@ -255,23 +257,36 @@ def parse_concise(text: str) -> list[Record]:
                     facts += _concise_fact(gpu, name, line[start:end].strip())
                 except ParseError as exc:
                     raise ParseError(SOURCE, exc.reason, line=n) from None
-        elif _WARNING.search(line):
-            notes.append(Note(SOURCE, line.strip(), "warning", n))
     gpus = {f.dims["gpu"] for f in facts if isinstance(f, Fact)}
     if not gpus:
         raise ParseError(SOURCE, "a 'Concise Info' banner but no GPU row under its header")
-    return [Fact(SOURCE, "gpu_count", len(gpus), "count"), *facts, *notes]
+    return [Fact(SOURCE, "gpu_count", len(gpus), "count"), *facts, *warnings(text)]
 
 
-# rocm-smi's complaints beside the table (a sensor it could not read)
-_WARNING = re.compile(r"Expected integer value|Unexpected data|^ERROR:|Not supported|unsupported")
+# rocm-smi's complaints beside its numbers: a sensor or a function it could not read
+# ("Not supported", "unsupported"), a value it could not make sense of, an exception its
+# library caught ("Exception caught: map::at"), an ERROR: or WARNING: line
+_WARNING = re.compile(
+    r"Expected integer value|Unexpected data|^ERROR:|^WARNING:|Not supported|unsupported"
+    r"|map::at|Exception caught"
+)
+
+
+def warnings(text: str) -> list[Record]:
+    """Every line of rocm-smi's own complaints, as a Note in its words (both forms)."""
+    return [
+        Note(SOURCE, line.strip(), "warning", n)
+        for n, line in enumerate(text.splitlines(), 1)
+        if _WARNING.search(line) and not re.match(r"^(?:Device|GPU|\d+)\s{2,}", line)
+    ]
 
 
 def _parse_any_text(text: str) -> list[Record]:
-    """``rocm-smi -a`` (GPU[N] key lines) or plain ``rocm-smi`` (the concise table)."""
+    """``rocm-smi -a`` (GPU[N] key lines) or plain ``rocm-smi`` (the concise table), with
+    rocm-smi's complaints beside the numbers as Notes."""
     if "Concise Info" in text:
         return parse_concise(text)
-    return list(parse_text(text))
+    return [*parse_text(text), *warnings(text)]
 
 
 PARSER = [

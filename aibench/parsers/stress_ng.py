@@ -19,7 +19,9 @@ over the wall-clock time), ``bogo_ops_rate_cpu`` (ops/s, over usr+sys time), ``w
 ``usr_time``, ``sys_time`` (s) and, when printed, ``cpu_per_instance`` (%) and ``max_rss``
 (KiB). With ``--rapl``, ``rapl_power`` (W, dims ``stressor`` and ``domain``: ``pkg-0``,
 ``dram``, ``core`` ...). Notes (warnings): the ``info:`` line saying perf counters cannot
-be read (``--perf`` asked), and ``metrics untrustworthy: N`` when N is not 0.
+be read (``--perf`` asked), ``metrics untrustworthy: N`` when N is not 0, and every
+``warn:`` line that does not say something failed (``metrics-check: all bogo-op counters
+are zero, data may be incorrect``, ``WARNING! using HPET clocksource ...``), in its words.
 
 Lengths. stress-ng spells them its own way, by version: ``2.97s``, ``61.10s (1 min, 1.10
 secs)``, ``5.25 secs``, ``1 min``, ``1 min, 1.14 secs``, ``1 hour, 30 mins``; all are read,
@@ -53,6 +55,7 @@ _PREFIX = r"^stress-ng:(?: [0-9:.\-]+)? "
 _METRC = re.compile(_PREFIX + r"metrc: \[\d+\]\s+(.*)$")
 _INFO = re.compile(_PREFIX + r"info: +\[\d+\] ?(.*)$")
 _FAIL = re.compile(_PREFIX + r"fail: +\[\d+\] ?(.*)$")
+_WARN = re.compile(_PREFIX + r"warn: +\[\d+\] ?(.*)$")
 _KIND = re.compile(_PREFIX + r"(\w+):")
 _COMPLETED = re.compile(r"\b(successful|unsuccessful) run completed in (.+?)\s*$")
 # "2.97s", "300.13s (5 mins, 0.13 secs)", "1 min", "1 min, 0.02 secs", "1 hour, 30 mins"
@@ -139,6 +142,10 @@ def _parse_text(text: str) -> list[Record]:
         fail = _FAIL.match(line)
         if fail or (_FAILED.search(line) and _loud(line)):
             run.failures.append((fail.group(1) if fail else line.split("] ", 1)[-1]).strip())
+        elif warn := _WARN.match(line):
+            # stress-ng's warnings beside its numbers ("metrics-check: all bogo-op counters
+            # are zero, data may be incorrect", "using HPET clocksource"): kept as Notes
+            run.out.append(Note(TOOL, warn.group(1).strip(), "warning", n))
     return _verdict(run, text)
 
 

@@ -286,3 +286,106 @@ def test_a_reversed_test_is_labelled_by_the_side_that_sent(
 ) -> None:
     recs = parse(name)
     assert [(r.dims["side"], r.value) for r in pick(recs, "throughput")] == [(side, value)]
+
+
+# ---- a server that served several clients: each client's report on its own ---------------
+
+SERVERS = {
+    # fixture -> {(peer, port of its first connection): the printed total of that client}
+    "v2.1.8_lo_server_two_clients.txt": {
+        ("127.0.0.1", 41002): "12.0 Gbits/sec",
+        ("127.0.0.1", 33126): "9.82 Gbits/sec",
+    },
+    "v2.1.8_lo_server_tcp_two_clients_P2_then_1_i.txt": {
+        ("127.0.0.1", 42806): "13.1 Gbits/sec",  # its [SUM] over two streams
+        ("127.0.0.1", 42828): "12.1 Gbits/sec",
+    },
+    "v2.1.8_lo_server_udp_two_clients.txt": {
+        ("127.0.0.1", 50727): "10.5 Mbits/sec",
+        ("127.0.0.1", 53769): "21.0 Mbits/sec",
+    },
+    "v2.1.x_text_tcp_server_three_clients.txt": {
+        ("10.67.103.12", 45538): "941 Mbits/sec",
+        ("10.67.103.12", 51904): "941 Mbits/sec",
+        ("10.67.103.12", 40052): "941 Mbits/sec",
+    },
+}
+_SCALE = {"Gbits/sec": 1e9, "Mbits/sec": 1e6}
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_a_server_that_served_several_clients_gives_each_client_its_records(name: str) -> None:
+    text = (FIX / name).read_text()
+    recs = parse(name)
+    got = {(r.dims["peer"], r.dims["port"]): r.value for r in pick(recs, "throughput")}
+    want = {}
+    for (peer, port), printed in SERVERS[name].items():
+        assert f"connected with {peer} port {port}" in text
+        assert f" {printed}" in text
+        value, unit = printed.split()
+        want[peer, port] = float(value) * _SCALE[unit]
+    assert got == pytest.approx(want)
+    # every record names its client; each client's streams are its own
+    assert all("peer" in r.dims and "port" in r.dims for r in recs)
+    streams = {(r.dims["port"], r.dims["stream"]) for r in pick(recs, "stream_throughput")}
+    assert len(streams) == len({s for _, s in streams})
+
+
+def test_udp_clients_of_one_server_keep_their_own_loss_figures() -> None:
+    recs = parse("v2.1.8_lo_server_udp_two_clients.txt")
+    packets = {r.dims["port"]: r.value for r in pick(recs, "packets")}
+    assert packets == {50727: 895, 53769: 1787}  # "0/895 (0%)" and "0/1787 (0%)"
+
+
+def test_a_bad_line_of_a_later_client_is_named_at_its_line_in_the_whole_output() -> None:
+    text = (FIX / "v2.1.x_text_tcp_server_three_clients.txt").read_text()
+    bad = text.replace(
+        "10.0196 sec 1.10 GBytes 941 Mbits/sec", "10.0196 sec 1.10 GBytes nan Mbits/sec"
+    )
+    with pytest.raises(ParseError, match="not a number") as exc:
+        iperf2.parse(bad)
+    assert exc.value.line == 13
+
+
+def test_a_client_log_of_two_runs_is_still_refused() -> None:
+    # only a server's output is split by client: a client (or a dual test's server) that
+    # connects again is two runs
+    text = (FIX / "v2.1.8_lo_client_two_runs_appended.txt").read_text()
+    with pytest.raises(ParseError, match="more than one iperf run"):
+        iperf2.parse(text)
+
+
+# ---- a test both ways whose listener could not bind: the direction that ran is kept --------
+
+
+@pytest.mark.parametrize(
+    ("name", "printed"),
+    [
+        ("v2.1.8_lo_client_tcp_dualtest_d_listener_bind_failed.txt", "21.8 Gbits/sec"),
+        ("v2.0.4_text_tcp_client_tradeoff_r_bind_failed.txt", "63559 Kbits/sec"),
+    ],
+)
+def test_a_listener_that_could_not_bind_keeps_the_stream_that_ran(name: str, printed: str) -> None:
+    text = (FIX / name).read_text()
+    with pytest.raises(ToolFailure) as exc:
+        parse(name)
+    assert exc.value.line == 1
+    assert exc.value.reason == text.splitlines()[0].strip()
+    assert "bind failed: Address already in use" in exc.value.reason
+    partial = [r for r in exc.value.partial if isinstance(r, Measurement)]
+    (thr,) = pick(partial, "throughput")
+    value, unit = printed.split()
+    assert thr.value == pytest.approx(float(value) * {**_SCALE, "Kbits/sec": 1e3}[unit])
+    assert {r.dims["side"] for r in partial} == {"sender"}  # the other direction never ran
+
+
+def test_a_2_0_server_that_reuses_its_stream_id_for_the_next_client() -> None:
+    """iperf 2.0 numbers a stream by its socket, so a server's next client may get the id of
+    the one before. CONSTRUCTED from the real 2.0 UDP server report: its connection and
+    lines printed a second time, the second client's source port changed."""
+    text = (FIX / "v2.0_text_udp_server_i1.txt").read_text()
+    body = "".join(text.splitlines(keepends=True)[5:])
+    recs = iperf2.parse(text + body.replace("port 32781", "port 32799"))
+    got = {r.dims["port"]: r.value for r in pick(recs, "packets")}
+    assert got == {32781: 8409, 32799: 8409}  # "9/ 8409  (0.11%)" for each client
+    assert {r.dims["peer"] for r in recs if isinstance(r, Measurement)} == {"10.6.2.5"}

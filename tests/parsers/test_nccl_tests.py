@@ -23,6 +23,7 @@ REAL_LOGS = sorted(
     if not p.name.startswith("constructed_")
     and "failure" not in p.name
     and "rows_cut" not in p.name
+    and "cut_by_us" not in p.name
     and "killed" not in p.name
 )
 SMOKE = FIX / "v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
@@ -205,13 +206,21 @@ def test_unreadable_cells_are_parse_errors_with_the_line() -> None:
         parse(short)
 
 
-def test_no_table_and_cut_logs_are_parse_errors() -> None:
+def test_no_table_is_a_parse_error_a_cut_table_a_failure_with_its_rows() -> None:
     with pytest.raises(ParseError, match="no nccl-tests results table"):
         parse("mpirun: command not found\n")
-    with pytest.raises(ParseError, match="ends inside a results table"):
-        parse(
-            _read(FIX / "constructed_truncated_v2.17.8_1node_8gpu_cut_inside_all_gather_table.txt")
-        )
+    cut = _read(FIX / "constructed_truncated_v2.17.8_1node_8gpu_cut_inside_all_gather_table.txt")
+    with pytest.raises(ToolFailure) as exc:
+        parse(cut)
+    assert exc.value.line == 59
+    assert exc.value.reason.startswith("all_gather: the results table was cut after line 59")
+    partial = [m for m in exc.value.partial if isinstance(m, Measurement)]
+    # the runs read whole before it, and the all_gather rows printed before the cut
+    gather = [m for m in partial if m.dims.get("op") == "all_gather"]
+    assert sorted({m.dims["size_bytes"] for m in gather}) == [2**i for i in range(25, 30)]
+    assert not [m for m in gather if m.metric == "avg_busbw"]
+    whole = parse(_read(FIX / "v2.17.8_1node_8gpu_H100_5collectives.txt"))
+    assert all(m in whole for m in partial)  # the same figures as in the uncut log
 
 
 def _printf(fmt: str, *args: object) -> str:
@@ -308,8 +317,9 @@ def test_json_nan_is_skipped_and_nwrong_fails() -> None:
     recs = parse(json.dumps(doc))
     assert len([m for m in recs if m.metric == "algbw"]) == 9
     rows[2]["out_of_place"]["nwrong"] = 5.0
-    with pytest.raises(ToolFailure, match=r"out_of_place nwrong 5\.0 at size 134217728 B") as exc:
+    with pytest.raises(ToolFailure, match=r"out_of_place #wrong 5\.0 at size 134217728 B") as exc:
         parse(json.dumps(doc))
+    assert "the data check found 5 wrong elements (data corruption" in exc.value.reason
     assert len(exc.value.partial) == len(recs)  # every row (the failing one too), the avg
 
 
@@ -351,13 +361,17 @@ def test_log_with_its_head_cut_is_read_from_the_results_header() -> None:
     assert parse(head_cut) == parse(whole)
 
 
-def test_real_log_killed_in_its_second_collective_is_a_parse_error_at_the_cut() -> None:
-    # the alltoall run finished; sendrecv was killed right after its table header. A cut
-    # log stays a ParseError (not a tool-reported failure), pointing at the cut table.
-    with pytest.raises(ParseError) as exc:
+def test_real_log_killed_in_its_second_collective_keeps_the_first() -> None:
+    # the alltoall run finished; sendrecv was killed right after its table header: a
+    # failure at the cut table, with the finished alltoall as what was measured
+    with pytest.raises(ToolFailure) as exc:
         parse(_read(FIX / "v2.17.6_2node_2gpu_log_ends_after_table_header_run_killed.txt"))
-    assert exc.value.line == 29
-    assert "the run was cut" in exc.value.reason
+    assert exc.value.line == 36
+    assert exc.value.reason.startswith("sendrecv: the results table was cut after line 36")
+    assert "its 0 complete rows are kept" in exc.value.reason
+    partial = [m for m in exc.value.partial if isinstance(m, Measurement)]
+    assert {m.dims.get("op") for m in partial} == {"alltoall"}
+    assert [m.value for m in partial if m.metric == "avg_busbw"] == [13.3923]
 
 
 # reduce, gather, scatter and hypercube: no real log of them with its footer was found
@@ -454,13 +468,14 @@ def test_a_hypercube_row_needs_its_root_after_the_empty_redop() -> None:
 
 
 def test_real_scatter_rows_read_with_a_footer_computed_from_them() -> None:
-    """The real 16-rank scatter_perf table (its publisher cut the footer: a ParseError as
-    it is) with a CONSTRUCTED footer appended: the mean of its printed busbw."""
+    """The real 16-rank scatter_perf table (its publisher cut the footer: a failure with
+    its rows as it is) with a CONSTRUCTED footer appended: the mean of its printed busbw."""
     real = _read(
         FIX / "2023-07_v2.13-2.16fmt_16rank_scatter_perf_srun_label_rows_cut_by_publisher.txt"
     )
-    with pytest.raises(ParseError, match="cut"):
+    with pytest.raises(ToolFailure, match="cut after line 33") as exc:
         parse(real)
+    cut_rows = exc.value.partial
     printed = [
         float(f)
         for line in real.splitlines()
@@ -469,6 +484,7 @@ def test_real_scatter_rows_read_with_a_footer_computed_from_them() -> None:
     ]
     footer = f"0: # Out of bounds values : 0 OK\n0: # Avg bus bandwidth    : {sum(printed) / len(printed):g} \n"
     recs = parse(real + footer)
+    assert cut_rows == [m for m in recs if m.metric != "avg_busbw"]  # the same rows, cut or not
     rows = [m for m in recs if m.metric == "busbw"]
     assert len(rows) == len(printed) == 58
     assert {(m.dims["root"], m.dims["redop"]) for m in rows} == {(0, "none")}
@@ -509,7 +525,17 @@ def test_a_failing_run_does_not_hide_the_other_runs_of_the_log() -> None:
     avg = {m.dims["run"]: m.value for m in partial if m.metric == "avg_busbw"}
     assert avg == {1: 3.02663, 2: 3.96373}
     # the failure is the first table's, in the tool's words
-    assert exc.value.reason.startswith("table 1: out_of_place #wrong 4 at size 8 B")
+    # first the count of wrong elements (the sum of the printed #wrong of both placements)
+    printed = [
+        float(f)
+        for line in _read(TWO_RUNS).splitlines()[10:37]
+        for f in (line.split()[8], line.split()[12])
+    ]
+    assert len(printed) == 54
+    assert exc.value.reason.startswith(
+        f"table 1: the data check found {sum(printed):.0f} wrong elements (data corruption"
+    )
+    assert "in 27 rows; table 1: out_of_place #wrong 4 at size 8 B" in exc.value.reason
     assert "table 1: Out of bounds values : 108 FAILED" in exc.value.reason
     assert "table 2" not in exc.value.reason
     assert exc.value.line == 11
@@ -542,3 +568,96 @@ def test_reducing_max_bytes_is_kept_as_a_note() -> None:
     assert len(notes) == 5  # one per collective run
     assert notes[0].text == "Reducing maxBytes to 26549638485 due to memory limitation"
     assert notes[0].line == 15
+
+
+# ---- tables cut short: the complete rows are kept, beside the failure ----------------------
+
+CUT_LOGS = [
+    # (fixture, its parser, the line cut short, the rows before it)
+    (
+        FIX
+        / "2024-06_v2.13-2.16fmt_2node_2gpu_RTX3090_allreduce_wrong_cut_by_us_inside_row_32.txt",
+        "nccl-tests",
+        32,
+        range(10, 31),
+    ),
+    (
+        RCCL / "rccl-tests_rocm6.2_1node_8gpu_MI300X_VF_allreduce_cut_by_us_inside_row_39.txt",
+        "rccl-tests",
+        39,
+        range(16, 38),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "tool", "at", "rows"), CUT_LOGS, ids=[c[0].name for c in CUT_LOGS]
+)
+def test_a_table_cut_inside_a_row_keeps_every_complete_row_as_printed(
+    path: Path, tool: str, at: int, rows: range
+) -> None:
+    from aibench import parsers
+
+    lines = _read(path).splitlines()
+    with pytest.raises(ToolFailure) as exc:
+        parsers.parse(tool, _read(path))
+    assert exc.value.tool == tool
+    assert exc.value.line == at
+    assert exc.value.reason.startswith(f"the results table was cut at line {at} (a row cut")
+    assert f"its {len(rows)} complete rows are kept" in exc.value.reason
+    got = {
+        (m.dims["size_bytes"], m.dims["placement"], m.metric): m.value
+        for m in exc.value.partial
+        if isinstance(m, Measurement)
+    }
+    want = {}
+    for i in rows:  # the printed figures: time algbw busbw #wrong, out-of-place then in-place
+        f = lines[i].split()
+        for place, first in (("out_of_place", 5), ("in_place", 9)):
+            for k, metric in enumerate(("time", "algbw", "busbw", "wrong")):
+                want[int(f[0]), place, metric] = float(f[first + k])
+    assert got == want
+    # the row cut short is not a record, not even its out-of-place half
+    assert int(lines[at - 1].split()[0]) not in {size for size, _, _ in got}
+
+
+def test_a_cut_table_counts_its_wrong_elements_as_data_corruption() -> None:
+    path = CUT_LOGS[0][0]
+    with pytest.raises(ToolFailure) as exc:
+        parse(_read(path))
+    printed = [
+        float(f)
+        for line in _read(path).splitlines()[10:31]
+        for f in (line.split()[8], line.split()[12])
+    ]
+    assert min(printed) == 4  # every row of this log has wrong elements
+    assert (
+        f"the data check found {sum(printed):.0f} wrong elements (data corruption, #wrong "
+        "above 0) in 21 rows" in exc.value.reason
+    )
+    assert exc.value.reason.count("cut at line 32") == 1
+
+
+def test_a_narrower_row_inside_a_table_is_read_as_before() -> None:
+    # a row narrower than those before it is held back only while nothing follows it: a
+    # row or the footer after it makes it an ordinary row, read (or refused) as ever
+    text = _read(SMOKE)
+    with pytest.raises(ParseError, match="row has 11 fields, the header has 13"):
+        parse(text.replace("  849.70   39.49   39.49       0", "  849.70   39.49", 1))
+    # 9 fields read as an in-place-only row: the footer's mean then disagrees
+    with pytest.raises(ParseError, match="is not the mean busbw"):
+        parse(text.replace("  849.70   39.49   39.49       0", "", 1))
+
+
+def test_a_log_that_ends_after_a_run_started_and_before_its_table_is_a_failure() -> None:
+    # the real 5-collective log cut (here, in the test) right after the second run's
+    # "# nThread" line: the first run is kept, the run that printed nothing is the failure
+    lines = _read(FIX / "v2.17.8_1node_8gpu_H100_5collectives.txt").splitlines()
+    second = [i for i, line in enumerate(lines) if line.startswith("# nThread")][1]
+    with pytest.raises(ToolFailure) as exc:
+        parse("\n".join(lines[: second + 1]) + "\n")
+    assert exc.value.line == second + 1
+    assert exc.value.reason.startswith(f"the run started at line {second + 1} printed no")
+    kept = [m for m in exc.value.partial if isinstance(m, Measurement)]
+    assert {m.dims.get("op") for m in kept} == {"all_reduce"}
+    assert [m.metric for m in kept][-1] == "avg_busbw"

@@ -3,8 +3,12 @@ outputs; whole outputs are golden fixtures under tests/fixtures/stress-ng)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from aibench.errors import ToolFailure
+from aibench.model import Measurement, Note
 from aibench.parsers import stress_ng
 
 LINES = [
@@ -51,3 +55,43 @@ def test_a_length_it_cannot_read_is_a_parse_error() -> None:
 
     with pytest.raises(ParseError, match="not understood"):
         stress_ng._seconds("a while", 3)
+
+
+# ---- warnings printed beside good numbers are Notes ---------------------------------------
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "stress-ng"
+WARNED = [
+    "inode-flags1-32s-metrics-check-zero-bogo-ops-warn.txt",  # 0.15.06, captured here
+    "lkp-sctp64-60s-info-table-metrics-check-warn-times.txt",  # LKP, table on info: lines
+    "cpu16-30s-metrics-hpet-clocksource-warn.txt",  # --metrics, HPET clocksource
+]
+
+
+@pytest.mark.parametrize("name", WARNED)
+def test_every_warn_line_is_a_note_beside_the_numbers(name: str) -> None:
+    lines = (FIX / name).read_text().splitlines()
+    recs = stress_ng.parse("\n".join(lines))
+    notes = [r for r in recs if isinstance(r, Note)]
+    warned = [(n, ln.split("] ", 1)[1]) for n, ln in enumerate(lines, 1) if " warn: " in ln]
+    assert warned
+    assert [(n.line, n.text, n.kind) for n in notes] == [(n, t, "warning") for n, t in warned]
+    # the numbers are read as printed all the same
+    (row,) = [ln for ln in lines if " bogo ops " not in ln and ln.split()[3:4] and _is_row(ln)]
+    cells = row.split("] ", 1)[1].split()
+    ops = [r for r in recs if isinstance(r, Measurement) and r.metric == "bogo_ops"]
+    assert [(m.dims["stressor"], m.value) for m in ops] == [(cells[0], float(cells[1]))]
+
+
+def _is_row(line: str) -> bool:
+    cells = line.split("] ", 1)[-1].split()
+    return len(cells) > 5 and all(c.replace(".", "").isdigit() for c in cells[1:])
+
+
+def test_a_warning_that_says_something_failed_is_still_a_failure() -> None:
+    text = (FIX / "cpu16-30s-metrics-hpet-clocksource-warn.txt").read_text()
+    aborted = text.replace(
+        "WARNING! using HPET clocksource, this may impact benchmarking performance",
+        "cpu: [1568507] aborted early, out of system resources",
+    )
+    with pytest.raises(ToolFailure, match="aborted early"):
+        stress_ng.parse(aborted)

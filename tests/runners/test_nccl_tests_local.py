@@ -137,3 +137,70 @@ def test_a_missing_binary_is_named(tmp_path: Path) -> None:
     assert res.status is StepStatus.FAILED
     assert "all_reduce_perf" in res.reason
     assert res.measurements == ()
+
+
+CUT_WRONG = (
+    FIXTURES
+    / "nccl-tests"
+    / "2024-06_v2.13-2.16fmt_2node_2gpu_RTX3090_allreduce_wrong_cut_by_us_inside_row_32.txt"
+)
+# two checks on the step: busbw and time bounds that its complete rows would pass
+CUT_SPEC = """schema_version: 1
+name: cut
+checks:
+  - id: busbw
+    select: {tool: nccl-tests, metric: busbw, dims: {placement: out_of_place}, largest: size_bytes}
+    unit: GB/s
+    min: 1
+  - id: time
+    select: {tool: nccl-tests, metric: time, dims: {placement: in_place}, largest: size_bytes}
+    unit: us
+    max: 1000000
+"""
+
+
+def test_a_cut_log_with_wrong_elements_keeps_its_rows_and_fails_every_check(
+    tmp_path: Path,
+) -> None:
+    """A real log with #wrong above 0 on every row, cut inside its table, run through the
+    runner and judged by the real judge: its complete rows are the step's measurements,
+    and no check of the step passes, though the numbers alone would."""
+    from aibench.judge import judge_run
+    from aibench.model import Outcome
+    from tests.thresholds.helpers import NOW, spec_from
+    from tests.thresholds.helpers import run as run_of
+
+    bin_dir = tmp_path / "bin"
+    wrapper(
+        bin_dir,
+        "all_reduce_perf",
+        REPLAY,
+        "--fixture",
+        str(CUT_WRONG),
+        "--binary",
+        "all_reduce_perf",
+    )
+    suite = suite_of("nccl-tests", {"bin_dir": str(bin_dir), "max_bytes": "1G"})
+    (res,) = run(tmp_path / "run", suite, [node("ws", "127.0.0.1")])
+    assert res.status is StepStatus.FAILED
+    assert "the results table was cut at line 32 (a row cut short)" in res.reason
+    assert "16777204 wrong elements (data corruption" in res.reason
+    # the 21 complete rows, printed by the tool, are kept: 2 placements x 4 metrics
+    printed = CUT_WRONG.read_text().splitlines()[10:31]
+    assert len(res.measurements) == 21 * 2 * 4
+    wrong = {
+        (m.dims["size_bytes"], m.dims["placement"]): m.value
+        for m in res.measurements
+        if m.metric == "wrong"
+    }
+    for line in printed:
+        f = line.split()
+        assert wrong[int(f[0]), "out_of_place"] == float(f[8])
+        assert wrong[int(f[0]), "in_place"] == float(f[12])
+    verdicts = judge_run(run_of([res], ("ws",)), spec_from(tmp_path, CUT_SPEC), now=NOW).verdicts
+    got = {v.check: v for v in verdicts}
+    assert set(got) == {"busbw", "time"}
+    for v in got.values():
+        assert v.outcome is not Outcome.PASS
+        assert v.outcome is Outcome.ERROR, v
+        assert "wrong elements (data corruption" in v.reason
