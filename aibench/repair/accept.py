@@ -106,9 +106,7 @@ def _check_waived(run: Run, waived: Mapping[str, str]) -> None:
 
 def _notes(attempts: Sequence[comp.Attempt], record: Mapping[str, Any]) -> list[str]:
     """What the first page says of how the record was made."""
-    listed = ", ".join(
-        f"{a.run.id} ({a.run.outcome.value}, {a.run.started[:10]})" for a in attempts
-    )
+    listed = ", ".join(f"{a.run.id} ({_how(a)})" for a in attempts)
     notes = [
         f"composed of {len(attempts)} attempt(s), oldest first: {listed}; for each step and "
         "node or pair the latest attempt decides (attempts/ holds each one whole)"
@@ -120,3 +118,9 @@ def _notes(attempts: Sequence[comp.Attempt], record: Mapping[str, Any]) -> list[
     if len(shown) > 10:
         notes.append(f"repair: ... and {len(shown) - 10} more (the repairs section)")
     return notes
+
+
+def _how(a: comp.Attempt) -> str:
+    parent = (a.run.inputs.get("parent") or {}).get("id")
+    of = f"re-test of {parent}, " if parent else ""
+    return f"{of}{a.run.outcome.value} judged alone, {repairs.when(a.run.started)}"

@@ -50,10 +50,15 @@ def history(
     return out
 
 
+def when(started: str) -> str:
+    """``2026-12-03 14:05``: the start of an attempt, to the minute (UTC)."""
+    return started[:16].replace("T", " ")
+
+
 def _entry(a: Attempt, v: Verdict) -> dict[str, Any]:
     return {
         "run": a.run.id,
-        "date": a.run.started[:10],
+        "date": when(a.run.started),
         "outcome": v.outcome.value,
         "failing": v.outcome.failing,
         "observed": v.observed,
@@ -72,7 +77,7 @@ def changes(attempts: Sequence[Attempt]) -> list[dict[str, Any]]:
                 {
                     "node": node,
                     "run": a.run.id,
-                    "date": a.run.started[:10],
+                    "date": when(a.run.started),
                     "changes": [{k: str(c[k]) for k in ("fact", "before", "after")} for c in items],
                 }
             )
