@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from aibench.model import Fact, FrozenDims, Outcome, Run
+from aibench.model import Fact, Outcome, Run
 from aibench.repair import identity, planning
 from aibench.store import load_run
 from tests.aibench_cli import aibench
@@ -62,6 +62,7 @@ checks:
     require: every_pair
 """
 NODES = ("n1", "n2", "n3", "n4")
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 @dataclasses.dataclass
@@ -259,24 +260,31 @@ def test_a_failed_pair_runs_again_with_a_control_partner(loop: Loop) -> None:
 
 
 def test_a_changed_serial_repeats_the_nodes_whole_per_node_suite(loop: Loop) -> None:
-    """The first run's facts with a serial added on n2, changed in a second reading."""
+    """The first run's facts with n2's GPU read from a real nvidia-smi -q capture, then from
+    the same capture with its serial number edited (a GPU swapped)."""
+    from aibench.parsers.nvidia_smi import parse_q
+
+    capture = (FIXTURES / "nvidia-smi-q" / "h100-mig-590.48.01-load.txt").read_text()
+    swapped = capture.replace(": 0000000000000\n", ": 1654922004213\n", 1)
+    assert swapped != capture
     run = load_run(loop.first)
     facts = [f for s in run.steps for f in s.facts]
-    serial = Fact(
-        "nvidia-smi", "serial", "1650000000001", dims=FrozenDims({"gpu": 3}), nodes=("n2",)
-    )
-    before = identity.identities([*facts, serial])
-    after = identity.identities([*facts, dataclasses.replace(serial, value="1650000000777")])
+
+    def on_n2(text: str) -> list[Fact]:
+        return [dataclasses.replace(f, nodes=("n2",)) for f in parse_q(text)]
+
+    before = identity.identities([*facts, *on_n2(capture)])
+    after = identity.identities([*facts, *on_n2(swapped)])
     changed = identity.changes(before, after)
     assert [c.text for c in changed["n2"]] == [
-        "nvidia-smi.serial gpu=3 1650000000001→1650000000777"
+        "nvidia-smi.serial gpu=0 0000000000000→1654922004213"
     ]
     plan = _plan(run, changed)
     assert list(plan.steps) == ["preflight", "fio-read"]  # every per-node step of the suite
     assert ("n2",) in plan.steps["preflight"].groups
     assert list(plan.steps["fio-read"].groups) == [("n3",), ("n2",)]
     why = plan.steps["preflight"].groups[("n2",)][0]
-    assert why == "n2 changed since the parent: nvidia-smi.serial gpu=3 1650000000001→1650000000777"
+    assert why == "n2 changed since the parent: nvidia-smi.serial gpu=0 0000000000000→1654922004213"
     assert "iperf3-tcp" not in plan.steps
     assert plan.control == "n1"
 
