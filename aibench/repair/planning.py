@@ -51,6 +51,12 @@ class StepPlan:
         if why not in reasons:
             reasons.append(why)
 
+    def add_control(self, group: Group, why: str) -> None:
+        """A control pair: where the same two nodes already run (either way round), the
+        reason joins that run."""
+        same = next((g for g in self.groups if set(g) == set(group)), group)
+        self.add(same, why)
+
     def run_whole(self, why: str) -> None:
         if why not in self.whole:
             self.whole.append(why)
@@ -63,13 +69,23 @@ class RetestPlan:
     steps: dict[str, StepPlan]
     not_passed: int
     changed: Mapping[str, Sequence[Change]]
-    control: str | None = None
+    good: list[str] = field(default_factory=list)  # fit to be a control partner, in order
     notes: list[str] = field(default_factory=list)
+    # control pairs, added after every failed pair (a failed pair runs as it ran)
+    controls: list[tuple[StepPlan, Group, str]] = field(default_factory=list)
+
+    @property
+    def control(self) -> str | None:
+        """The first control partner (a pair that holds it takes the next one)."""
+        return self.good[0] if self.good else None
+
+    def control_for(self, group: Group) -> str | None:
+        return next((n for n in self.good if n not in group), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "not_passed": self.not_passed,
-            "control": self.control,
+            "control": self.good[:2],
             "changed": {n: [c.to_dict() for c in cs] for n, cs in self.changed.items()},
             "steps": [
                 {
@@ -119,15 +135,17 @@ def plan_retest(
         s.step_id: (s.step, s.nodes) for s in run.steps if s.step_id in _evidence(failing)
     }
     bad = suspects(failing, changed)
-    control = next((n for n in nodes if n not in bad), None)
-    plan = RetestPlan(steps={}, not_passed=len(failing), changed=changed, control=control)
+    good = [n for n in nodes if n not in bad]
+    plan = RetestPlan(steps={}, not_passed=len(failing), changed=changed, good=good)
     checks = {c.id: c for c in getattr(spec, "checks", ())}
     for v in failing:
         why = reason(v)
         for name in steps_of(v, checks, kinds, steps_by_id):
             tool, kind = kinds[name]
             item = plan.steps.setdefault(name, StepPlan(name, tool, kind))
-            _place(item, v, why, control, steps_by_id, plan)
+            _place(item, v, why, steps_by_id, plan)
+    for item, group, why in plan.controls:
+        item.add_control(group, why)
     for node, found in changed.items():
         why = f"{node} changed since the parent: " + "; ".join(c.text for c in found)
         for name, (tool, kind) in kinds.items():
@@ -206,7 +224,6 @@ def _place(
     item: StepPlan,
     v: Verdict,
     why: str,
-    control: str | None,
     steps_by_id: Mapping[str, tuple[str, Group]],
     plan: RetestPlan,
 ) -> None:
@@ -220,9 +237,9 @@ def _place(
             for n in dict.fromkeys(g):
                 item.add((n,), why)
         elif len(set(g)) > 1:
-            _pair(item, _as_run(g, item.step, steps_by_id), why, control, plan)
+            _pair(item, _as_run(g, item.step, steps_by_id), why, plan)
         else:
-            _node_pairs(item, g[0], v, why, control, steps_by_id, plan)
+            _node_pairs(item, g[0], v, why, steps_by_id, plan)
 
 
 def _as_run(pair: Group, step: str, steps_by_id: Mapping[str, tuple[str, Group]]) -> Group:
@@ -233,14 +250,15 @@ def _as_run(pair: Group, step: str, steps_by_id: Mapping[str, tuple[str, Group]]
     return pair
 
 
-def _pair(item: StepPlan, pair: Group, why: str, control: str | None, plan: RetestPlan) -> None:
+def _pair(item: StepPlan, pair: Group, why: str, plan: RetestPlan) -> None:
     item.add(pair, why)
     a, b = pair[0], pair[1]
-    if control is None or control in pair:
+    control = plan.control_for(pair)
+    if control is None:
         _no_control(plan, item.step, pair)
         return
-    item.add((a, control), f"control: {a} against {control}, known good, for {why}")
-    item.add((control, b), f"control: {control}, known good, against {b}, for {why}")
+    plan.controls.append((item, (a, control), f"control: {a} against {control}, for {why}"))
+    plan.controls.append((item, (control, b), f"control: {control} against {b}, for {why}"))
 
 
 def _node_pairs(
@@ -248,7 +266,6 @@ def _node_pairs(
     node: str,
     v: Verdict,
     why: str,
-    control: str | None,
     steps_by_id: Mapping[str, tuple[str, Group]],
     plan: RetestPlan,
 ) -> None:
@@ -258,11 +275,12 @@ def _node_pairs(
         name, nodes = steps_by_id.get(e, ("", ()))
         if name == item.step and node in nodes:
             item.add(nodes, why)
-    if control is None or control == node:
+    control = plan.control_for((node,))
+    if control is None:
         _no_control(plan, item.step, (node,))
         return
-    item.add((node, control), f"control: {node} against {control}, known good, for {why}")
-    item.add((control, node), f"control: {control}, known good, against {node}, for {why}")
+    plan.controls.append((item, (node, control), f"control: {node} against {control}, for {why}"))
+    plan.controls.append((item, (control, node), f"control: {control} against {node}, for {why}"))
 
 
 def _no_control(plan: RetestPlan, step: str, group: Group) -> None:
@@ -276,7 +294,7 @@ def plan_lines(plan: RetestPlan, parent: str, sha: str) -> list[str]:
     lines = [
         f"retest of {parent} (run.json sha256 {sha[:16]}): {plan.not_passed} verdict(s) "
         f"not passed, {len(plan.changed)} node(s) changed"
-        + (f"; control partner {plan.control}" if plan.control else "")
+        + (f"; control partners {', '.join(plan.good[:2])}" if plan.good else "")
     ]
     for node, found in plan.changed.items():
         lines.append(f"  changed {node}: " + "; ".join(c.text for c in found))
