@@ -332,3 +332,35 @@ def test_several_rounds_a_node_that_fails_again_and_a_retest_of_a_record(
     row = next(r for r in run.inputs["accept"]["rows"] if r["check"] == "fio-read-bw")
     assert [e["outcome"] for e in row["attempts"]] == ["ERROR", "ERROR", "PASS"]
     assert run.outcome is Outcome.PASS
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
+def test_accept_signs_the_record_and_refuses_a_changed_attempt(loop: Loop, tmp_path: Path) -> None:
+    import subprocess
+
+    key = tmp_path / "vendor_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vendor", "-f", str(key)], check=True
+    )
+    signers = tmp_path / "allowed_signers"
+    signers.write_text(
+        "vendor@example.com " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n"
+    )
+    res = aibench(
+        "accept", str(loop.first), str(loop.retest), "--sign", str(key),
+        "--vendor", "ACME Systems", "--output-dir", str(tmp_path / "acc"),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    (record,) = (tmp_path / "acc").iterdir()
+    res = aibench("verify", str(record), "--signers", str(signers))
+    assert res.returncode == 0, res.stdout
+    assert "good signature by vendor@example.com" in res.stdout
+    assert load_run(record).signoff["vendor"] == "ACME Systems"
+    # an attempt changed since its manifest was written is refused
+    changed = tmp_path / "changed" / loop.retest.name
+    shutil.copytree(loop.retest, changed)
+    (changed / "summary.md").write_text("all good\n")
+    res = aibench("accept", str(loop.first), str(changed), "--output-dir", str(tmp_path / "no"))
+    assert res.returncode == 2
+    assert "1 changed, 0 missing, 0 added file(s) since its manifest was written" in res.stderr
+    assert not (tmp_path / "no").exists()
