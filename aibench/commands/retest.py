@@ -66,14 +66,15 @@ def run(args: argparse.Namespace) -> int:
     parent = rt.load_parent(parent_dir, args.inventory)
     startup_over()
     run_dir = None
+    found = rt.Identity({}, ("identity not read (--no-identity)",))
     if args.dry_run:
         with tempfile.TemporaryDirectory() as tmp:
-            changed = {} if args.no_identity else rt.probe_identity(parent, Path(tmp))
+            found = found if args.no_identity else rt.probe_identity(parent, Path(tmp))
     else:
         out = Path(args.output_dir) if args.output_dir else parent_dir.parent
         run_dir = store.new_run_dir(out, parent.suite.name)
-        changed = {} if args.no_identity else rt.probe_identity(parent, run_dir / "identity")
-    rplan = rt.make_plan(parent, changed)
+        found = found if args.no_identity else rt.probe_identity(parent, run_dir / "identity")
+    rplan = rt.make_plan(parent, found)
     for line in planning.plan_lines(rplan, parent.run.id, parent.sha256):
         print(line)
     if run_dir is None:

@@ -112,7 +112,15 @@ def _inventory(run: Run, path: Path, given: str | None) -> Any:
     return recorded
 
 
-def probe_identity(parent: Parent, where: Path) -> dict[str, list[identity.Change]]:
+@dataclass(frozen=True)
+class Identity:
+    """What the preflight read now says of each node against the parent's facts."""
+
+    changed: dict[str, list[identity.Change]]
+    notes: tuple[str, ...] = ()
+
+
+def probe_identity(parent: Parent, where: Path) -> Identity:
     """Every node's preflight facts read now, against the parent's: node -> changes."""
     from aibench.pipeline import execute, select_steps
     from aibench.plan import build_plan
@@ -124,17 +132,26 @@ def probe_identity(parent: Parent, where: Path) -> dict[str, list[identity.Chang
     done = execute(build_plan(probe, parent.inventory), where, environment_facts=False)
     if done.interrupted:
         raise KeyboardInterrupt
-    now = [f for r in done.results for f in r.facts]
-    return identity.changes(identity.identities(parent_facts(parent.run)), identity.identities(now))
+    before = identity.identities(parent_facts(parent.run))
+    now = identity.identities([f for r in done.results for f in r.facts])
+    notes = [f"{n}: unreachable, identity not read ({why})" for n, why in done.unreachable.items()]
+    notes += [
+        f"{n}: the parent holds no preflight facts of it, identity not compared"
+        for n in (x.name for x in parent.inventory.nodes)
+        if n not in before and n not in done.unreachable
+    ]
+    return Identity(identity.changes(before, now), tuple(notes))
 
 
 def parent_facts(run: Run) -> list[Fact]:
     return [f for s in run.steps for f in s.facts]
 
 
-def make_plan(parent: Parent, changed: dict[str, list[identity.Change]]) -> planning.RetestPlan:
+def make_plan(parent: Parent, found: Identity) -> planning.RetestPlan:
     nodes = [n.name for n in parent.inventory.nodes]
-    return planning.plan_retest(parent.run, parent.spec, parent.suite, nodes, changed)
+    plan = planning.plan_retest(parent.run, parent.spec, parent.suite, nodes, found.changed)
+    plan.notes += found.notes
+    return plan
 
 
 def build(parent: Parent, rplan: planning.RetestPlan) -> tuple[Any, Any]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from aibench.model import Fact, Outcome, Run
+from aibench.model import Fact, Outcome, Run, Verdict
 from aibench.repair import identity, planning
 from aibench.store import load_run
 from tests.aibench_cli import aibench
@@ -364,3 +364,21 @@ def test_accept_signs_the_record_and_refuses_a_changed_attempt(loop: Loop, tmp_p
     assert res.returncode == 2
     assert "1 changed, 0 missing, 0 added file(s) since its manifest was written" in res.stderr
     assert not (tmp_path / "no").exists()
+
+
+def test_a_fleet_verdict_naming_no_node_runs_its_step_whole_and_a_failed_steps_verdict_its_evidence(
+    loop: Loop,
+) -> None:
+    """The first run's record with its verdicts replaced here: a coverage FAIL that names no
+    node, and a verdict about a failed step (no check of the spec: found by its evidence)."""
+    run = load_run(loop.first)
+    fio_n3 = next(s for s in run.steps if s.step == "fio-read" and s.nodes == ("n3",))
+    fleet = Verdict("iperf3-tcp.coverage", Outcome.FAIL, origin="coverage", benchmark="iperf3")
+    step = Verdict(
+        fio_n3.step_id, Outcome.ERROR, subject=("n3",), evidence=(fio_n3.step_id,), origin="step"
+    )
+    plan = _plan(run.replace(verdicts=(fleet, step)))
+    assert plan.steps["iperf3-tcp"].whole == ["iperf3-tcp.coverage FAIL on the fleet"]
+    assert list(plan.steps["fio-read"].groups) == [("n3",)]
+    assert planning.kind_of("all") == planning.kind_of("sweep") == "fleet"
+    assert planning.kind_of("ring") == planning.kind_of("groups") == "pair"
