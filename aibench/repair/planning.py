@@ -9,8 +9,8 @@ why each, come out (:class:`RetestPlan`).
   as it ran (client, server), and each of its ends against a known-good control partner in
   the same role (``a--c`` and ``c--b``): the new figures say which end is at fault. A node
   named alone runs against the control partner both ways.
-* A step over the fleet (``all``, ``sweep``), or a fleet verdict that names no node, runs
-  whole.
+* A step over the fleet (``all``, ``sweep``), a check of scope ``fleet`` (the fleet's
+  aggregate), or a verdict that names no node, runs whole.
 * A node whose identity changed runs every per-node step of the suite again.
 
 A verdict's steps are those its check selects (``select.step``, else every step of its
@@ -143,7 +143,10 @@ def plan_retest(
         for name in steps_of(v, checks, kinds, steps_by_id):
             tool, kind = kinds[name]
             item = plan.steps.setdefault(name, StepPlan(name, tool, kind))
-            _place(item, v, why, steps_by_id, plan)
+            if _fleet_scope(v, checks):
+                item.run_whole(why)
+            else:
+                _place(item, v, why, steps_by_id, plan)
     for item, group, why in plan.controls:
         item.add_control(group, why)
     for node, found in changed.items():
@@ -154,6 +157,13 @@ def plan_retest(
     order = list(kinds)
     plan.steps = dict(sorted(plan.steps.items(), key=lambda kv: order.index(kv[0])))
     return plan
+
+
+def _fleet_scope(v: Verdict, checks: Mapping[str, Any]) -> bool:
+    """Whether ``v`` judges the fleet as a whole (a check of scope fleet): its steps run
+    whole, whatever nodes it names."""
+    check = checks.get(v.check)
+    return check is not None and getattr(check, "scope", "") == "fleet"
 
 
 def reason(v: Verdict) -> str:

@@ -382,3 +382,23 @@ def test_a_fleet_verdict_naming_no_node_runs_its_step_whole_and_a_failed_steps_v
     assert list(plan.steps["fio-read"].groups) == [("n3",)]
     assert planning.kind_of("all") == planning.kind_of("sweep") == "fleet"
     assert planning.kind_of("ring") == planning.kind_of("groups") == "pair"
+
+
+def test_a_check_of_the_fleets_aggregate_runs_its_step_whole(loop: Loop) -> None:
+    """The first run's spec with its fio check made of scope fleet here, failing with n3
+    named as its culprit: the fleet's figure needs the whole step again."""
+    from aibench.judge import stored_spec
+    from aibench.repair.retest import recorded_suite
+
+    run = load_run(loop.first)
+    spec = stored_spec(run, run.spec_sha256, "run.json")
+    fleet = [
+        c.model_copy(update={"scope": "fleet"}) if c.id == "fio-read-bw" else c for c in spec.checks
+    ]
+    spec = dataclasses.replace(spec, checks=tuple(fleet))
+    v = Verdict("fio-read-bw", Outcome.FAIL, culprits=("n3",), observed=3.0, unit="MB/s")
+    plan = planning.plan_retest(
+        run.replace(verdicts=(v,)), spec, recorded_suite(run, "run.json"), list(NODES)
+    )
+    assert plan.steps["fio-read"].whole == ["fio-read-bw FAIL on n3 (observed 3 MB/s)"]
+    assert plan.steps["fio-read"].groups == {}
