@@ -140,7 +140,10 @@ def plan_retest(
     checks = {c.id: c for c in getattr(spec, "checks", ())}
     for v in failing:
         why = reason(v)
-        for name in steps_of(v, checks, kinds, steps_by_id):
+        names = steps_of(v, checks, kinds, steps_by_id)
+        if not names:
+            plan.notes.append(f"{why}: no step of the suite measures it, nothing runs again")
+        for name in names:
             tool, kind = kinds[name]
             item = plan.steps.setdefault(name, StepPlan(name, tool, kind))
             if _fleet_scope(v, checks):

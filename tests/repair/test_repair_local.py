@@ -377,8 +377,12 @@ def test_a_fleet_verdict_naming_no_node_runs_its_step_whole_and_a_failed_steps_v
     step = Verdict(
         fio_n3.step_id, Outcome.ERROR, subject=("n3",), evidence=(fio_n3.step_id,), origin="step"
     )
-    plan = _plan(run.replace(verdicts=(fleet, step)))
+    soak = Verdict("soak.throttle", Outcome.FAIL, subject=("n2",), origin="telemetry")
+    plan = _plan(run.replace(verdicts=(fleet, step, soak)))
     assert plan.steps["iperf3-tcp"].whole == ["iperf3-tcp.coverage FAIL on the fleet"]
+    assert plan.notes == [
+        "soak.throttle FAIL on n2: no step of the suite measures it, nothing runs again"
+    ]
     assert list(plan.steps["fio-read"].groups) == [("n3",)]
     assert planning.kind_of("all") == planning.kind_of("sweep") == "fleet"
     assert planning.kind_of("ring") == planning.kind_of("groups") == "pair"
