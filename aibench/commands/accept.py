@@ -18,8 +18,8 @@ report's repairs section lists what failed, what changed and what passed in the 
 
 The record is a run directory like any other: run.json, reports, manifest.sha256 (and a
 signature with --sign); aibench verify checks it and aibench check judges it again from
-its run.json alone. Runs judged with different specs, or of different inventories, are
-refused unless --allow-mixed is given; the first page then says so.
+its run.json alone. Runs judged with different specs, that ran different suites, or of
+different inventories are refused unless --allow-mixed is given; the first page then says so.
 """
 
 EPILOG = """\

@@ -182,8 +182,9 @@ def _environment(attempts: Sequence[Attempt], waived: Mapping[str, str]) -> dict
 
 
 def check_alike(attempts: Sequence[Attempt], allow_mixed: bool) -> list[str]:
-    """A UserError when the attempts were judged with different specs or are of different
-    inventories; with ``allow_mixed``, the sentences that say so instead."""
+    """A UserError when the attempts were judged with different specs, ran different
+    suites or are of different inventories; with ``allow_mixed``, the sentences that say
+    so instead."""
     lines = []
     specs = {a.run.spec_sha256 for a in attempts}
     if len(specs) > 1:
@@ -192,6 +193,10 @@ def check_alike(attempts: Sequence[Attempt], allow_mixed: bool) -> list[str]:
             f"the attempts were judged with different specs ({named}); judged here "
             f"with the latest, {attempts[-1].run.spec} {attempts[-1].run.spec_sha256[:12]}"
         )
+    suites = {a.run.suite_sha256 for a in attempts}
+    if len(suites) > 1:
+        named = ", ".join(f"{a.run.id}: {a.run.suite} {a.run.suite_sha256[:12]}" for a in attempts)
+        lines.append(f"the attempts ran different suites ({named})")
     inventories = {inventory_sha256(a.run) for a in attempts}
     if len(inventories) > 1:
         named = ", ".join(f"{a.run.id}: {inventory_sha256(a.run)[:12]}" for a in attempts)
