@@ -111,6 +111,11 @@ def _notes(attempts: Sequence[comp.Attempt], record: Mapping[str, Any]) -> list[
         f"composed of {len(attempts)} attempt(s), oldest first: {listed}; for each step and "
         "node or pair the latest attempt decides (attempts/ holds each one whole)"
     ]
+    ids = {a.run.id for a in attempts}
+    for a in attempts:
+        parent = (a.run.inputs.get("parent") or {}).get("id")
+        if parent and parent not in ids:
+            notes.append(f"{a.run.id} is a re-test of {parent}, which is not composed here")
     notes += list(record["mixed"])
     notes += [f"WAIVED NODE {n}: out of the contract: {r}" for n, r in record["waived"].items()]
     shown = repairs.lines(record)
