@@ -21,6 +21,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ CGROUP = Path("/sys/fs/cgroup/blkio/abt-repair-slow")
 SUITE = """\
 schema_version: 1
 name: handover
-settings: {workdir: /tmp/aibench-testbed/work, base_port: 16411}
+settings: {base_port: 16411}
 steps:
   - name: preflight
     tool: preflight
@@ -72,9 +73,11 @@ checks:
 
 
 def data_device(bed: TestBed) -> str:
-    """MAJOR:MINOR of the disk the data directories are on."""
-    Path("/tmp/aibench-testbed").mkdir(exist_ok=True)
-    st = os.stat("/tmp/aibench-testbed")
+    """MAJOR:MINOR of the disk the data directories of the bed's inventory are on."""
+    nodes: Any = bed.inventory_data()["nodes"]
+    top = Path(nodes[0]["data_dirs"][0]).parent
+    top.mkdir(parents=True, exist_ok=True)
+    st = os.stat(top)
     return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
 
 
