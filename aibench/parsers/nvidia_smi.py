@@ -8,7 +8,8 @@ temperatures, ``Remapped Rows`` subsections) are read too.
 
 ``nvidia-smi-q`` (``nvidia-smi -q``), node facts: ``driver_version``, ``cuda_version``,
 ``gpu_count``. Per GPU: ``product_name``, ``product_architecture``, ``vbios_version``,
-``bus_id``, ``persistence_mode`` / ``mig_mode`` / ``ecc_mode`` (text as printed:
+``serial`` and ``uuid`` (the board's serial number and the GPU's UUID: what says a GPU was
+swapped), ``bus_id``, ``persistence_mode`` / ``mig_mode`` / ``ecc_mode`` (text as printed:
 ``Enabled`` / ``Disabled``), ``mig_devices`` (count), ``compute_mode``,
 ``performance_state``, ``memory_total`` (MiB), ``ecc_errors`` (count; dims ``scope``
 volatile|aggregate and ``counter`` e.g. ``dram_uncorrectable``), ``ecc_corrected_total`` and
@@ -241,6 +242,8 @@ _Q_SCALARS: tuple[tuple[tuple[str, ...], str, str, str | None], ...] = (
     (("Product Name",), "product_name", "str", None),
     (("Product Architecture",), "product_architecture", "str", None),
     (("VBIOS Version",), "vbios_version", "str", None),
+    (("Serial Number",), "serial", "str", None),
+    (("GPU UUID",), "uuid", "str", None),
     (("Persistence Mode",), "persistence_mode", "str", None),
     (("MIG Mode", "Current"), "mig_mode", "str", None),
     (("ECC Mode", "Current"), "ecc_mode", "str", None),

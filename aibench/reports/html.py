@@ -57,6 +57,8 @@ def _sections(run: Run, history: Sequence[Run]) -> list[dict[str, Any]]:
     from aibench.reports.sections import SectionInput, notes_table, section_for
 
     steps, measurements = _by_tool(run)
+    if run.inputs.get("accept"):  # a composed record (aibench accept): its repairs first
+        steps, measurements = {"repairs": (), **steps}, {"repairs": (), **measurements}
     for v in run.verdicts:
         if v.benchmark and v.benchmark not in steps:
             steps[v.benchmark], measurements[v.benchmark] = (), ()
