@@ -118,16 +118,22 @@ def judge_rows(
     lim, src = limits_of(rows)
     scope = {r.id: r.nodes for r in rows}
     win = window or Window()
+    bmc = set(win.bmc_nodes) | _read_from(tel, "bmc")
     out: list[Verdict] = []
     for node in nodes:
         wanted = {c for c, where in scope.items() if where == "all" or node in gpu_nodes}
         found = [v for v in judge(tel, [node], lim, src) if v.check in wanted]
-        found += _undeclared_gaps(
-            node, wanted, found, node in gpu_nodes, node in win.bmc_nodes, lim, src
-        )
+        found += _undeclared_gaps(node, wanted, found, node in gpu_nodes, node in bmc, lim, src)
         found = _covered(tel, node, found, win.span_s)
         out += found + _sampler_errors(tel, node)
     return out
+
+
+def _read_from(tel: Mapping[str, Any], source: str) -> set[str]:
+    """The nodes the sampler read, or tried to read, ``source`` of: a BMC it was given
+    and could not read is declared all the same."""
+    items = [*tel.get("series", []), *tel.get("errors", [])]
+    return {str(x.get("node")) for x in items if x.get("source") == source}
 
 
 def _undeclared_gaps(
