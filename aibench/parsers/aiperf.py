@@ -30,6 +30,7 @@ of a GenAI-Perf run against Qwen2.5-72B.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,8 @@ def _number(block: Mapping[str, Any], key: str, where: str) -> float:
     value = block.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ParseError(TOOL, f"{where}.{key}: not a number: {value!r}")
+    if not math.isfinite(value):  # JSON's 1e999 reads as inf
+        raise ParseError(TOOL, f"{where}.{key}: not a finite number: {value!r}")
     return float(value)
 
 
