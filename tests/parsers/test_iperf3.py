@@ -299,6 +299,7 @@ _XFER = {"Bytes": 1, "KBytes": 2**10, "MBytes": 2**20, "GBytes": 2**30}
     "name",
     [
         "v3.12_lo_tcp_bidir_text.txt",
+        "v3_k8s_pods_tcp_bidir_text.txt",
         "v3.12_lo_tcp_P2_text.txt",
         "v3_text_tcp_client_P3_SUM.txt",
         "v3_text_udp_server_P2_multiple_streams.txt",
