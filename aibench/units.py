@@ -84,6 +84,7 @@ _TABLE: dict[str, tuple[str, Fraction]] = {
     "GHz": ("frequency", Fraction(_G)),
     "RPM": ("rotation_rate", Fraction(1)),  # fan speed from the BMC
     "V": ("voltage", Fraction(1)),
+    "mV": ("voltage", Fraction(1, 1000)),
     "A": ("current", Fraction(1)),
 }
 

@@ -1,7 +1,7 @@
 """fio's normal text output (``--output-format=normal``), fio 3.x style (and 2.x).
 
-Tested on real 3.x output only (the 3.0-era HOWTO examples, 3.25, 3.28 and 3.33
-captures). 2.x text: read by the same code, no real 2.x capture tested.
+Tested on real 3.x output (the 3.0-era HOWTO examples, 3.25, 3.28 and 3.33 captures) and
+fio 2.2.10 text (three runs appended to one log).
 
 Read per job report (``NAME: (groupid=G, jobs=N): err= E: pid=...``):
 
@@ -14,6 +14,11 @@ Read per job report (``NAME: (groupid=G, jobs=N): err= E: pid=...``):
 * the options header ``NAME: (g=0): rw=..., bs=..., ioengine=..., iodepth=...`` for the
   dims ``rw``, ``bs``, ``ioengine`` and ``iodepth``.
 
+The ``Run status group N`` summary after the jobs, 3.x ``READ: bw=..., MIN-MAX, io=...,
+run=MINT-MAXTmsec`` and 2.x ``READ: io=..., aggrb=..., minb=..., maxb=..., mint=...,
+maxt=...``, is read by :func:`_group_records` into ``group_*`` records (dims ``group``,
+``direction``): the aggregate of the group's jobs, never mixed with a job's ``bw``.
+
 Latencies are converted to one unit per output: ``ns`` for fio 3.x, ``us`` for 2.x (the
 JSON schema of the same generation). The text prints rounded numbers (three significant
 digits for BW and the io size), so values are less precise than the JSON's.
@@ -24,6 +29,7 @@ carry the dim ``run`` (1, 2 ...).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -65,14 +71,23 @@ _LAT = re.compile(
 )
 _PCT_HEAD = re.compile(r"^\s+(?P<key>clat|lat|sync) percentiles \((?P<unit>nsec|usec|msec)\):")
 _PCT_ITEM = re.compile(rf"(?P<p>{_NUM})th=\[\s*(?P<v>\d+)\]")
-_GROUP = re.compile(r"^Run status group \d+")
+_GROUP = re.compile(r"^Run status group (?P<group>\d+)")
+_RATE3 = r"(?:[KMGT]i?)?B/s"
+# fio 3.x: ``READ: bw=20.9MiB/s (21.9MB/s), 10.4MiB/s-10.8MiB/s (10.9MB/s-11.3MB/s),
+# io=64.0MiB (67.1MB), run=2973-3069msec``
 _GROUP_DIR3 = re.compile(
-    rf"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>{_NUM})(?P<bwu>(?:[KMGT]i?)?B/s) .*?"
-    rf"io=(?P<io>{_NUM})(?P<iou>(?:[KMGT]i?)?B)\b"
+    rf"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>{_NUM})(?P<bwu>{_RATE3}) \([^)]*\), "
+    rf"(?P<minb>{_NUM})(?P<minbu>{_RATE3})-(?P<maxb>{_NUM})(?P<maxbu>{_RATE3}) \([^)]*\), "
+    rf"io=(?P<io>{_NUM})(?P<iou>(?:[KMGT]i?)?B) \([^)]*\), "
+    r"run=(?P<mint>\d+)-(?P<maxt>\d+)msec"
 )
+# fio 2.x: ``READ: io=4096.0MB, aggrb=245438KB/s, minb=245438KB/s, maxb=245438KB/s,
+# mint=17089msec, maxt=17089msec`` (KB meaning KiB, as in its job lines)
 _GROUP_DIR2 = re.compile(
     rf"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>{_NUM})(?P<iou>[KMGT]?B), "
-    rf"aggrb=(?P<bw>{_NUM})(?P<bwu>[KMGT]?B/s)"
+    rf"aggrb=(?P<bw>{_NUM})(?P<bwu>[KMGT]?B/s), minb=(?P<minb>{_NUM})(?P<minbu>[KMGT]?B/s), "
+    rf"maxb=(?P<maxb>{_NUM})(?P<maxbu>[KMGT]?B/s), "
+    r"mint=(?P<mint>\d+)msec, maxt=(?P<maxt>\d+)msec"
 )
 
 _LAT_UNITS = {"nsec": "ns", "usec": "us", "msec": "ms"}
@@ -144,18 +159,40 @@ def group_totals(text: str) -> dict[str, tuple[float, float]]:
     """The ``Run status group`` lines: direction -> (bw in KiB/s, io in bytes), summed over
     the groups. Used to cross-check the per-job records."""
     out: dict[str, tuple[float, float]] = {}
-    in_group = False
-    for line in text.splitlines():
-        if _GROUP.match(line):
-            in_group = True
+    for r in _group_records(text.splitlines()):
+        if r.metric in ("group_bw", "group_io_bytes"):
+            d = str(r.dims["direction"])
+            bw, io = out.get(d, (0.0, 0.0))
+            out[d] = (bw + r.value, io) if r.metric == "group_bw" else (bw, io + r.value)
+    return out
+
+
+def _group_records(lines: list[str], run: dict[str, Scalar] | None = None) -> list[Measurement]:
+    """The figures of the ``Run status group N`` summaries (either generation's form):
+    ``group_bw`` with ``group_bw_min`` / ``group_bw_max`` (KiB/s, the slowest and fastest
+    job), ``group_io_bytes`` (B), ``group_runtime_min`` / ``group_runtime_max`` (ms); dims
+    ``group`` and ``direction`` (and the ``run`` of a log of several)."""
+    out: list[Measurement] = []
+    group: int | None = None
+    for line in lines:
+        if (g := _GROUP.match(line)) is not None:
+            group = int(g["group"])
             continue
-        if not in_group:
+        if group is None or not line.startswith(" "):
+            group = None if line.strip() else group
             continue
         m = _GROUP_DIR3.match(line) or _GROUP_DIR2.match(line)
-        if m:
-            d = m["dir"].lower()
-            bw, io = out.get(d, (0.0, 0.0))
-            out[d] = (bw + _rate(m["bw"], m["bwu"]), io + _size(m["io"], m["iou"]))
+        if m is None:
+            continue
+        dims = frozen({"group": group, "direction": m["dir"].lower(), **(run or {})})
+        out += [
+            Measurement(TOOL, "group_bw", _rate(m["bw"], m["bwu"]), "KiB/s", dims),
+            Measurement(TOOL, "group_bw_min", _rate(m["minb"], m["minbu"]), "KiB/s", dims),
+            Measurement(TOOL, "group_bw_max", _rate(m["maxb"], m["maxbu"]), "KiB/s", dims),
+            Measurement(TOOL, "group_io_bytes", _size(m["io"], m["iou"]), "B", dims),
+            Measurement(TOOL, "group_runtime_min", float(m["mint"]), "ms", dims),
+            Measurement(TOOL, "group_runtime_max", float(m["maxt"]), "ms", dims),
+        ]
     return out
 
 
@@ -193,7 +230,13 @@ def parse_text(text: str) -> list[Measurement]:
             reader.next_run()
             run_at = next(next_run, -1)
         reader.read(no, line)
-    return _outcome(reader.jobs, reader.errors)
+    bounds = [*starts, len(lines)]
+    groups = [
+        r
+        for i, (a, b) in enumerate(itertools.pairwise(bounds), 1)
+        for r in _group_records(lines[a:b], {"run": i} if len(starts) > 1 else None)
+    ]
+    return _outcome(reader.jobs, reader.errors, groups)
 
 
 @dataclass
@@ -318,11 +361,16 @@ class _Reader:
             job.records.append(Measurement(TOOL, "clat_percentile", value, lat_unit, pdims))
 
 
-def _outcome(jobs: list[_Job], errors: list[str]) -> list[Measurement]:
-    """The records of every job; a ToolFailure (with them) if a job reports an error."""
-    if not jobs:
-        raise ParseError(TOOL, "no job report (NAME: (groupid=..., jobs=...): err=...) found")
-    records = [r for j in jobs for r in j.records]
+def _outcome(jobs: list[_Job], errors: list[str], groups: list[Measurement]) -> list[Measurement]:
+    """The records of every job, then the groups'; a ToolFailure (with them) if a job
+    reports an error."""
+    if not jobs and not groups:
+        raise ParseError(
+            TOOL,
+            "no job report (NAME: (groupid=..., jobs=...): err=...) and no 'Run status group' "
+            "figures found",
+        )
+    records = [r for j in jobs for r in j.records] + groups
     failed = [j for j in jobs if j.err != 0]
     if failed:
         reason = "; ".join(

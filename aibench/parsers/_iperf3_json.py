@@ -60,6 +60,8 @@ def _sum_records(
 ) -> list[Measurement]:
     d = {**dims, "side": side}
     out = [_m("throughput", _num(s, "bits_per_second", what, line), "bit/s", d)]
+    if "bytes" in s:
+        out.append(_m("bytes", _num(s, "bytes", what, line), "B", d))
     if "retransmits" in s and side == "sender":
         out.append(_m("retransmits", _num(s, "retransmits", what, line), "count", d))
     if udp and side == "receiver":
@@ -145,10 +147,13 @@ def _sum_records_of(
                 {**dims, "side": "sender"},
             )
         )
+        if "bytes" in s:
+            sender = {**dims, "side": "sender"}
+            out.append(_m("bytes", _num(s, "bytes", "end.sum", line), "B", sender))
         out.extend(
             r
             for r in _sum_records(s, "receiver", dims, True, "end.sum", line)
-            if r.metric != "throughput"
+            if r.metric not in ("throughput", "bytes")
         )
     return out
 
@@ -186,6 +191,29 @@ def _stream_records(
             out.append(
                 _m("stream_throughput", _num(part, "bits_per_second", what, line), "bit/s", sd)
             )
+            out.extend(_stream_extras(part, sd, what, line))
+    return out
+
+
+# A TCP sender's round-trip times (Linux, iperf 3.1+), in microseconds as iperf3 writes them.
+_RTT_KEYS = (
+    ("mean_rtt", "stream_rtt_mean"),
+    ("min_rtt", "stream_rtt_min"),
+    ("max_rtt", "stream_rtt_max"),
+)
+
+
+def _stream_extras(
+    part: Mapping[str, Any], sd: Mapping[str, Scalar], what: str, line: int | None
+) -> list[Measurement]:
+    """A stream's ``stream_bytes`` (B) and, on a TCP sender, ``stream_rtt_mean`` /
+    ``_min`` / ``_max`` (us)."""
+    out = []
+    if "bytes" in part:
+        out.append(_m("stream_bytes", _num(part, "bytes", what, line), "B", sd))
+    for key, metric in _RTT_KEYS:
+        if key in part:
+            out.append(_m(metric, _num(part, key, what, line), "us", sd))
     return out
 
 

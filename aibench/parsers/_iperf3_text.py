@@ -4,7 +4,9 @@ The summary follows the last ``- - -`` separator: one line per stream and, with 
 a ``[SUM]`` line, each ending in ``sender`` or ``receiver``. In a ``--bidir`` test each
 line carries a role (``[TX-C]`` the client sends, ``[RX-C]`` it receives; ``-S`` on the
 server). Rates are printed with three significant digits (``18.6 Gbits/sec``), so text
-numbers are less precise than ``-J``'s.
+numbers are less precise than ``-J``'s. The Transfer column of each line is ``stream_bytes``
+(a stream's, the receiver's ``RX-C`` lines of a bidir test included) or ``bytes`` (a total),
+in bytes (iperf3's KBytes/MBytes/GBytes are powers of 1024).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ _RATE_UNITS = {
     "Gbits/sec": "Gbit/s",
     "Tbits/sec": "Tbit/s",
 }
+# iperf3's byte units are powers of 1024
+_BYTE_UNITS = {"Bytes": "B", "KBytes": "KiB", "MBytes": "MiB", "GBytes": "GiB", "TBytes": "TiB"}
 _NUM = r"\d+(?:\.\d+)?"
 _SUMMARY = re.compile(
     rf"^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<role>[A-Z]{{2}}-[A-Z])\])?\s+"
@@ -139,13 +143,15 @@ def _summary_records(
         rest = mt["rest"].strip()
         single = len(per_direction_ids.get(mt["role"] or "", set())) == 1
         is_total = mt["id"] == "SUM" or (single and not has_sum)
+        xfer = convert(mt["xfer"], _BYTE_UNITS[mt["xunit"]], "B")
         if mt["id"] != "SUM":
-            records.append(
-                _m("stream_throughput", rate, "bit/s", {**dims, "stream": int(mt["id"])})
-            )
+            sd = {**dims, "stream": int(mt["id"])}
+            records.append(_m("stream_throughput", rate, "bit/s", sd))
+            records.append(_m("stream_bytes", xfer, "B", sd))
         if not is_total:
             continue
         records.append(_m("throughput", rate, "bit/s", dims))
+        records.append(_m("bytes", xfer, "B", dims))
         if udp:
             _udp_total(records, no, rest, side, dims)
         else:

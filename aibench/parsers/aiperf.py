@@ -21,6 +21,12 @@ false) is a ToolFailure, with what it measured as partial records; a document wi
 the ``request_count`` block is a ParseError. AIPerf's own run settings are read for the
 dims only; its ``api_key`` is redacted by AIPerf and never read.
 
+GenAI-Perf's ``profile_export_genai_perf.json`` (its ``genai-perf profile`` summary, the
+format AIPerf grew from) is read the same way: the same blocks give the same metrics; it
+has no request or error counts, so none are emitted; its flat ``input_config`` gives
+``api`` (``endpoint_type``), ``streaming``, ``load`` = concurrency | request_rate and
+``concurrency`` or ``rate``. Tested on GenAI-Perf 24.12-era exports (Triton, KServe).
+
 The console table AIPerf and GenAI-Perf print (``NVIDIA AIPerf | LLM Metrics``, numbers
 with thousands separators) is read too, into the same metrics: see
 :mod:`aibench.parsers._aiperf_console`. Tested on the tables of AIPerf's own tutorials and
@@ -30,6 +36,7 @@ of a GenAI-Perf run against Qwen2.5-72B.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,7 +57,32 @@ def _number(block: Mapping[str, Any], key: str, where: str) -> float:
     value = block.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ParseError(TOOL, f"{where}.{key}: not a number: {value!r}")
+    if not math.isfinite(value):  # JSON's 1e999 reads as inf
+        raise ParseError(TOOL, f"{where}.{key}: not a finite number: {value!r}")
     return float(value)
+
+
+def _genai_perf_phase(cfg: Mapping[str, Any]) -> dict[str, str | int | float | bool]:
+    """GenAI-Perf's flat ``input_config`` (``endpoint_type``, ``streaming``,
+    ``concurrency`` or ``request_rate``) as the same dims."""
+    dims: dict[str, str | int | float | bool] = {}
+    if isinstance(cfg.get("endpoint_type"), str):
+        dims["api"] = cfg["endpoint_type"]
+    if isinstance(cfg.get("streaming"), bool):
+        dims["streaming"] = cfg["streaming"]
+    rate = cfg.get("request_rate")
+    if isinstance(rate, int | float) and not isinstance(rate, bool):
+        dims["load"], dims["rate"] = "request_rate", float(rate)
+    elif isinstance(cfg.get("concurrency"), int) and not isinstance(cfg["concurrency"], bool):
+        dims["load"], dims["concurrency"] = "concurrency", cfg["concurrency"]
+    return dims
+
+
+def is_genai_perf(doc: Mapping[str, Any]) -> bool:
+    """GenAI-Perf's ``profile_export_genai_perf.json``: the same statistics blocks as
+    AIPerf's, no request counts, a flat ``input_config`` naming its ``service_kind``."""
+    cfg = doc.get("input_config")
+    return isinstance(cfg, dict) and "service_kind" in cfg and "aiperf_version" not in doc
 
 
 def _phase(doc: Mapping[str, Any]) -> dict[str, str | int | float | bool]:
@@ -58,6 +90,8 @@ def _phase(doc: Mapping[str, Any]) -> dict[str, str | int | float | bool]:
     dims: dict[str, str | int | float | bool] = {}
     if not isinstance(cfg, dict):
         return dims
+    if is_genai_perf(doc):
+        return _genai_perf_phase(cfg)
     ep = cfg.get("endpoint") or {}
     if isinstance(ep.get("type"), str):
         dims["api"] = ep["type"]
@@ -93,12 +127,14 @@ def summary_records(doc: Mapping[str, Any]) -> list[Measurement]:
     def m(metric: str, value: float, unit: str, **extra: str) -> Measurement:
         return Measurement(TOOL, metric, value, unit, FrozenDims({**dims, **extra}))
 
-    if not isinstance(doc.get("request_count"), dict):
-        raise ParseError(TOOL, "no request_count block: not an AIPerf summary export")
+    genai = is_genai_perf(doc)
+    if not genai and not isinstance(doc.get("request_count"), dict):
+        raise ParseError(
+            TOOL,
+            "no request_count block: neither an AIPerf summary export nor GenAI-Perf's "
+            "profile_export_genai_perf.json (aiperf parser)",
+        )
     out: list[Measurement] = []
-    ok = _number(doc["request_count"], "avg", "request_count")
-    errors = doc.get("error_request_count")
-    n_err = _number(errors, "avg", "error_request_count") if isinstance(errors, dict) else 0.0
     for metric, key, unit in (
         ("request_throughput", "request_throughput", "queries/s"),
         ("output_token_throughput", "output_token_throughput", "tokens/s"),
@@ -112,6 +148,13 @@ def summary_records(doc: Mapping[str, Any]) -> list[Measurement]:
         if block.get("unit") != UNIT_MS:
             raise ParseError(TOOL, f"{key}: unit {block.get('unit')!r}, expected ms")
         out.extend(m(metric, _number(block, k, key), UNIT_MS, stat=s) for s, k in STATS)
+    if genai:  # GenAI-Perf exports no request or error counts
+        if not out:
+            raise ParseError(TOOL, "GenAI-Perf export without a throughput or latency block")
+        return out
+    ok = _number(doc["request_count"], "avg", "request_count")
+    errors = doc.get("error_request_count")
+    n_err = _number(errors, "avg", "error_request_count") if isinstance(errors, dict) else 0.0
     out.append(m("requests", ok + n_err, "count"))
     rate = doc.get("request_error_rate")
     if isinstance(rate, dict):

@@ -1,4 +1,5 @@
-"""dcgmi diag: the DCGM diagnostic's verdicts from ``dcgmi diag -r LEVEL`` (table output).
+"""dcgmi diag: the DCGM diagnostic's verdicts from ``dcgmi diag -r LEVEL`` (table output, or
+the ``-j`` JSON document: :mod:`aibench.parsers._dcgmi_json`, into the same facts).
 
 Reads the box table that ``dcgmi diag`` prints: section rows (Metadata, Deployment,
 Integration, Hardware, Stress) and one row per test; a cell wrapped over several lines is
@@ -30,6 +31,7 @@ import re
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Fact, FrozenDims
 from aibench.parsers import Parser
+from aibench.parsers._dcgmi_json import ROOTS, parse_json
 
 SOURCE = "dcgmi"
 _SECTION = re.compile(r"^[|+]-+\s+(\w[\w ]*?)\s+-+\+")
@@ -101,6 +103,8 @@ def _result(pieces: list[str]) -> str | None:
 
 
 def parse(text: str) -> list[Fact]:
+    if text.lstrip().startswith("{") or any(f'"{k}"' in text[:4096] for k in ROOTS):
+        return parse_json(text)
     for lineno, line in enumerate(text.splitlines() if "Error:" in text else (), 1):
         if line.strip().startswith("Error:"):
             raise ToolFailure(SOURCE, line.strip(), line=lineno)
@@ -140,7 +144,8 @@ def parse(text: str) -> list[Fact]:
 
 
 def _detect(text: str) -> bool:
-    return "| Diagnostic" in text and "| Result" in text
+    head = text[:4096]
+    return ("| Diagnostic" in text and "| Result" in text) or any(f'"{k}"' in head for k in ROOTS)
 
 
 PARSER = Parser(

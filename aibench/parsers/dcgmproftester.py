@@ -6,7 +6,9 @@ a, GI: b, CI: c } at T seconds.`` (G the GPU, I the worker on it, FIELD the prof
 id, e.g. 1001 graphics activity, 1004 tensor activity, 1007 FP32 activity); DCGM 4.x:
 ``Worker G:I[FIELD]: Name: target T, dcgm V``; DCGM 3.1: ``... generated ???, dcgm V (N
 gflops).``. A ``gflops N`` or ``(N gflops)`` on a worker line (versions up to 3.1 print it
-for the FP tests; numbers may be in exponent form, ``1.2e+04``) is read too. Lines before
+for the FP tests; numbers may be in exponent form, ``1.2e+04``, and the tensor test of the
+DCGM 3.3.5 container prints ``Worker 0:0 [1004]: ... dcgm 0 (1.89e+05 gflops).`` with a
+space before the field id) is read too. Lines before
 the workers (DCGM's own messages, as a Kubernetes pod log opens with) are skipped unless
 they report an error. Tested on the outputs of DCGM 3.1.3, 3.2 (CUDA 12) and 4.2.3.
 
@@ -27,7 +29,8 @@ from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.parsers import Parser
 
 TOOL = "dcgmproftester"
-_WORKER = re.compile(r"^Worker (\d+):(\d+)\[(\d+)\]: (\w+): (.*)$")
+# "Worker 0:0[1004]: ..." or, in the DCGM 3.3 images' pod logs, "Worker 0:0 [1004]: ..."
+_WORKER = re.compile(r"^Worker (\d+):(\d+) ?\[(\d+)\]: (\w+): (.*)$")
 _V3 = re.compile(r"dcgm M:\{ GPU: ([0-9]+(?:\.[0-9]+)?)")
 _NUM = r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
 _V4 = re.compile(r"(?:target|generated) [^,]+, dcgm " + _NUM)

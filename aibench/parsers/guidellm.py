@@ -18,7 +18,9 @@ metric. Nothing is invented for a level with no successful request: only its cou
 The console tables GuideLLM prints (``Benchmarks Info:``, ``Benchmarks Stats:``; 0.2.x and
 later) are read too, into the same metrics and dims: see
 :mod:`aibench.parsers._guidellm_console` (including the version whose ``Req Latency (ms)``
-column holds seconds, decided by the values and said in a Note).
+column holds seconds, decided by the values and said in a Note), and those of 0.4 and
+later (``ℹ Request Latency Statistics``, ``ℹ Server Throughput Statistics``): see
+:mod:`aibench.parsers._guidellm_titled`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from aibench.errors import ParseError
 from aibench.model import FrozenDims, Measurement, Note
 from aibench.parsers import Parser
 from aibench.parsers._guidellm_console import detect_console, parse_console
+from aibench.parsers._guidellm_titled import detect_titled, parse_titled
 from aibench.parsers._util import json_document
 
 TOOL = "guidellm"
@@ -104,6 +107,8 @@ def _benchmark(b: Mapping[str, Any], i: int) -> list[Measurement]:
 def parse(text: str) -> list[Measurement | Note]:
     if not text.lstrip().startswith("{") and detect_console(text):
         return parse_console(text)
+    if not text.lstrip().startswith("{") and detect_titled(text):
+        return [*parse_titled(text)]
     doc, _line = json_document(TOOL, text)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise ParseError(TOOL, "no benchmarks list: not a GuideLLM report")
@@ -116,7 +121,7 @@ def parse(text: str) -> list[Measurement | Note]:
 
 
 def detect(text: str) -> bool:
-    return '"guidellm_version"' in text[:4096] or detect_console(text)
+    return '"guidellm_version"' in text[:4096] or detect_console(text) or detect_titled(text)
 
 
 PARSER = Parser(

@@ -16,7 +16,8 @@ query              facts
                    ``Key : value`` line as ``optical_<key>`` (``Tx Power : 4.4035 mW``
                    -> ``optical_tx_power`` 4.4035 mW; flags stay text)
 ``-fec -g``        ``fec_mode``
-``-link_stat -g``  ``link_up_count`` (count)
+``-link_stat -g``  ``link_up_count``, ``link_down_count`` (count; CANN 8 prints the
+                   down count and opens each line with ``[devid N]``)
 =================  ==============================================================
 
 Problem states: a link not ``UP`` (critical) and a net health other than ``Success``
@@ -45,7 +46,8 @@ from aibench.parsers import Parser
 
 SOURCE = "hccn_tool"
 _CMD = re.compile(r"hccn_tool\s+-i\s+(\d+)\s+-(\w+)\s+-g")
-_KV = re.compile(r"^(?:\[device \d+\])?\s*([A-Za-z][A-Za-z0-9 _()-]*?)\s*:\s*(.*)$")
+# every line of a query's answer may open with "[device N]" (CANN 6/7) or "[devid N]" (8.x)
+_KV = re.compile(r"^(?:\[dev(?:ice|id) \d+\])?\s*([A-Za-z][A-Za-z0-9 _()-]*?)\s*:\s*(.*)$")
 _MEASURE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z%]+)?$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*Mb/s$", re.IGNORECASE)
 # The query a line answers, by its key, for output saved without the command lines
@@ -57,6 +59,7 @@ _QUERY_OF = {
     "optical info": "optical",
     "fec mode": "fec",
     "link up count": "link_stat",
+    "link down count": "link_stat",
     "speed": "speed",
 }
 _BARE = re.compile(
@@ -158,10 +161,10 @@ def _fact(query: str, key: str, value: str, dims: FrozenDims, lineno: int) -> Fa
         name = "ip_address" if low == "ipaddr" else "netmask"
     elif query == "fec" and low == "fec mode":
         name = "fec_mode"
-    elif query == "link_stat" and low == "link up count":
-        name, unit = "link_up_count", "count"
+    elif query == "link_stat" and low in ("link up count", "link down count"):
+        name, unit = _slug(low), "count"
         if not value.isdigit():
-            raise ParseError(SOURCE, f"link up count: not a number: {value!r}", line=lineno)
+            raise ParseError(SOURCE, f"{low}: not a number: {value!r}", line=lineno)
         v = int(value)
     elif query == "speed" and low == "speed":
         m = _SPEED.match(value)

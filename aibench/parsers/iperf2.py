@@ -14,7 +14,12 @@ Emitted:
 
 * ``throughput`` (bit/s): the ``[SUM]`` final line, or the single stream's; with several
   streams and no SUM line (iperf 2.1 CSV), the sum of the streams' final rates;
-* ``stream_throughput`` (bit/s, dim ``stream`` = iperf's stream id);
+* ``bytes`` (B): the Transfer of the ``[SUM]`` final line, or the single stream's, or the
+  sum of the streams'; ``stream_throughput`` (bit/s, dim ``stream`` = iperf's stream id)
+  and ``stream_bytes`` (B); iperf's KBytes/MBytes are powers of 1024;
+* enhanced TCP client (``-e``), per stream: ``stream_writes`` and ``stream_write_errors``
+  (count, the ``Write/Err`` column), ``stream_rtt`` (us, the ``Cwnd/RTT`` column's RTT) and
+  ``stream_netpwr`` (score, the ``NetPwr`` column of 2.0.10+);
 * ``retransmits`` (count, enhanced TCP client: the ``Rtry`` column, summed over streams
   when there is no SUM line);
 * UDP: ``packets`` (sender: "Sent N datagrams"; receiver: Total), and for the receiver
@@ -96,7 +101,14 @@ _HEAD = re.compile(
     rf"^\[\s*(?P<id>\*?\d+|SUM)\]\s+(?P<t0>{_NUM})\s*-\s*(?P<t1>{_NUM})\s+sec\s+{_NUM}\s+[KMGT]?Bytes\s"
 )
 _UDP_REST = re.compile(rf"^\s+(?P<jitter>{_NUM})\s+ms\s+(?P<lost>-?\d+)/\s*(?P<total>\d+)\s+\(")
-_TCP_E_REST = re.compile(r"^\s+\d+/\d+\s+(?P<rtry>\d+)\s+(?P<cwnd>-?\d+)K/\d+")
+# an enhanced TCP client's Write/Err Rtry Cwnd/RTT[(var)] [NetPwr]; iperf 2.1 prints the RTT's
+# variance in parentheses, 2.0.9 no NetPwr
+_TCP_E_REST = re.compile(
+    r"^\s+(?P<writes>\d+)/(?P<errs>\d+)\s+(?P<rtry>\d+)\s+(?P<cwnd>-?\d+)K/(?P<rtt>\d+)"
+    rf"(?:\(\d+\))?\s*us(?:\s+(?P<netpwr>{_NUM}))?"
+)
+# iperf 2's byte units are powers of 1024 (its bit rates powers of 1000)
+_BYTE_UNITS = {"Bytes": "B", "KBytes": "KiB", "MBytes": "MiB", "GBytes": "GiB", "TBytes": "TiB"}
 # the start of an enhanced TCP client's columns (Write/Err Rtry): then Cwnd/RTT must follow
 _TCP_E_START = re.compile(r"^\s+\d+/\d+\s+\d+\s+(?!pps\b)")  # not a UDP client's Write/Err PPS
 _SENT = re.compile(r"^\[\s*(?P<id>\d+)\]\s+Sent\s+(?P<n>\d+)\s+datagrams")
@@ -138,6 +150,8 @@ class _Row:
     lost: int | None = None
     total: int | None = None
     rtry: int | None = None
+    xfer: float | None = None  # bytes
+    enhanced: tuple[int, int, int, float | None] | None = None  # writes, errors, rtt, netpwr
 
 
 def _m(metric: str, value: float, unit: str, dims: dict[str, Scalar]) -> Measurement:
@@ -191,6 +205,11 @@ def _records(
         rtry = sum(r.rtry or 0 for r in streams.values())
     if rtry is not None:
         out.append(_m("retransmits", float(rtry), "count", base))
+    xfer = total.xfer if total is not None else None
+    if xfer is None and streams and all(r.xfer is not None for r in streams.values()):
+        xfer = sum(r.xfer or 0.0 for r in streams.values())
+    if xfer is not None:
+        out.append(_m("bytes", xfer, "B", base))
     parts = [r for r in streams.values() if r.total is not None]
     if udp and side != "sender" and ((total is not None and total.total is not None) or parts):
         if total is not None and total.total is not None:
@@ -208,9 +227,24 @@ def _records(
     elif udp and sent:
         out.append(_m("packets", float(sum(sent.values())), "count", base))
     for sid in sorted(streams, key=int):
-        out.append(
-            _m("stream_throughput", streams[sid].rate, "bit/s", {**base, "stream": int(sid)})
-        )
+        out += _stream_records(streams[sid], {**base, "stream": int(sid)})
+    return out
+
+
+def _stream_records(r: _Row, dims: dict[str, Scalar]) -> list[Measurement]:
+    """A stream's final line: ``stream_throughput``, ``stream_bytes`` and the enhanced
+    client's ``stream_writes``, ``stream_write_errors``, ``stream_rtt`` (us) and
+    ``stream_netpwr`` (iperf's network power, throughput over RTT)."""
+    out = [_m("stream_throughput", r.rate, "bit/s", dims)]
+    if r.xfer is not None:
+        out.append(_m("stream_bytes", r.xfer, "B", dims))
+    if r.enhanced is not None:
+        writes, errors, rtt, netpwr = r.enhanced
+        out.append(_m("stream_writes", float(writes), "count", dims))
+        out.append(_m("stream_write_errors", float(errors), "count", dims))
+        out.append(_m("stream_rtt", float(rtt), "us", dims))
+        if netpwr is not None:
+            out.append(_m("stream_netpwr", netpwr, "score", dims))
     return out
 
 
@@ -267,10 +301,13 @@ def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
             continue
         rest = m["rest"]
         jitter = lost = total = rtry = None
+        enhanced: tuple[int, int, int, float | None] | None = None
         if u := _UDP_REST.match(rest):
             jitter, lost, total = float(u["jitter"]), int(u["lost"]), int(u["total"])
         elif t := _TCP_E_REST.match(rest):
             rtry = int(t["rtry"])
+            netpwr = float(t["netpwr"]) if t["netpwr"] else None
+            enhanced = (int(t["writes"]), int(t["errs"]), int(t["rtt"]), netpwr)
         elif _TCP_E_START.match(rest):
             raise ParseError(
                 TOOL, f"enhanced columns not read (Write/Err Rtry Cwnd/RTT): {rest.strip()!r}", pos
@@ -280,7 +317,8 @@ def _section(text: str, start: int, stop: int) -> tuple[list[_Row], Ends]:
                 raise ToolFailure(TOOL, NO_DATAGRAMS, line=pos)
             raise ParseError(TOOL, f"rate {m['rate']} bits/sec is not a number", line=pos)
         rate = _rate(m["rate"], m["runit"])
-        rows.append(_Row(pos, "", sid, 0.0, t1, rate, jitter, lost, total, rtry))
+        xfer = float(Fraction(m["xfer"]) * factor(_BYTE_UNITS[m["xunit"]], "B"))
+        rows.append(_Row(pos, "", sid, 0.0, t1, rate, jitter, lost, total, rtry, xfer, enhanced))
     return rows, ends
 
 
@@ -549,7 +587,7 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
         t0, sep, t1 = f[6].partition("-")
         try:
             sid = "SUM" if int(f[5]) < 0 else str(int(f[5]))
-            start, end, rate = float(t0), float(t1), float(int(f[8]))
+            start, end, rate, xfer = float(t0), float(t1), float(int(f[8])), float(int(f[7]))
             jitter = lost = total = None
             if len(f) == 14 and start == 0:
                 udp = True
@@ -570,7 +608,7 @@ def _parse_csv(lines: Iterable[tuple[int, str]]) -> list[Measurement]:
             zero_end[sid] = (end, conn)
         _see(ends, sid, end, no)
         if start == 0:
-            rows.append(_Row(no, "own", sid, start, end, rate, jitter, lost, total))
+            rows.append(_Row(no, "own", sid, start, end, rate, jitter, lost, total, xfer=xfer))
     side = ("sender" if udp_sender else "receiver") if udp else None
     return _records(rows, ends, side, udp, {})
 

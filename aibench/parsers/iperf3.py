@@ -15,8 +15,12 @@ Emitted (from the end of the test; intervals are not emitted):
 * ``throughput`` (bit/s) with dim ``side`` = sender | receiver: the test's sums, equal to
   ``end.sum_sent`` / ``end.sum_received`` (for UDP before 3.12: ``end.sum``, whose rate is
   the sender's);
+* ``bytes`` (B, with ``side``): the bytes each total moved (``sum_sent.bytes``, the text's
+  Transfer column);
 * ``retransmits`` (count, TCP sender), ``stream_throughput`` (bit/s, per stream, dim
-  ``stream`` = the stream's socket id as an int, and ``side``);
+  ``stream`` = the stream's socket id as an int, and ``side``) and ``stream_bytes`` (B);
+* ``stream_rtt_mean``, ``stream_rtt_min``, ``stream_rtt_max`` (us, per stream, TCP sender
+  on Linux, from ``-J`` only: the text does not print them);
 * UDP (receiver side): ``jitter`` (ms), ``lost_packets`` (count), ``packets`` (count),
   ``lost_percent`` (%); ``packets`` also for the sender.
 

@@ -12,7 +12,9 @@ was found; the fixtures of that form are marked constructed).
 
 Emitted per measured cell: ``bw`` (GB/s, nvbandwidth divides bytes by 10^9) or, for the
 latency tests (description ending in ``(ns)``), ``latency`` (ns); dims ``testcase``,
-``row`` and ``column`` (what the row and the column are, CPU or GPU and the direction, is in
+``row`` and ``column`` (and ``part``: read1 | read2 | write1 | write2 | total, for the three
+matrices a bidirectional device-to-device testcase of 0.7+ prints, each with its own
+``SUM <testcase>_<part>``) (what the row and the column are, CPU or GPU and the direction, is in
 the testcase's name and its description). Per testcase: ``bw_sum`` (GB/s) for bandwidth
 tests. ``Waived`` testcases are left out (they do not apply to the system).
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from aibench.errors import ParseError, ToolFailure
@@ -45,7 +48,7 @@ def parse(text: str) -> list[Measurement]:
 
 
 def _cells(
-    testcase: str, description: str, rows: list[list[str]], line: int | None
+    testcase: str, description: str, rows: list[list[str]], line: int | None, part: str = ""
 ) -> list[Measurement]:
     latency = description.rstrip().endswith("(ns)")
     metric, unit = ("latency", "ns") if latency else ("bw", "GB/s")
@@ -61,8 +64,9 @@ def _cells(
                     TOOL, f"{testcase}: cell ({r}, {c}) is not a number: {cell!r}", line
                 ) from None
             d: dict[str, Scalar] = {"testcase": testcase, "row": r, "column": c}
-            dims = FrozenDims(d)
-            out.append(Measurement(TOOL, metric, v, unit, dims))
+            if part:
+                d["part"] = part
+            out.append(Measurement(TOOL, metric, v, unit, FrozenDims(d)))
     return out
 
 
@@ -105,49 +109,98 @@ def _parse_json(text: str) -> list[Measurement]:
     return out
 
 
+# the matrices of a bidirectional testcase (0.7+): "... <-> GPU(column) Read1 bandwidth (GB/s)",
+# "Read2", then "Total" (or Write1/Write2/Total), each with its own "SUM <testcase>_<part>"
+_PART = re.compile(r"\b(Read1|Read2|Write1|Write2|Total) (?:bandwidth|latency)\b")
+
+
+@dataclass
+class _Case:
+    """A testcase of the text output being read: its matrices (part -> is a bandwidth
+    matrix) and the parts whose SUM line was read."""
+
+    name: str
+    line: int
+    matrices: dict[str, bool] = field(default_factory=dict)
+    sums: set[str] = field(default_factory=set)
+    orphans: list[str] = field(default_factory=list)  # SUM lines without their matrix
+
+    def problem(self) -> str | None:
+        if self.orphans:
+            return " | ".join(self.orphans)
+        if not self.matrices:
+            return f"{self.name}: no result (cut short)"
+        if set(self.matrices) - self.sums:
+            return f"{self.name}: no SUM line (cut short)"
+        if set(self.matrices) - {""} and "total" not in self.matrices:
+            return f"{self.name}: no Total matrix after {sorted(self.matrices)} (cut short)"
+        return None
+
+
+def _matrix(lines: list[str], i: int) -> tuple[list[list[str]], int]:
+    """The rows under the header at ``lines[i]`` (a line of column indices), and the index
+    of the line after them; no rows when ``lines[i]`` is not such a header."""
+    head = lines[i].split() if i < len(lines) else []
+    if not head or not all(h.isdigit() for h in head):
+        return [], i
+    rows: list[list[str]] = []
+    j = i + 1
+    while j < len(lines) and lines[j].strip():
+        cells = lines[j].split()
+        if not cells[0].isdigit():
+            break
+        rows.append(cells[1:])
+        j += 1
+    return rows, j
+
+
+def _sum(case: _Case, name: str, raw: str, n: int) -> Measurement | None:
+    """A ``SUM <testcase>[_<part>] <value>`` line of the open testcase."""
+    part = "" if name == case.name else name[len(case.name) + 1 :]
+    if part not in case.matrices:
+        case.orphans.append(f"{name}: SUM without a matrix")
+        return None
+    try:
+        total = float(raw)
+    except ValueError:
+        raise ParseError(TOOL, f"SUM is not a number: {raw!r}", n) from None
+    case.sums.add(part)
+    if not case.matrices[part]:
+        return None  # a latency matrix's sum is not a bandwidth
+    dims: dict[str, Scalar] = {"testcase": case.name, **({"part": part} if part else {})}
+    return Measurement(TOOL, "bw_sum", total, "GB/s", FrozenDims(dims))
+
+
 def _parse_text(text: str) -> list[Measurement]:
     out: list[Measurement] = []
     problems: list[str] = []
     lines = text.splitlines()
-    running: str | None = None
+    case: _Case | None = None
     i = 0
     while i < len(lines):
         line = lines[i].strip()
         m = _RUNNING.match(line)
+        s = _SUM.match(line)
+        rows, j = _matrix(lines, i + 1) if case is not None and line else ([], i)
         if m:
-            if running is not None:
-                problems.append(f"{running}: no result (cut short)")
-            running = m.group(1)
-            desc = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            rows: list[list[str]] = []
-            j = i + 3  # after the description and the column header
-            while j < len(lines) and lines[j].strip():
-                cells = lines[j].split()
-                if not cells[0].isdigit():
-                    break
-                rows.append(cells[1:])
-                j += 1
-            if rows:
-                out += _cells(running, desc, rows, i + 1)
+            if case is not None and (p := case.problem()):
+                problems.append(p)
+            case = _Case(m.group(1), i + 1)
+        elif case is not None and rows:
+            pm = _PART.search(line)
+            part = pm.group(1).lower() if pm else ""
+            case.matrices[part] = not line.endswith("(ns)")
+            out += _cells(case.name, line, rows, i + 1, part)
             i = j
             continue
-        s = _SUM.match(line)
-        if s and running == s.group(1):
-            try:
-                total = float(s.group(2))
-            except ValueError:
-                raise ParseError(TOOL, f"SUM is not a number: {s.group(2)!r}", i + 1) from None
-            if not any(m.dims.get("testcase") == running for m in out):
-                problems.append(f"{running}: SUM without a matrix")
-            elif out[-1].metric == "bw":
-                dims = FrozenDims({"testcase": s.group(1)})
-                out.append(Measurement(TOOL, "bw_sum", total, "GB/s", dims))
-            running = None
+        elif s and case is not None and (s.group(1) + "_").startswith(case.name + "_"):
+            rec = _sum(case, s.group(1), s.group(2), i + 1)
+            out += [rec] if rec else []
         elif _ERROR.match(line):
             problems.append(line)
         i += 1
-    if running is not None:
-        problems.append(f"{running}: no SUM line (cut short)")
+    if case is not None and (p := case.problem()):
+        problems.append(p)
     if problems:
         raise ToolFailure(TOOL, " | ".join(problems), None, [*out])
     if not out:

@@ -2,7 +2,8 @@
 
 Three parsers, all ``emits="facts"``, all with source ``"nvidia-smi"``; per-GPU facts carry
 ``dims={"gpu": <index>}`` (the order nvidia-smi lists the GPUs in, which is its index).
-Tested on nvidia-smi 590.48.01 (H100 80GB HBM3 with MIG enabled, H200); the key names of
+Tested on nvidia-smi 550.127.05 (GH200 480GB), 590.48.01 (H100 80GB HBM3 with MIG enabled,
+H200) and 595.71.05 (RTX 2080 SUPER, instantaneous draw only); the key names of
 older drivers (``Clocks Throttle Reasons``, ``Power Readings``, absolute shutdown/slowdown
 temperatures, ``Remapped Rows`` subsections) are read too.
 
@@ -11,7 +12,9 @@ temperatures, ``Remapped Rows`` subsections) are read too.
 ``serial`` and ``uuid`` (the board's serial number and the GPU's UUID: what says a GPU was
 swapped), ``bus_id``, ``persistence_mode`` / ``mig_mode`` / ``ecc_mode`` (text as printed:
 ``Enabled`` / ``Disabled``), ``mig_devices`` (count), ``compute_mode``,
-``performance_state``, ``memory_total`` (MiB), ``ecc_errors`` (count; dims ``scope``
+``performance_state``, ``memory_total`` / ``memory_reserved`` / ``memory_used`` /
+``memory_free`` (MiB, FB memory), ``utilization_gpu`` / ``utilization_memory`` (%),
+``ecc_errors`` (count; dims ``scope``
 volatile|aggregate and ``counter`` e.g. ``dram_uncorrectable``), ``ecc_corrected_total`` and
 ``ecc_uncorrected_total`` (count; dims ``scope``), ``retired_pages_sbe`` /
 ``retired_pages_dbe`` (count), ``retired_pages_pending`` (bool), ``remapped_rows_correctable``
@@ -22,8 +25,11 @@ values (``temp_shutdown``, ``temp_slowdown``, ``temp_max_operating``,
 (``temp_tlimit`` = headroom left, ``temp_shutdown_tlimit``, ``temp_slowdown_tlimit``,
 ``temp_max_operating_tlimit``, ``temp_memory_max_operating_tlimit``), ``power_draw``,
 ``power_limit``, ``power_limit_default``, ``power_limit_enforced``, ``power_limit_min``,
-``power_limit_max`` (W), ``clock_graphics`` / ``clock_sm`` / ``clock_memory`` and
-``clock_max_graphics`` / ``clock_max_sm`` / ``clock_max_memory`` (MHz),
+``power_limit_max``, ``power_limit_requested``, ``power_draw_instant`` (W; drivers 570+ print
+an average and an instantaneous draw, some GPUs only the instantaneous one), the same names
+prefixed ``memory_`` (GPU Memory Power Readings) and ``module_`` (Module Power Readings, the
+whole Grace Hopper module), ``voltage_graphics`` (mV), ``clock_graphics`` / ``clock_sm`` /
+``clock_memory`` and ``clock_max_graphics`` / ``clock_max_sm`` / ``clock_max_memory`` (MHz),
 ``clocks_event.<reason>`` (bool: active) for gpu_idle, applications_clocks_setting,
 sw_power_cap, hw_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown, sync_boost,
 sw_thermal_slowdown, display_clock_setting, ``pcie_gen_current`` / ``pcie_gen_max`` /
@@ -250,6 +256,12 @@ _Q_SCALARS: tuple[tuple[tuple[str, ...], str, str, str | None], ...] = (
     (("Compute Mode",), "compute_mode", "str", None),
     (("Performance State",), "performance_state", "str", None),
     (("FB Memory Usage", "Total"), "memory_total", "int", "MiB"),
+    (("FB Memory Usage", "Reserved"), "memory_reserved", "int", "MiB"),
+    (("FB Memory Usage", "Used"), "memory_used", "int", "MiB"),
+    (("FB Memory Usage", "Free"), "memory_free", "int", "MiB"),
+    (("Utilization", "Gpu"), "utilization_gpu", "int", "%"),
+    (("Utilization", "GPU"), "utilization_gpu", "int", "%"),
+    (("Utilization", "Memory"), "utilization_memory", "int", "%"),
     (("Retired Pages", "Single Bit ECC"), "retired_pages_sbe", "int", "count"),
     (("Retired Pages", "Double Bit ECC"), "retired_pages_dbe", "int", "count"),
     (("Retired Pages", "Pending Page Blacklist"), "retired_pages_pending", "bool", None),
@@ -280,6 +292,7 @@ _Q_SCALARS: tuple[tuple[tuple[str, ...], str, str, str | None], ...] = (
     (("Max Clocks", "Graphics"), "clock_max_graphics", "int", "MHz"),
     (("Max Clocks", "SM"), "clock_max_sm", "int", "MHz"),
     (("Max Clocks", "Memory"), "clock_max_memory", "int", "MHz"),
+    (("Voltage", "Graphics"), "voltage_graphics", "float", "mV"),
     (("PCI", "GPU Link Info", "PCIe Generation", "Current"), "pcie_gen_current", "int", None),
     (("PCI", "GPU Link Info", "PCIe Generation", "Max"), "pcie_gen_max", "int", None),
     (("PCI", "GPU Link Info", "Link Width", "Current"), "pcie_width_current", "xint", None),
@@ -289,11 +302,20 @@ _Q_SCALARS: tuple[tuple[tuple[str, ...], str, str, str | None], ...] = (
     (("Fabric", "Status"), "fabric_status", "str", None),
 )
 
-# Power: (section names of new and old drivers) x (labels) -> fact name.
-_POWER_SECTIONS = ("GPU Power Readings", "Power Readings")
+# Power: the sections of one domain (new and old drivers' names), the prefix of its facts'
+# names, and (labels) -> fact name. The GPU's own readings keep the plain names; the memory's
+# and the whole module's (Grace Hopper and newer datacenter boards) are prefixed, so that a
+# check of power_draw or power_limit never mixes a 1000 W module with a 700 W GPU.
+_POWER_DOMAINS = (
+    (("GPU Power Readings", "Power Readings"), ""),
+    (("GPU Memory Power Readings",), "memory_"),
+    (("Module Power Readings",), "module_"),
+)
 _POWER_LABELS = (
     (("Average Power Draw", "Power Draw"), "power_draw"),
+    (("Instantaneous Power Draw",), "power_draw_instant"),
     (("Current Power Limit", "Power Limit"), "power_limit"),
+    (("Requested Power Limit",), "power_limit_requested"),
     (("Default Power Limit",), "power_limit_default"),
     (("Enforced Power Limit",), "power_limit_enforced"),
     (("Min Power Limit",), "power_limit_min"),
@@ -335,16 +357,8 @@ def _q_gpu(index: int, g: dict[tuple[str, ...], tuple[str, int]]) -> list[Fact]:
             )
     mig = sum(1 for p in g if len(p) >= 2 and p[0].startswith("MIG Device#") and p[1] == "Index")
     out.append(_fact("mig_devices", mig, "count", index))
-    for section in _POWER_SECTIONS:
-        if not any(p[0] == section for p in g):
-            continue
-        for labels, name in _POWER_LABELS:
-            for label in labels:
-                if (section, label) in g:
-                    raw, line = g[(section, label)]
-                    out.append(_typed(name, raw, "float", "W", index, line, f"{section} > {label}"))
-                    break
-        break
+    for sections, prefix in _POWER_DOMAINS:
+        out.extend(_q_power(index, g, sections, prefix))
     out.extend(_q_ecc(index, g))
     for section in ("Clocks Event Reasons", "Clocks Throttle Reasons"):
         keys = [p for p in g if p[0] == section and len(p) >= 2]
@@ -358,6 +372,21 @@ def _q_gpu(index: int, g: dict[tuple[str, ...], tuple[str, int]]) -> list[Fact]:
             )
         if keys:
             break
+    return out
+
+
+def _q_power(
+    index: int, g: dict[tuple[str, ...], tuple[str, int]], sections: tuple[str, ...], prefix: str
+) -> list[Fact]:
+    """The readings of one power domain, from the first of its section names printed."""
+    section = next((s for s in sections if any(p[0] == s for p in g)), "")
+    out: list[Fact] = []
+    for labels, name in _POWER_LABELS if section else ():
+        label = next((lb for lb in labels if (section, lb) in g), None)
+        if label is not None:
+            raw, line = g[(section, label)]
+            what = f"{section} > {label}"
+            out.append(_typed(prefix + name, raw, "float", "W", index, line, what))
     return out
 
 

@@ -7,13 +7,14 @@ the same (so a spec can select either source):
 
 ``rocm-smi`` (``rocm-smi -a`` / ``--showallinfo``, the text report of
 ``GPU[N]\\t\\t: <key>: <value>`` lines under ``==== <section> ====`` banners). Tested on
-a 4 x MI300X OAM (SR-IOV VF, driver 6.7.0) report. ``rocm-smi-json`` (``rocm-smi
---showallinfo --json``: ``{"card0": {<key>: <value>}, "system": {...}}``). Tested on a
-Radeon RX 6600 report (driver 7.0.0-3-pve). Lines that say a value is "Not supported"
-give no fact; in the text forms each is a Note, as is every other complaint rocm-smi prints
-beside its numbers (``Exception caught: map::at`` of its library, ``ERROR:``/``WARNING:``
-lines, ``Expected integer value ...``), tested on ROCm 5.7.1, 6.1, 6.x and a rocm-smi-lib
-7.0 ``rocm-smi -g`` (current clocks) whose only complaint is ``map::at``.
+a 4 x MI300X OAM (SR-IOV VF, driver 6.7.0) report and a ROCm 4.1 Vega 10 one.
+``rocm-smi-json`` (``rocm-smi --showallinfo --json``: ``{"card0": {<key>: <value>},
+"system": {...}}``). Tested on a Radeon RX 6600 report (driver 7.0.0-3-pve). Lines that
+say a value is "Not supported" give no fact; in the text forms each is a Note, as is every
+other complaint rocm-smi prints beside its numbers (``Exception caught: map::at`` of its
+library, ``ERROR:``/``WARNING:`` lines, ``Expected integer value ...``), tested on ROCm
+5.7.1, 6.1, 6.x and a rocm-smi-lib 7.0 ``rocm-smi -g`` (current clocks) whose only
+complaint is ``map::at``.
 
 Facts: ``driver_version`` (the amdgpu driver, from the system section), ``gpu_count``;
 per GPU (dims ``gpu``): ``product_name`` (Card series), ``card_model``, ``card_sku``,
@@ -21,6 +22,9 @@ per GPU (dims ``gpu``): ``product_name`` (Card series), ``card_model``, ``card_s
 ``temp_edge``, ``temp_hotspot`` (the junction sensor), ``temp_mem`` (C), ``power_cap``
 (Max Graphics Package Power), ``power_socket`` (W), ``perf_level``, ``gfx_activity`` (%,
 GPU use), ``vram_used_percent`` (%), ``vram_vendor``, ``pcie_replay_count`` (count),
+the current clocks ``sclk``, ``mclk``, ``fclk``, ``socclk``, ``dcefclk`` (MHz, the
+frequency of the level in use: ``sclk clock level: 3: (1138Mhz)``), ``voltage`` (mV, the
+"Current voltage" section), ``fan_speed`` (%) and ``fan_rpm`` (RPM),
 ``compute_partition``, ``memory_partition``, ``firmware_version`` (dims ``fw``: SMC,
 SOS, TA XGMI, MEC ... as rocm-smi names the block). A report with no ``GPU[N]`` line
 and no card is a :class:`ParseError`.
@@ -74,15 +78,40 @@ _KEYS: dict[str, tuple[str, str, str | None]] = {
     "gpu memory allocated (vram%)": ("vram_used_percent", "float", "%"),
     "gpu memory vendor": ("vram_vendor", "str", None),
     "pcie replay count": ("pcie_replay_count", "int", "count"),
+    "voltage (mv)": ("voltage", "float", "mV"),
+    "fan rpm": ("fan_rpm", "float", "RPM"),
     "compute partition": ("compute_partition", "str", None),
     "memory partition": ("memory_partition", "str", None),
 }
+
+
+# "sclk clock level: S: (137Mhz)" (ROCm 4.1+) or "sclk clock level: 0 (852Mhz)" (older):
+# the current clock is the frequency in parentheses; "pcie clock level" is a link speed
+_CLOCK_KEY = re.compile(r"^(sclk|mclk|fclk|socclk|dcefclk) clock level$", re.IGNORECASE)
+_CLOCK_VALUE = re.compile(r"\((\d+(?:\.\d+)?)\s*Mhz\)\s*$", re.IGNORECASE)
+_FAN_LEVEL = re.compile(r"^\d+\s*\((\d+(?:\.\d+)?)%\)$")
+
+
+def _current(gpu: int, key: str, raw: str) -> Fact | None:
+    """The readings whose value needs more than a number: a current clock (``sclk``,
+    ``mclk``, ``fclk``, ``socclk``, ``dcefclk``, MHz) and the fan level's percent."""
+    k, dims = key.strip(), FrozenDims({"gpu": gpu})
+    clock = _CLOCK_KEY.match(k)
+    found = _CLOCK_VALUE.search(raw) if clock else _FAN_LEVEL.match(raw.strip())
+    if clock is None and k.lower() != "fan level":
+        return None
+    name, unit = (clock.group(1).lower(), "MHz") if clock else ("fan_speed", "%")
+    if found is None:
+        raise ParseError(SOURCE, f"GPU[{gpu}] {k}: not a reading: {raw.strip()!r}")
+    return Fact(SOURCE, name, float(found.group(1)), unit, dims)
 
 
 def _value(gpu: int, key: str, raw: str, where: str) -> Fact | None:
     raw = raw.strip()
     low = key.strip().lower()
     dims: dict[str, str | int] = {"gpu": gpu}
+    if _CLOCK_KEY.match(key.strip()) or low == "fan level":
+        return _current(gpu, key, raw)
     fw = _FW.match(key.strip())
     if fw and low not in _KEYS:
         name, kind, unit = "firmware_version", "str", None

@@ -14,6 +14,12 @@ YAML: the ``metrics:`` list (``bogo-ops``, ``bogo-ops-per-second-real-time`` ...
 on stress-ng 0.15.06 (Debian 12), captured here, and on public outputs of 0.03.11, 0.17.03
 and 0.18.12 and of the colin-king PPA.
 
+Emitted for the run (no dims): ``run_time`` (s, the ``run completed in`` length), with
+``--times`` ``times_run_time``, ``cpu_time_available``, ``cpu_time_user``,
+``cpu_time_system``, ``cpu_time_total`` (s) and ``load_average`` (dim ``minutes`` 1, 5,
+15), and, from 0.13 on, ``stressors_passed``, ``stressors_failed``, ``stressors_skipped``
+(count of instances). A run without ``--metrics``/``--metrics-brief`` gives these alone.
+
 Emitted per stressor (dims ``stressor``): ``bogo_ops`` (count), ``bogo_ops_rate`` (ops/s,
 over the wall-clock time), ``bogo_ops_rate_cpu`` (ops/s, over usr+sys time), ``wall_time``,
 ``usr_time``, ``sys_time`` (s) and, when printed, ``cpu_per_instance`` (%) and ``max_rss``
@@ -63,6 +69,18 @@ _PLAIN_SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*s\b")
 _SPELLED = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(day|hour|min|sec)[a-z]*")
 _ASKED = re.compile(r"(?:setting|defaulting) to a\s+(.+?)\s+run per stressor")
 _SUMMARY = re.compile(r"^(failed|metrics untrustworthy): (\d+)")
+# the stressor instances that passed, failed, were skipped (0.13+ prints them at the end)
+_COUNTS = re.compile(r"^(passed|failed|skipped): (\d+)\b")
+# --times: "for a 60.03s run time:", "5762.40s available CPU time", "7.71s user time ( 0.13%)"
+_TIMES = re.compile(r"^for a ([0-9.]+)s run time:$")
+_TIMES_ROW = re.compile(r"^([0-9.]+)s (available CPU|user|system|total) time\b")
+_TIMES_NAME = {
+    "available CPU": "cpu_time_available",
+    "user": "cpu_time_user",
+    "system": "cpu_time_system",
+    "total": "cpu_time_total",
+}
+_LOAD = re.compile(r"^load average: ([0-9.]+) ([0-9.]+) ([0-9.]+)$")
 _FAILED = re.compile(r"\b(FAILED|failed|FAIL:|aborted|cannot|not implemented)\b")
 # a RAPL reading under "<stressor>:" with --rapl: "pkg-0   51.78 W"
 _RAPL = re.compile(r"^\s+([A-Za-z][\w-]*)\s+([0-9]+(?:\.[0-9]+)?) W$")
@@ -204,6 +222,8 @@ def _info(run: _Run, rest: str, n: int) -> None:
             _metrc(run, text, n)
             return
         run.info_table = False
+    if _run_figures(run, text):
+        return
     summary = _SUMMARY.match(text)
     rapl = _RAPL.match(rest) if run.rapl else None
     if rapl and run.rapl:
@@ -222,6 +242,30 @@ def _info(run: _Run, rest: str, n: int) -> None:
         run.failures.append(text)
 
 
+def _run_figures(run: _Run, text: str) -> bool:
+    """The figures of the whole run on an ``info:`` line: ``--times`` (``times_run_time``,
+    ``cpu_time_available`` / ``_user`` / ``_system`` / ``_total`` in s, ``load_average``
+    with dim ``minutes``) and the instances ``stressors_passed`` / ``_failed`` /
+    ``_skipped`` (count). A ``failed: N`` line is also left to the failure check."""
+    m = _TIMES.match(text) or _TIMES_ROW.match(text)
+    if m is not None:
+        name = "times_run_time" if m.re is _TIMES else _TIMES_NAME[m.group(2)]
+        run.out.append(Measurement(TOOL, name, float(m.group(1)), "s", FrozenDims({})))
+        return True
+    load = _LOAD.match(text)
+    if load is not None:
+        for minutes, value in zip((1, 5, 15), load.groups(), strict=True):
+            dims = FrozenDims({"minutes": minutes})
+            run.out.append(Measurement(TOOL, "load_average", float(value), "count", dims))
+        return True
+    counts = _COUNTS.match(text)
+    if counts is not None:
+        kind, n = counts.groups()
+        run.out.append(Measurement(TOOL, f"stressors_{kind}", float(n), "count", FrozenDims({})))
+        return kind != "failed"
+    return False
+
+
 def _verdict(run: _Run, text: str) -> list[Record]:
     out = run.out
     if run.completed is None:
@@ -232,6 +276,7 @@ def _verdict(run: _Run, text: str) -> list[Record]:
             TOOL, "no 'run completed' line: stress-ng was killed or cut short", None, [*out]
         )
     status, seconds = run.completed
+    out.append(Measurement(TOOL, "run_time", seconds, "s", FrozenDims({})))
     if status == "unsuccessful" or run.failures:
         why = " | ".join(run.failures) or "stress-ng says: unsuccessful run"
         raise ToolFailure(TOOL, why, None, [*out])
@@ -242,8 +287,6 @@ def _verdict(run: _Run, text: str) -> list[Record]:
             None,
             [*out],
         )
-    if not any(isinstance(r, Measurement) and r.metric == "bogo_ops" for r in out):
-        raise ParseError(TOOL, "no metrics rows: run stress-ng with --metrics-brief", None)
     return out
 
 

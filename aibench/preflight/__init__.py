@@ -36,15 +36,19 @@ nccl           version (from the libnccl.so.2 in the ldconfig cache)
 nvidia-smi     driver_version, cuda_version, gpu_count; per GPU (dims gpu): product_name,
                product_architecture, vbios_version, bus_id, persistence_mode, mig_mode,
                mig_devices, ecc_mode, compute_mode, compute_cap, performance_state,
-               memory_total (MiB), ecc_errors (dims scope, counter), ecc_corrected_total,
-               ecc_uncorrected_total (dims scope: volatile | aggregate), retired_pages_sbe,
+               memory_total, memory_used, memory_free, memory_reserved (MiB),
+               utilization_gpu, utilization_memory (%), ecc_errors (dims scope, counter),
+               ecc_corrected_total, ecc_uncorrected_total (dims scope: volatile |
+               aggregate), retired_pages_sbe,
                retired_pages_dbe, retired_pages_pending, remapped_rows_correctable,
                remapped_rows_uncorrectable, remapped_rows_pending, remapped_rows_failure,
                temp_gpu, temp_memory, temp_tlimit, temp_shutdown[_tlimit],
                temp_slowdown[_tlimit], temp_max_operating[_tlimit],
                temp_memory_max_operating[_tlimit] (C), power_draw, power_limit,
-               power_limit_default, power_limit_enforced, power_limit_min, power_limit_max
-               (W), clock_graphics, clock_sm, clock_memory, clock_max_graphics, clock_max_sm,
+               power_limit_default, power_limit_enforced, power_limit_min, power_limit_max,
+               power_limit_requested, power_draw_instant (W; the same prefixed memory_ and
+               module_ for the GPU memory's and the module's readings), voltage_graphics
+               (mV), clock_graphics, clock_sm, clock_memory, clock_max_graphics, clock_max_sm,
                clock_max_memory (MHz), clocks_event.<reason> (bool), clocks_event_reasons
                (decoded active reasons, "none"), clocks_event_reasons_active /
                _supported (hex), pcie_gen_current, pcie_gen_max, pcie_width_current,

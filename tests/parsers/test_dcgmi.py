@@ -68,3 +68,25 @@ def test_a_table_without_metadata_is_read() -> None:
     assert [f.value for f in facts(text, "result")] == ["pass", "pass", "pass"]
     assert not facts(text, "version")
     assert facts(text, "overall")[0].value == "pass"
+
+
+def test_dcgm4_json_reads_into_the_table_facts() -> None:
+    """``dcgmi diag -j`` of DCGM 4.2.3 (GB10): the same facts as the table, as written."""
+    import json
+
+    from aibench.parsers import detect
+    from tests.golden import FIXTURES
+
+    path = FIXTURES / "dcgmi-diag" / "r1-4.2.3-gb10-json-persistence-mode-fail.json"
+    text = path.read_text()
+    doc = json.loads(text)
+    assert detect(text) == ["dcgmi-diag"]
+    facts = {(f.name, f.dims.get("test"), f.dims.get("n")): f.value for f in parse(text)}
+    test = doc["DCGM Diagnostic"]["test_categories"][0]["tests"][0]
+    assert facts[("version", None, None)] == doc["metadata"]["version"]
+    assert facts[("driver_version", None, None)] == doc["metadata"]["Driver Version Detected"]
+    assert facts[("result_text", "software", None)] == test["test_summary"]["status"]
+    assert facts[("result", "software", None)] == "fail"
+    assert facts[("warning", "software", 1)] == test["results"][0]["warnings"][0]["warning"]
+    assert facts[("info", "software", 2)] == test["test_summary"]["info"][0]
+    assert (facts[("overall", None, None)], facts[("failed_tests", None, None)]) == ("fail", 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -132,6 +133,8 @@ def test_json_plus_bins_are_ignored() -> None:
         "v3.33_write_fdatasync_text.txt",
         "v3.25_text_fdatasync_zfs.txt",
         "v3.28_text_fdatasync.txt",
+        "v2.2.10_text_randread_three_runs.txt",
+        "v2.2.10_text_randwrite_five_runs.txt",
     ],
 )
 def test_run_status_group_equals_the_sum_of_the_jobs(name: str) -> None:
@@ -145,6 +148,37 @@ def test_run_status_group_equals_the_sum_of_the_jobs(name: str) -> None:
         # fio prints three significant digits per figure: allow one rounding step per job
         assert jobs_bw == pytest.approx(bw, rel=0.006)
         assert jobs_io == pytest.approx(io, rel=0.006)
+
+
+@pytest.mark.parametrize(
+    "name", ["v2.2.10_text_randread_three_runs.txt", "v2.2.10_text_randwrite_five_runs.txt"]
+)
+def test_fio2_group_aggrb_lines_are_read_as_printed(name: str) -> None:
+    """Each run's ``aggrb=NKB/s, minb=..., maxb=..., mint=Nmsec`` (KB meaning KiB)."""
+    text = load(name)
+    printed = re.findall(
+        r"^\s+(READ|WRITE): io=(\d+\.\d)MB, aggrb=(\d+)KB/s, minb=(\d+)KB/s, "
+        r"maxb=(\d+)KB/s, mint=(\d+)msec",
+        text,
+        re.M,
+    )
+    assert len(printed) >= 3
+    recs = fio.parse(text)
+    for run, (direction, io_mb, aggrb, minb, maxb, mint) in enumerate(printed, 1):
+        d = {"run": run, "direction": direction.lower(), "group": 0}
+        assert one(recs, "group_bw", **d).value == float(aggrb)
+        assert one(recs, "group_bw_min", **d).value == float(minb)
+        assert one(recs, "group_bw_max", **d).value == float(maxb)
+        assert one(recs, "group_runtime_min", **d).value == float(mint)
+        assert one(recs, "group_io_bytes", **d).value == float(io_mb) * 2**20
+
+
+def test_a_group_summary_alone_is_read() -> None:
+    recs = fio.parse(load("v3_howto_run_status_group_only.txt"))
+    assert one(recs, "group_bw", direction="write").value == 1231.0
+    assert one(recs, "group_bw_min", direction="read").value == pytest.approx(10.4 * 1024)
+    assert one(recs, "group_runtime_max", direction="write").value == 53223.0
+    assert not pick(recs, "bw")
 
 
 def test_text_fio3_units_dims_and_sync() -> None:
@@ -176,8 +210,8 @@ def test_howto_stanza_and_group_only() -> None:
     recs = fio.parse(load("v3.0_howto_job_stanza_posixaio.txt"))
     assert one(recs, "slat_mean").value == 8318.0
     assert one(recs, "clat_mean").value == 4019020.0
-    with pytest.raises(ParseError, match="no job report"):
-        fio.parse(load("v3_howto_run_status_group_only.txt"))
+    with pytest.raises(ParseError, match=r"no job report .* and no 'Run status group'"):
+        fio.parse("Run status group 0 (all jobs):\n")
 
 
 @pytest.mark.parametrize(

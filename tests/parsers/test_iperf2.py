@@ -110,8 +110,10 @@ def test_a_receiver_that_counted_no_datagram_is_never_a_0_percent_loss() -> None
         assert exc.value.line == 12
         assert {r.metric for r in exc.value.partial} == {
             "throughput",
+            "bytes",
             "packets",
             "stream_throughput",
+            "stream_bytes",
         }
         assert all(r.dims["side"] == "sender" for r in exc.value.partial)
 
@@ -389,3 +391,67 @@ def test_a_2_0_server_that_reuses_its_stream_id_for_the_next_client() -> None:
     got = {r.dims["port"]: r.value for r in pick(recs, "packets")}
     assert got == {32781: 8409, 32799: 8409}  # "9/ 8409  (0.11%)" for each client
     assert {r.dims["peer"] for r in recs if isinstance(r, Measurement)} == {"10.6.2.5"}
+
+
+_XFER = {"Bytes": 1, "KBytes": 2**10, "MBytes": 2**20, "GBytes": 2**30}
+
+
+@pytest.mark.parametrize(
+    ("name", "sum_line"),
+    [
+        ("v2.0_text_udp_server_P3.txt", "[SUM]  0.0- 5.0 sec  2199 KBytes"),
+        ("v2.1.8_lo_client_tcp_P2_i.txt", "[SUM] 0.0000-1.0512 sec   294 MBytes"),
+        ("v2.1.8_lo_server_tcp_P2_i.txt", "[SUM] 0.0000-1.1153 sec   294 MBytes"),
+    ],
+)
+def test_the_sum_lines_transfer_is_bytes(name: str, sum_line: str) -> None:
+    text = (FIX / name).read_text()
+    assert sum_line in text
+    num, unit = sum_line.split()[-2:]
+    recs = iperf2.parse(text)
+    (total,) = [r for r in recs if isinstance(r, Measurement) and r.metric == "bytes"]
+    assert (total.value, total.unit) == (float(num) * _XFER[unit], "B")
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "want"),
+    [
+        # iperf 2.1.8: Write/Err Rtry Cwnd/RTT(var) NetPwr
+        (
+            "v2.1.8_lo_client_tcp_e.txt",
+            "[  1] 0.0000-1.0393 sec   241 MBytes  1.95 Gbits/sec  1931/0         24      "
+            "959K/2770(4745) us  87921",
+            {
+                "stream_writes": 1931,
+                "stream_write_errors": 0,
+                "stream_rtt": 2770,
+                "stream_netpwr": 87921,
+                "stream_bytes": 241 * 2**20,
+                "retransmits": 24,
+            },
+        ),
+        # iperf 2.0.x on FreeBSD: bytes printed whole, a -1K congestion window
+        (
+            "v2.0.x_enhanced_tcp_client_fb_negative_cwnd_mss_unknown.txt",
+            "[  3] 0.00-5.00 sec  15961817088 Bytes  25537890933 bits/sec  121779/0          0"
+            "       -1K/98 us  32573840.48",
+            {
+                "stream_writes": 121779,
+                "stream_write_errors": 0,
+                "stream_rtt": 98,
+                "stream_netpwr": 32573840.48,
+                "stream_bytes": 15961817088,
+                "bytes": 15961817088,
+            },
+        ),
+    ],
+)
+def test_enhanced_client_columns_are_read_as_printed(
+    name: str, row: str, want: dict[str, float]
+) -> None:
+    text = (FIX / name).read_text()
+    assert row in text
+    got = {r.metric: r.value for r in iperf2.parse(text) if isinstance(r, Measurement)}
+    assert {k: got[k] for k in want} == pytest.approx(want)
+    units = {r.metric: r.unit for r in iperf2.parse(text) if isinstance(r, Measurement)}
+    assert units["stream_rtt"] == "us"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -283,3 +284,59 @@ def test_live_loopback_json() -> None:
     (thr,) = pick(recs, "throughput", side="receiver")
     assert thr.value == doc["end"]["sum_received"]["bits_per_second"] > 0
     assert len(pick(recs, "stream_throughput", side="sender")) == 2
+
+
+def one(recs: list[Measurement], metric: str, **dims: object) -> Measurement:
+    found = pick(recs, metric, **dims)
+    assert len(found) == 1, f"{metric} {dims}: {len(found)} records"
+    return found[0]
+
+
+_XFER = {"Bytes": 1, "KBytes": 2**10, "MBytes": 2**20, "GBytes": 2**30}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "v3.12_lo_tcp_bidir_text.txt",
+        "v3_k8s_pods_tcp_bidir_text.txt",
+        "v3.12_lo_tcp_P2_text.txt",
+        "v3_text_tcp_client_P3_SUM.txt",
+        "v3_text_udp_server_P2_multiple_streams.txt",
+    ],
+)
+def test_text_transfers_are_read_as_printed(name: str) -> None:
+    """Every summary line's Transfer: a stream's (``RX-C`` receiver lines of a bidir test
+    too) as ``stream_bytes``, the ``[SUM]`` line's as ``bytes``."""
+    text = (FIX / name).read_text()
+    summary = text[text.rindex("- - - -") :]
+    recs = iperf3.parse(text)
+    rows = re.findall(
+        r"^\[\s*(\d+|SUM)\](?:\[([A-Z]{2})-[CS]\])?\s+\S+\s+sec\s+(\S+) (\w+).*?(sender|receiver)$",
+        summary,
+        re.M,
+    )
+    assert rows
+    for sid, role, num, unit, side in rows:
+        want = float(num) * _XFER[unit]
+        dims: dict[str, object] = {"side": side}
+        if role:
+            dims["direction"] = "forward" if role == "TX" else "reverse"
+        if sid == "SUM":
+            assert one(recs, "bytes", **dims).value == pytest.approx(want)
+        else:
+            got = one(recs, "stream_bytes", stream=int(sid), **dims).value
+            assert got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("f", [f for f in JSON_OK if "mean_rtt" in f.read_text()], ids=str)
+def test_json_sum_bytes_and_mean_rtt_are_iperf3s(f: Path) -> None:
+    doc = json.loads(f.read_text().split("\n}\n")[0] + "\n}")
+    recs = iperf3.parse(f.read_text())
+    sums = pick(recs, "bytes", side="sender")
+    assert doc["end"]["sum_sent"]["bytes"] in {r.value for r in sums}
+    for st in doc["end"]["streams"]:
+        snd = st["sender"]
+        rtts = pick(recs, "stream_rtt_mean", stream=snd["socket"], side="sender")
+        assert snd["mean_rtt"] in {r.value for r in rtts}
+        assert all(r.unit == "us" for r in rtts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,35 @@ def test_real_multistream_summary_latency_is_the_detail_query_latency() -> None:
     assert d[("latency", 99.0)] == 29863862  # per sample
     assert s[("latency_min", None)] == d[("query_latency_min", None)] == 28400158
     assert s[("early_stopping_latency", 99.0)] == 29964648
+
+
+_PCT_KEY = re.compile(
+    r'"key": "result_(first_token_|time_per_output_token_)?(\d+\.\d+)_percentile_'
+    r'(per_query_latency_ns|latency_ns|ns)", "value": (\d+)'
+)
+_PCT_METRIC = {
+    ("", "latency_ns"): "latency",
+    ("", "per_query_latency_ns"): "query_latency",
+    ("first_token_", "latency_ns"): "ttft",
+    ("time_per_output_token_", "ns"): "tpot",
+}
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in DET.glob("*.txt") if ":::MLLOG" in text(p)), ids=lambda p: p.name
+)
+def test_every_percentile_key_of_a_detail_log_is_a_latency_record(path: Path) -> None:
+    """``result_99.00_percentile_latency_ns`` and the other percentile keys, as logged,
+    from the v1.0 round (LoadGen .5a1) to LoadGen 6."""
+    raw = text(path)
+    printed = _PCT_KEY.findall(raw)
+    if "PerformanceOnly" in raw and '"result_validity"' in raw:
+        assert printed, "a performance run's detail log prints its percentiles"
+    try:
+        recs = parse_detail(raw)
+    except ParseError:
+        pytest.fail(f"{path.name} not read")
+    got = values(recs)
+    for prefix, pct, tail, value in printed:
+        metric = _PCT_METRIC[(prefix, tail)]
+        assert got[(metric, float(pct))] == float(value), (metric, pct)

@@ -95,3 +95,51 @@ def test_a_warning_that_says_something_failed_is_still_a_failure() -> None:
     )
     with pytest.raises(ToolFailure, match="aborted early"):
         stress_ng.parse(aborted)
+
+
+def _records(name: str) -> list:
+    from aibench.errors import ToolFailure
+    from tests.golden import FIXTURES
+
+    text = (FIXTURES / "stress-ng" / name).read_text()
+    try:
+        return [r for r in stress_ng.parse(text) if hasattr(r, "metric")]
+    except ToolFailure as exc:  # an unsuccessful run: its figures are the partial ones
+        return [r for r in exc.partial if hasattr(r, "metric")]
+
+
+def test_a_run_without_a_metrics_table_gives_its_length() -> None:
+    recs = _records("cpu1-2s-no-metrics.txt")
+    assert [(r.metric, r.value, r.unit) for r in recs] == [("run_time", 2.01, "s")]
+
+
+def test_times_figures_as_printed() -> None:
+    by = {(r.metric, r.dims.get("minutes")): r.value for r in _records("cpu1-vm1-2s-times.txt")}
+    assert by == {
+        ("times_run_time", None): 2.99,  # "for a 2.99s run time:"
+        ("cpu_time_available", None): 5.98,
+        ("cpu_time_user", None): 0.93,
+        ("cpu_time_system", None): 0.09,
+        ("cpu_time_total", None): 1.02,
+        ("load_average", 1): 5.36,
+        ("load_average", 5): 6.03,
+        ("load_average", 15): 3.76,
+        ("run_time", None): 2.99,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "passed", "failed", "skipped"),
+    [
+        ("openeuler-riscv-0.17.03-mixed-60s-misc-metrics.txt", 4, 0, 0),  # passed: 4: cpu (2) ...
+        ("rapl-perf-24cpu-60s-1min-xeon-e5-2620v3.txt", 24, 0, 0),
+        ("cygwin-0.18.12-clock-unsuccessful-timestamp.txt", 0, 2, 0),  # failed: 2: clock (2)
+    ],
+)
+def test_pass_fail_counts_as_printed(name: str, passed: int, failed: int, skipped: int) -> None:
+    by = {r.metric: r.value for r in _records(name)}
+    assert (by["stressors_passed"], by["stressors_failed"], by["stressors_skipped"]) == (
+        passed,
+        failed,
+        skipped,
+    )
