@@ -16,13 +16,17 @@ way to judge a run. A verdict comes from one of five origins (``Verdict.origin``
     against what the preflight found (:mod:`aibench.preflight.expected`);
 ``history``
     regressions against earlier good runs in a history database (:mod:`aibench.history`);
+``step``
+    a step that failed, timed out, found its tool missing, could not reach its node or
+    read nothing in its output, and that no failing verdict above blames
+    (:mod:`aibench.thresholds.steps`);
 ``telemetry``
     the series sampled by a soak or beside a run (temperatures, clocks, throttling, fans,
     BMC events), judged by the ``telemetry`` rows of a spec (:mod:`aibench.soak.judge`):
     the spec's own (the ``soak`` profile), else the rows recorded with the series
     (``run --telemetry`` records the ``telemetry`` profile there).
 
-The first four are recomputed from the stored steps on every judgement. History verdicts
+The first four and ``step`` are recomputed from the stored steps on every judgement. History verdicts
 are recomputed when a history database is given and carried over from the run otherwise;
 :attr:`Judgement.history` says which. Telemetry verdicts are recomputed from the stored
 series with the spec's telemetry rows, else the rows recorded with the series (carried

@@ -1,6 +1,8 @@
 """``aibench check RUN_DIR``: re-judge the stored results of a run.
 
-With no options it judges the run again from its own record alone (aibench/judge.py):
+With no options it judges the run again from its own record alone (aibench/judge.py),
+and says whether it reproduced the stored verdicts ("reproduced N stored verdict(s)") or
+lists each verdict that differs (outcome, observed) and exits 1 on a difference:
 the spec's text, the suite's steps, the inventory, the instant it was judged "as of"
 (waivers are judged on that day) and the stored history verdicts with their baselines,
 all kept in run.json. So it reproduces the stored verdicts exactly, wherever the run
