@@ -144,3 +144,38 @@ def test_shipped_node_rows_require_every_node() -> None:
         for c in load_spec(name).checks:
             if c.select is not None and c.scope == "node":
                 assert c.require == "every_node", f"{name}: {c.id}"
+
+
+def test_a_parser_that_reads_nothing_says_what_it_looked_for() -> None:
+    from aibench.errors import ParseError
+    from aibench.model import Note
+    from aibench.parsers import Parser
+
+    only_notes = Parser("demo", lambda text: [Note("warning", "odd", 1)], "demo JSON lines")
+    with pytest.raises(ParseError, match="no measurements found: looked for demo JSON lines"):
+        only_notes.parse("{}")
+    empty_log = Parser("log", lambda text: [], "an event log", emits="facts", empty_ok=True)
+    assert list(empty_log.parse("")) == []
+
+
+def test_largest_is_the_end_of_each_nodes_own_sweep(tmp_path: Path) -> None:
+    from aibench.thresholds import judge
+    from tests.thresholds.helpers import NOW, m, run, step
+
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(
+        "schema_version: 1\nname: s\nchecks:\n  - id: ar\n"
+        "    select: {tool: nccl-tests, metric: busbw, largest: size_bytes}\n"
+        "    unit: GB/s\n    min: 300\n"
+    )
+    from aibench.thresholds import load_spec
+
+    full = [m("nccl-tests", "busbw", 360, "GB/s", (), size_bytes=2**33)]
+    short = [m("nccl-tests", "busbw", 36, "GB/s", (), size_bytes=2**20)]
+    steps = [step("ar", "nccl-tests", ("g1",), full), step("ar", "nccl-tests", ("g2",), short)]
+    got = {
+        v.subject: (v.outcome.value, v.observed)
+        for v in judge(load_spec(spec_file), run(steps, ("g1", "g2")), now=NOW)
+    }
+    # the node whose sweep stopped at 1 MiB is judged there, not left without a verdict
+    assert got == {("g1",): ("PASS", 360), ("g2",): ("FAIL", 36)}
