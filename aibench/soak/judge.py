@@ -429,7 +429,11 @@ def _clock_drop(
 ) -> list[Verdict]:
     """Each GPU's median SM clock after the start against its median over the start."""
     out: list[Verdict] = []
-    clocks = _series(tel, node=node, metric="clock_sm")
+    clocks = [_while_loaded(tel, node, s) for s in _series(tel, node=node, metric="clock_sm")]
+    for s in [s for s in clocks if not s["t"]]:
+        why = f"{s['key']} was never at work while sampled: its clocks under load are unknown"
+        out.append(_v("soak.clock.drop", Outcome.WARN, node, why, src=src))
+    clocks = [s for s in clocks if s["t"]]
     for s, ref, rest in _against_start("soak.clock.drop", clocks, node, lim, src, out):
         later = statistics.median(v for _, v in rest)
         drop = 100.0 * (ref - later) / ref if ref else 0.0
@@ -455,6 +459,26 @@ def _clock_drop(
             )
         )
     return out
+
+
+LOADED_UTIL = 10.0  # % GPU use at or above which a sample counts as the GPU at work
+
+
+def _while_loaded(tel: Mapping[str, Any], node: str, s: dict[str, Any]) -> dict[str, Any]:
+    """The samples of a GPU's clock series taken while the GPU was at work: not flagged
+    idle by its clocks-event mask (bit 0x1) and, where use was sampled, at least
+    ``LOADED_UTIL`` % busy. A GPU that went idle between steps drops its clocks by
+    design; that is not a clock drop."""
+    idle: set[float] = set()
+    for other in _series(tel, node=node, key=s["key"]):
+        if other["metric"] == "clocks_event_mask":
+            idle |= {t for t, v in zip(other["t"], other["v"], strict=True) if int(v) & 0x1}
+        elif other["metric"] == "util_gpu":
+            idle |= {t for t, v in zip(other["t"], other["v"], strict=True) if v < LOADED_UTIL}
+    if not idle:
+        return s
+    kept = [(t, v) for t, v in zip(s["t"], s["v"], strict=True) if t not in idle]
+    return {**s, "t": [t for t, _ in kept], "v": [v for _, v in kept]}
 
 
 def _throttle(s: Mapping[str, Any], node: str, lim: Limits, src: Mapping[str, str]) -> Verdict:
