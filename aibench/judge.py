@@ -26,8 +26,9 @@ way to judge a run. A verdict comes from one of five origins (``Verdict.origin``
     the spec's own (the ``soak`` profile), else the rows recorded with the series
     (``run --telemetry`` records the ``telemetry`` profile there).
 
-The first four and ``step`` are recomputed from the stored steps on every judgement. History verdicts
-are recomputed when a history database is given and carried over from the run otherwise;
+The first four and ``step`` are recomputed from the stored steps on every judgement.
+History verdicts are recomputed when a history database is given and carried over from
+the run otherwise;
 :attr:`Judgement.history` says which. Telemetry verdicts are recomputed from the stored
 series with the spec's telemetry rows, else the rows recorded with the series (carried
 over when there are neither). Every other verdict is carried over by rule
@@ -328,7 +329,7 @@ def telemetry_verdicts(run: Run, spec: Any) -> list[Verdict] | None:
     gpus = {n.name for n in declared.nodes if has_gpus(n)}
     window = Window(
         span_s=_sampled_span(run),
-        bmc_nodes={n.name for n in declared.nodes if getattr(n, "bmc", None)},
+        bmc_nodes={n.name for n in declared.nodes if n.facts.get("bmc")},
     )
     return judge_rows(run.telemetry, [n.name for n in declared.nodes], gpus, rows, window)
 

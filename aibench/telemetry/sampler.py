@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from aibench import bmc
 from aibench.executors.base import Command, Executor, ReadyCheck, Server
 from aibench.inventory import Node
-from aibench.telemetry import gpu, host
+from aibench.telemetry import gpu, host, vendor_gpu
 from aibench.telemetry.store import Sample, Store, compact
 
 
@@ -97,9 +97,12 @@ class Sampler:
                     self._start_stream(
                         node,
                         "gpu",
-                        gpu.argvs(self.interval, self.gpu_binary),
-                        gpu.GpuParser(node.name),
-                        "temperature",
+                        [
+                            *gpu.argvs(self.interval, self.gpu_binary),
+                            *vendor_gpu.argvs(self.interval),
+                        ],
+                        vendor_gpu.AnyGpuParser(node.name),
+                        "temperature|@@ ",
                     )
                 )
             target = self._bmc_target(node)

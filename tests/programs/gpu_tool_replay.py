@@ -1,6 +1,7 @@
 """A REPLAY of a real captured GPU tool output, for tests only (no GPU on the test bed).
 
-Started in place of gpu_burn, nvbandwidth, dcgmproftester12 or nvidia-smi (``dmon``) (a
+Started in place of gpu_burn, nvbandwidth, dcgmproftester12, nvidia-smi (``dmon``),
+amd-smi (``metric --json``) or npu-smi (``info``) (a
 small wrapper script named like the binary execs this file with ``--fixture FILE --binary
 NAME``, then the argv the runner built). It:
 
@@ -88,7 +89,21 @@ def check_nvidia_smi(args: list[str]) -> None:
             fail(f"unknown option or bad value: {a!r} {value!r}")
 
 
+def check_amd_smi(args: list[str]) -> None:
+    """amd-smi metric --json (the one reading the telemetry loop asks for)."""
+    if args != ["metric", "--json"]:
+        fail(f"only 'metric --json' is replayed, not {args!r}")
+
+
+def check_npu_smi(args: list[str]) -> None:
+    """npu-smi info (the summary table)."""
+    if args != ["info"]:
+        fail(f"only 'info' is replayed, not {args!r}")
+
+
 CHECKS = {
+    "amd-smi": check_amd_smi,
+    "npu-smi": check_npu_smi,
     "gpu_burn": check_gpu_burn,
     "nvbandwidth": check_nvbandwidth,
     "dcgmproftester12": check_dcgmproftester,
