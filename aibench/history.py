@@ -220,7 +220,7 @@ class Finding:
             f"{self.band[0]:.4g}..{self.band[1]:.4g}, {len(self.baseline_runs)} runs)"
         )
         if self.env_changes:
-            line += "; what changed since the baseline: " + "; ".join(self.env_changes)
+            line += "; what changed: " + "; ".join(self.env_changes)
         else:
             line += "; environment unchanged"
         return line

@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         history_db=Path(args.history) if args.history else None,
         now=parse_instant(args.as_of) if args.as_of else None,
     )
+    same = True if judgement.label else _reproduced(the_run, judgement, quiet=args.format == "json")
     if args.format == "json":
         _print_json(judgement)
     else:
@@ -108,27 +109,25 @@ def run(args: argparse.Namespace) -> int:
         _write(the_run, judgement, run_dir)
     elif judgement.label:
         print("not stored: --write makes it the run's verdict", file=sys.stderr)
-    if judgement.label:
-        return exit_status(judgement.outcome)
-    return _reproduced(the_run, judgement, quiet=args.format == "json")
+    return exit_status(judgement.outcome) if same else EXIT_CHECKS_FAILED
 
 
-def _reproduced(the_run: Any, judgement: Any, *, quiet: bool) -> int:
+def _reproduced(the_run: Any, judgement: Any, *, quiet: bool) -> bool:
     """The judgement on the stored basis against the stored verdicts: "reproduced N
-    verdicts", or each verdict that differs and exit 1 whatever the outcome."""
-    from aibench.judge import differences, exit_status
+    verdicts" (True), or each verdict that differs (False: exit 1 whatever the outcome)."""
+    from aibench.judge import differences
 
     diff = differences(the_run.verdicts, judgement.verdicts)
     out = sys.stderr if quiet else sys.stdout
     if not diff:
         print(f"reproduced {len(judgement.verdicts)} stored verdict(s)", file=out)
-        return exit_status(judgement.outcome)
+        return True
     print(f"NOT REPRODUCED: {len(diff)} verdict(s) differ from the stored ones:", file=out)
     for line in diff[:50]:
         print(f"  {line}", file=out)
     if len(diff) > 50:
         print(f"  ... and {len(diff) - 50} more", file=out)
-    return EXIT_CHECKS_FAILED
+    return False
 
 
 def _print_json(judgement: Any) -> None:

@@ -213,9 +213,11 @@ def test_sshd_stopped_mid_run(big: TestBed, healthy: dict[str, Any], tmp_path: P
         code, text = finish(proc)
     finally:
         big.heal(victim)
-    # the checks judge facts, and the host's first round gave them all: the run passes,
-    # and its report lists the host's later steps as unreachable
-    assert code == 0, text
+    # the checks judge facts, and the host's first round gave them all; the host's later
+    # steps could not reach it: their step verdict fails the run, naming it
+    assert code == 1, text
+    assert f"ERROR   step:preflight [{victim}]" in text
+    assert "unreachable" in text
     run = load(out)
     hosts = by_host(run)
     mine = hosts[victim]
