@@ -8,8 +8,9 @@ port come from the inventory, each its own argument). The output is read by the
 ``endpoint`` (its name). No password: redis-benchmark takes one only in its argv (``-a``,
 ``-u redis://...``; see :class:`aibench.inventory_file.RedisEndpointModel`), and 7.0.15
 does not read ``REDISCLI_AUTH`` from its environment as redis-cli does (tried here: the
-server still answers ``NOAUTH``, which the parser reports as the step's failure). redis-benchmark retries a refused
-connection for ever, so the step's ``timeout`` is what ends a run against a dead server.
+server still answers ``NOAUTH``, which the parser reports as the step's failure).
+redis-benchmark retries a refused connection for ever, so the step's ``timeout`` is what
+ends a run against a dead server.
 """
 
 from __future__ import annotations
