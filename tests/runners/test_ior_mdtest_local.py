@@ -140,3 +140,13 @@ def test_an_ior_error_fails_the_step_with_iors_words(tmp_path: Path) -> None:
     (res,) = run(tmp_path / "run", suite_of("ior", options), [node("ws", "127.0.0.1")])
     assert res.status is StepStatus.FAILED
     assert "open64" in res.reason
+
+
+def test_the_io500_spec_judges_every_phase_of_the_io500_suite() -> None:
+    from aibench.thresholds.spec import load_spec
+
+    suite = load_suite("io500")
+    assert suite.spec == "io500"
+    steps = {s.model.name: s.model.tool for s in suite.steps}
+    selected = {c.select.step: c.select.tool for c in load_spec("io500").checks if c.select}
+    assert selected == steps
