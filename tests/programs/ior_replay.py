@@ -11,7 +11,8 @@ with ``--binary ior|mdtest --fixture FILE``, then the argv the runner built). It
   error (exit 2), so a runner that builds an option the tool lacks fails its tests;
 * on rank 0 (``OMPI_COMM_WORLD_RANK`` or ``SLURM_PROCID``; 0 when run alone) prints the
   captured output, and exits with ``--exit-code``;
-* on every rank writes one line to stderr: ``replay rank R/N args=...``.
+* on every rank writes one line to stderr: ``replay rank R/N net N args=...`` (``net``
+  is the rank's network namespace, so a test sees which ranks ran on which host).
 
 It measures nothing: the numbers are the captured ones.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
 import sys
 from pathlib import Path
 
@@ -71,6 +73,13 @@ def rank_and_size() -> tuple[int, int]:
     return 0, 1
 
 
+def netns() -> str:
+    try:
+        return os.readlink("/proc/self/ns/net").removeprefix("net:")
+    except OSError:
+        return socket.gethostname()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", choices=sorted(HELP), required=True)
@@ -83,7 +92,8 @@ def main() -> int:
         print(f"replay: {why} (not in {ns.binary} -h of IOR 4.1.0+dev)", file=sys.stderr)
         return 2
     rank, size = rank_and_size()
-    print(f"replay rank {rank}/{size} args={' '.join(rest)}", file=sys.stderr, flush=True)
+    line = f"replay rank {rank}/{size} net {netns()} args={' '.join(rest)}"
+    print(line, file=sys.stderr, flush=True)
     if rank == 0:
         sys.stdout.write(Path(ns.fixture).read_text(encoding="utf-8"))
         sys.stdout.flush()
