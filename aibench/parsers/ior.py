@@ -64,6 +64,8 @@ _SUMMARY_COLUMNS = {
     "Mean(OPs)": ("iops", "ops/s", "mean"),
     "Mean(s)": ("time", "s", "mean"),
 }
+_ROW_NEEDS = ("block(KiB)", "xfer(KiB)", "iter")
+_SUMMARY_NEEDS = ("API", "#Tasks", "blksiz", "xsize", "Test#", "fPP")
 _FAILURE = re.compile(r"^(?:ior ERROR|ERROR|MPI_ABORT was invoked)\b.*")
 _TEST_ID = re.compile(r"^(?:TestID\s*:\s*(\d+)|Test (\d+) started:)")
 
@@ -119,13 +121,20 @@ def _line(st: _State, line: str, n: int) -> None:
     if not words:
         return
     if words[0] == "access" and "bw(MiB/s)" in words:
-        st.row_header = words
+        st.row_header = _header(words, _ROW_NEEDS, n)
     elif words[0] == "Operation" and "Max(MiB)" in words:
-        st.summary_header = words
+        st.summary_header = _header(words, _SUMMARY_NEEDS, n)
     elif words[0] in OPS and st.summary_header is not None:
         st.records += _summary_row(st, words, n)
     elif words[0] in OPS and st.row_header is not None:
         st.records += _iteration_row(st, words, n)
+
+
+def _header(words: list[str], needs: tuple[str, ...], n: int) -> list[str]:
+    missing = [c for c in needs if c not in words]
+    if missing:
+        raise ParseError(TOOL, f"table header without {', '.join(missing)}", line=n)
+    return words
 
 
 def _iteration_row(st: _State, words: list[str], n: int) -> list[Measurement]:
@@ -154,17 +163,16 @@ def _summary_row(st: _State, words: list[str], n: int) -> list[Measurement]:
     if len(words) != len(header):
         raise ParseError(TOOL, f"{len(words)} cells, the summary header has {len(header)}", line=n)
     cells = dict(zip(header, words, strict=True))
-    dims: dict[str, str | int] = {k: v for k, v in st.params.items() if k == "access"}
-    dims.update(
-        op=words[0],
-        api=cells["API"],
-        tasks=int(read_number(cells["#Tasks"], n)),
-        block_bytes=int(read_number(cells["blksiz"], n)),
-        xfer_bytes=int(read_number(cells["xsize"], n)),
-        test=int(read_number(cells["Test#"], n)),
-    )
-    if "access" not in dims and "fPP" in cells:
-        dims["access"] = "file-per-process" if cells["fPP"] == "1" else "single-shared-file"
+    dims: dict[str, str | int] = {
+        "op": words[0],
+        "api": cells["API"],
+        "tasks": int(read_number(cells["#Tasks"], n)),
+        "block_bytes": int(read_number(cells["blksiz"], n)),
+        "xfer_bytes": int(read_number(cells["xsize"], n)),
+        "test": int(read_number(cells["Test#"], n)),
+        # the row's own fPP: the parameters read last are the last test's
+        "access": "file-per-process" if cells["fPP"] == "1" else "single-shared-file",
+    }
     out = []
     for column, (metric, unit, stat) in _SUMMARY_COLUMNS.items():
         if column in cells:
