@@ -24,9 +24,13 @@ not emitted. Dims of the run: ``tasks`` and ``nodes`` (``launched with N total t
 M node(s)``), ``items`` (``N tasks, M files/directories``) and ``iterations``. Several runs
 appended to one log are numbered with the dim ``run``.
 
+With ``--showRankStatistics`` (3.4 and later) each row has seven values: the per-rank
+max, min and mean (``stat`` = rank_max | rank_min | rank_mean) before the per-iteration
+max, min, mean and stdev.
+
 Failures: ``ERROR:`` lines or an ``MPI_ABORT`` are a ToolFailure with the rows read before
-as ``partial``; a table layout not listed above (per-rank statistics) is a ParseError;
-no SUMMARY table is a ParseError.
+as ``partial``; a row with another number of values is a ParseError; no SUMMARY table is a
+ParseError.
 """
 
 from __future__ import annotations
@@ -57,7 +61,9 @@ STATS = ("max", "min", "mean", "stdev")
 _SUMMARY = re.compile(r"^SUMMARY(?: (rate|time))?(?: \(in [^)]*\))?: \(of (\d+) iterations\)")
 _LAUNCHED = re.compile(r"was launched with (\d+) total task\(s\) on (\d+) node\(s\)")
 _ITEMS = re.compile(r"^\d+ tasks, (\d+) (?:files/directories|files|directories)$")
-_ROW = re.compile(r"^([A-Z][a-z]+ [a-z]+(?: \(stonewall\))?)\s*:?\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$")
+_ROW = re.compile(r"^([A-Z][a-z]+ [a-z]+(?: \(stonewall\))?)\s*:?\s+(\S.*)$")
+# with --showRankStatistics: per rank max, min, mean, then per iteration max, min, mean, stdev
+RANK_STATS = ("rank_max", "rank_min", "rank_mean", "max", "min", "mean", "stdev")
 _FAILURE = re.compile(r"^(?:ERROR|MPI_ABORT was invoked)\b.*")
 
 
@@ -66,6 +72,7 @@ class _State:
     run: int = 0
     dims: dict[str, int] = field(default_factory=dict)
     table: str = ""  # "rate" | "time" while inside a table
+    per_rank: bool = False  # the table has the per-rank columns
     records: list[Measurement] = field(default_factory=list)
     problem: str = ""
 
@@ -97,20 +104,24 @@ def _line(st: _State, line: str, n: int) -> None:
         return
     m = _SUMMARY.match(line)
     if m:
-        st.table = m.group(1) or "rate"
+        st.table, st.per_rank = m.group(1) or "rate", False
         st.dims["iterations"] = int(m.group(2))
         st.run = max(st.run, 1)
         return
     if not st.table:
         return
-    if line.startswith("Operation") and "per Rank" in line:
-        raise ParseError(TOOL, "per-rank statistics table: layout not read", line=n)
+    if line.startswith("Operation"):
+        st.per_rank = "per Rank" in line
+        return
     if not line or line.startswith("--"):
         st.table = "" if line.startswith("-- ") or not line else st.table
         return
     row = _ROW.match(line)
     if row and row.group(1) in OPS:
-        st.records += _row(st, row.groups(), n)
+        cells = row.group(2).split()
+        if len(cells) != (7 if st.per_rank else 4):
+            raise ParseError(TOOL, f"{row.group(1)}: {len(cells)} values", line=n)
+        st.records += _row(st, (row.group(1), *cells), n)
 
 
 def _row(st: _State, cells: tuple[str | None, ...], n: int) -> list[Measurement]:
@@ -131,9 +142,10 @@ def _row(st: _State, cells: tuple[str | None, ...], n: int) -> list[Measurement]
         return []
     metric, unit = ("ops_rate", "ops/s") if st.table == "rate" else ("time", "s")
     base: dict[str, str | int] = {**st.dims, "op": OPS[str(cells[0])], "run": st.run}
+    names = RANK_STATS if st.per_rank else STATS
     return [
         Measurement(TOOL, metric, v, unit, FrozenDims({**base, "stat": s}))
-        for s, v in zip(STATS, values, strict=True)
+        for s, v in zip(names, values, strict=True)
         if v is not None
     ]
 
