@@ -150,3 +150,22 @@ def test_the_io500_spec_judges_every_phase_of_the_io500_suite() -> None:
     steps = {s.model.name: s.model.tool for s in suite.steps}
     selected = {c.select.step: c.select.tool for c in load_spec("io500").checks if c.select}
     assert selected == steps
+
+
+def test_srun_names_the_slurm_nodes_and_their_tasks() -> None:
+    nodes = [node("c1", "10.0.0.1", partition="pfs"), node("c2", "10.0.0.2", partition="pfs")]
+    (inv,) = plan("mdtest", {"launcher": "srun", "ranks_per_node": 4, "directory": "/p/md"}, nodes)
+    argv = inv.client.argv
+    assert argv[:10] == ("srun", "--mpi=pmix", "-N", "2", "--ntasks-per-node", "4",
+                         "--nodelist", "c1,c2", "-p", "pfs")  # fmt: skip
+    assert accepted("mdtest", argv[argv.index("mdtest") :]) == ""
+
+
+def test_ranks_without_a_launcher_and_a_job_inside_a_slurm_step_are_user_errors() -> None:
+    from aibench.errors import UserError
+
+    with pytest.raises(UserError, match="needs a launcher"):
+        plan("ior", {"launcher": "none", "ranks_per_node": 2}, [node("a", "10.0.0.1")])
+    inside = [node("a", "10.0.0.1", executor="slurm"), node("b", "10.0.0.2", executor="slurm")]
+    with pytest.raises(UserError, match="inside a Slurm job step"):
+        plan("ior", {}, inside)
