@@ -57,6 +57,11 @@ def _is_json(text: str) -> bool:
     return text.lstrip().startswith("{") or "\n{" in text
 
 
+# fio's client/server driver: "hostname=H, be=0, 64-bit, ..." per server, "All clients:"
+_CLIENT_TEXT = re.compile(
+    r"^hostname=\S+, be=\d+, \d+-bit, os=\S+, arch=\S+, fio=fio-|^All clients: \(groupid=",
+    re.MULTILINE,
+)
 # fio's own words when a run was stopped before its end (backend.c, fio.c)
 _CUT = re.compile(
     r"^fio: (?:terminating on signal \d+|pid=\d+, got signal=\d+)"
@@ -86,6 +91,8 @@ _DOC_START = re.compile(r"^\{[ \t]*$", re.MULTILINE)
 
 
 def _parse(text: str) -> list[Measurement]:
+    if not _is_json(text) and _CLIENT_TEXT.search(text):
+        raise ParseError(TOOL, "fio client/server output (--client): read it with fio-cluster")
     if _is_json(text):
         return _json_runs(text)
     if is_terse(text):
@@ -128,8 +135,12 @@ _DETECT = re.compile(
 
 def detect(text: str) -> bool:
     head = text[:65536]
-    # client/server mode has no "jobs" list: the fio-cluster parser reads it
-    return _DETECT.search(head) is not None and '"client_stats"' not in head
+    # client/server mode (no "jobs" list, several hosts' reports): the fio-cluster parser
+    return (
+        _DETECT.search(head) is not None
+        and '"client_stats"' not in head
+        and _CLIENT_TEXT.search(head) is None
+    )
 
 
 PARSER = Parser(

@@ -1,4 +1,5 @@
-"""fio in client/server mode (``fio --client=HOST ... --output-format=json JOBFILE``).
+"""fio in client/server mode (``fio --client=HOST ... --output-format=json JOBFILE``), and
+its normal text output (``--output-format=normal``, the default).
 
 fio's JSON in client mode has no ``jobs`` list: ``client_stats`` holds one entry per job
 (group) per client, each with the ``hostname`` the client was given (``--client=ip:ADDR``
@@ -27,6 +28,17 @@ cannot connect: a document without ``client_stats``, an entry with ``error`` set
 lines that say a job was dropped are a ToolFailure (the entries that did run are kept as
 partial records). The caller that knows which clients it asked for checks that each
 answered (the ``fio-cluster`` runner does).
+
+Normal text (read by :mod:`aibench.parsers._fio_cluster_text`; tested with fio 3.33 and
+public logs that kept only the ``All clients`` reports): the same metrics and dims. There
+``client`` is the server's own hostname (fio's ``<host>`` marks), not the address given to
+``--client``; fio prints a server's job reports unprefixed after the mark its last message
+left, so when several marks come together the reports cannot be told apart: those
+clients are ``report-1``, ``report-2`` ... in arrival order, with a Note. ``All clients``
+prints its bandwidth as ``1738Mi``: MiB/s. A log of ``All clients`` reports alone gives
+``client=all`` records with no ``job`` (several reports: the dim ``run``). ``fio: ...
+failed/refused/error`` lines (a client that could not connect) are a ToolFailure with the
+records in ``partial``; text with no report at all is a ParseError.
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ from typing import Any
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Note, Scalar
 from aibench.parsers import Parser, Record
+from aibench.parsers._fio_cluster_text import CLIENT_TEXT, parse_client_text
 from aibench.parsers._fio_common import number, percentile_key
 from aibench.parsers._util import json_document
 
@@ -158,6 +171,8 @@ def _aggregate(
 
 
 def parse(text: str) -> list[Record]:
+    if not text.lstrip().startswith("{") and CLIENT_TEXT.search(text):
+        return parse_client_text(text)
     doc, line = json_document(TOOL, text)
     stats = doc.get("client_stats") if isinstance(doc, Mapping) else None
     if not isinstance(stats, list):
@@ -186,12 +201,15 @@ def parse(text: str) -> list[Record]:
 
 
 def detect(text: str) -> bool:
-    return '"client_stats"' in text[:4096] and '"fio version"' in text[:4096]
+    head = text[:65536]
+    if '"client_stats"' in head[:4096] and '"fio version"' in head[:4096]:
+        return True
+    return not head.lstrip().startswith("{") and CLIENT_TEXT.search(head) is not None
 
 
 PARSER = Parser(
     name=TOOL,
     parse=parse,
-    description="fio client/server JSON (fio --client ...): per client and All clients",
+    description="fio client/server JSON or text (fio --client ...): per client and All clients",
     detect=detect,
 )

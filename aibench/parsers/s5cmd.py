@@ -29,6 +29,11 @@ error; the records measured so far (errors included) travel as ``partial``.
 
 A plain ``s5cmd --json`` log (no driver lines) gives ``ops`` and ``errors`` per
 ``operation`` (dim ``op``, e.g. ``cp``) and fails the same way when an operation failed.
+A ``--stat`` summary (the text table or its ``--json`` lines, see
+:mod:`aibench.parsers._s5cmd_stat`; s5cmd 2.3.0 against Ceph RGW captured here and a 2.0.0
+table from s5cmd's issue tracker) gives ``commands`` and ``command_errors`` per operation:
+counts of s5cmd commands, a wildcard copy of many objects being one; any failed command is
+a ToolFailure with the records and s5cmd's first ``ERROR`` line.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import Any
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Parser
+from aibench.parsers._s5cmd_stat import stat_counts
 
 TOOL = "s5cmd"
 UNITS = {
@@ -52,12 +58,15 @@ UNITS = {
     "errors": "count",
     "latency": "ms",
     "wall_time": "s",
+    "commands": "count",
+    "command_errors": "count",
 }
 IN_FLIGHT = 2  # s5cmd's worker floor: commands of one batch at once
 _PHASE = re.compile(
     r"^aibench-s5cmd phase (\S+) (start|end) ([0-9.]+)(?: objects (\d+) size (\d+))?"
 )
 _STREAM = re.compile(r"^aibench-s5cmd stream (\d+) (?:start ([0-9.]+)|rc (\d+) end ([0-9.]+))$")
+_ERROR_LINE = re.compile(r'^ERROR (".*)$', re.MULTILINE)
 _STAMPED = re.compile(r"^([0-9]+\.[0-9]+) (\{.*\})\s*$")
 _OBJECT = re.compile(r"/(large|small)/(\d+)(?:\s|\"|$)")
 _PHASE_NAME = re.compile(r"^(put|get)-(large|small)$")
@@ -230,6 +239,28 @@ def _m(metric: str, value: float, dims: dict[str, Any]) -> Measurement:
 
 
 def _plain(text: str) -> list[Measurement]:
+    ok, bad, first = _json_results(text)
+    stats = stat_counts(text)
+    if not ok and not bad and not stats:
+        raise ParseError(TOOL, "no s5cmd --json result line and no --stat table in the output")
+    out = [
+        _m(metric, count[op], {"op": op})
+        for op in sorted(set(ok) | set(bad))
+        for metric, count in (("ops", ok), ("errors", bad))
+    ]
+    for op, (done, failed) in sorted(stats.items()):
+        out += [_m("commands", done, {"op": op}), _m("command_errors", failed, {"op": op})]
+    failures = [f"{sum(bad.values())} operations failed"] if bad else []
+    failures += [f"{f} {op} commands failed" for op, (_d, f) in sorted(stats.items()) if f]
+    if failures:
+        first = first or next((m.group(1) for m in _ERROR_LINE.finditer(text)), "")
+        why = "; ".join(failures) + (f" ({first[:200]})" if first else "")
+        raise ToolFailure(TOOL, why, partial=list[object](out))
+    return out
+
+
+def _json_results(text: str) -> tuple[Counter[str], Counter[str], str]:
+    """Per operation, the ``--json`` result lines that succeeded and failed; the first error."""
     ok: Counter[str] = Counter()
     bad: Counter[str] = Counter()
     first = ""
@@ -245,23 +276,14 @@ def _plain(text: str) -> list[Measurement]:
             else:
                 bad[op] += 1
                 first = first or str(doc.get("error", ""))[:200]
-    if not ok and not bad:
-        raise ParseError(TOOL, "no s5cmd --json result line in the output")
-    out = [
-        _m(metric, count[op], {"op": op})
-        for op in sorted(set(ok) | set(bad))
-        for metric, count in (("ops", ok), ("errors", bad))
-    ]
-    if bad:
-        why = f"{sum(bad.values())} operations failed ({first})"
-        raise ToolFailure(TOOL, why, partial=list[object](out))
-    return out
+    return ok, bad, first
 
 
 def detect(text: str) -> bool:
     head = text[:4000]
     return "aibench-s5cmd " in head or bool(
         re.search(r'^\{"operation":"(cp|mb|rm|mv)","(success|command)"', head, re.M)
+        or re.search(r"^Operation\tTotal\tError\tSuccess\t?$", text, re.M)
     )
 
 

@@ -5,9 +5,12 @@ KEYSPACE -P PIPELINE [--threads N] --precision 3 --csv`` (Debian's redis-tools; 
 with 7.0.15). The target is the ``redis_endpoints`` entry named by ``endpoint`` (host and
 port come from the inventory, each its own argument). The output is read by the
 ``redis-benchmark`` parser: ops/s and latency percentiles per test, with the dim
-``endpoint`` (its name). No password: redis-benchmark takes one only in its argv (see
-:class:`aibench.inventory_file.RedisEndpointModel`). redis-benchmark retries a refused
-connection for ever, so the step's ``timeout`` is what ends a run against a dead server.
+``endpoint`` (its name). No password: redis-benchmark takes one only in its argv (``-a``,
+``-u redis://...``; see :class:`aibench.inventory_file.RedisEndpointModel`), and 7.0.15
+does not read ``REDISCLI_AUTH`` from its environment as redis-cli does (tried here: the
+server still answers ``NOAUTH``, which the parser reports as the step's failure).
+redis-benchmark retries a refused connection for ever, so the step's ``timeout`` is what
+ends a run against a dead server.
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""An MPI benchmark started across a group of nodes (IOR, mdtest): the options and the
+launch they share.
+
+One job per placement group: ``mpirun`` (Open MPI; the hosts' addresses with their
+slots, ``-x`` for every variable of ``env``, ``plm_rsh_agent`` with the inventory's
+``ssh.config_file``) or ``srun`` (Slurm node names, ``--ntasks-per-node``), as the
+nccl-tests runner starts its binaries (:mod:`aibench.launchers`). ``launcher: auto`` runs
+one rank on one node directly and everything else under ``mpirun``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from aibench.errors import ParseError, ToolFailure, UserError
+from aibench.inventory import Node
+from aibench.launchers import HostSlots, Job, get
+from aibench.model import Fact
+from aibench.parsers import Record
+from aibench.parsers import parse as parse_tool
+from aibench.runners import _checks as checks
+from aibench.runners.base import Output, ProcessSpec
+from aibench.runners.nccl_tests import ssh_config
+
+
+class MpiJobOptions(checks.LaunchedOptions):
+    """How the job is launched (the fields every MPI storage benchmark shares)."""
+
+    ranks_per_node: Annotated[int, Field(ge=1, le=4096)] = Field(
+        1, description="MPI ranks (IOR/mdtest tasks) on each node"
+    )
+    launcher: Literal["auto", "none", "mpirun", "srun"] = Field(
+        "auto", description="auto: direct for one rank on one node, else mpirun"
+    )
+    bin_dir: str | None = Field(None, description="directory of the binary; default facts, PATH")
+    env: dict[str, str] = Field(default_factory=dict, description="variables for every rank")
+    bind_to: str | None = Field(None, description="mpirun --bind-to (none, core, socket, numa)")
+    map_by: str | None = Field(None, description="mpirun --map-by; default ppr:<ranks>:node")
+    interfaces: str | None = Field(
+        None, description="mpirun oob/btl TCP interfaces: a subnet (10.0.0.0/24) or names"
+    )
+    btl: str | None = Field(None, description="mpirun --mca btl, e.g. self,tcp")
+    mca: dict[str, str] = Field(default_factory=dict, description="more mpirun --mca settings")
+    allow_run_as_root: bool = Field(False, description="set OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1")
+    cpu_bind: str | None = Field(None, description="srun --cpu-bind")
+    launcher_args: list[str] = Field(default_factory=list, description="more launcher options")
+    extra: list[str] = Field(default_factory=list, description="more options of the tool")
+    timeout: Annotated[float, Field(gt=0)] = Field(3600.0, description="seconds per run")
+
+    @field_validator("bind_to", "map_by", "interfaces", "btl", "cpu_bind")
+    @classmethod
+    def _value(cls, v: str | None) -> str | None:
+        return checks.value(v)
+
+
+def client(
+    step: str, tool: str, o: MpiJobOptions, group: Sequence[Node], program: tuple[str, ...]
+) -> ProcessSpec:
+    """The process that runs ``program`` as ``ranks_per_node`` ranks on every node."""
+    head = group[0]
+    which = o.launcher
+    if which == "auto":
+        which = "none" if len(group) == 1 and o.ranks_per_node == 1 else "mpirun"
+    if len(group) > 1 and head.executor == "slurm":
+        raise UserError(
+            f"step {step}: {tool} over {len(group)} nodes cannot be launched from inside a "
+            f"Slurm job step on {head.name} (a launcher there sees only the step's node)",
+            hint="run aibench on the login node with these nodes as executor: local and "
+            "launcher: srun (or mpirun over ssh)",
+        )
+    if which == "none":
+        if len(group) > 1 or o.ranks_per_node > 1:
+            raise UserError(
+                f"step {step}: {tool} with {len(group)} nodes x {o.ranks_per_node} ranks "
+                "needs a launcher",
+                hint="set launcher: mpirun or srun (or auto)",
+            )
+        return ProcessSpec(head.name, program, env=dict(o.env), timeout=o.timeout)
+    job = Job(
+        program=program,
+        hosts=_hosts(which, group, o.ranks_per_node),
+        env=dict(o.env),
+        bind_to=o.bind_to,
+        map_by=o.map_by,
+        cpu_bind=o.cpu_bind,
+        interfaces=o.interfaces,
+        btl=o.btl,
+        mca=dict(o.mca),
+        ssh_config=ssh_config(head) if len(group) > 1 else None,
+        as_root=o.allow_run_as_root,
+        partition=head.slurm.partition,
+        account=head.slurm.account,
+        extra_args=tuple(o.launcher_args),
+    )
+    launch = get(which).wrap(job)
+    return ProcessSpec(
+        head.name, launch.argv, env=dict(launch.env), role="launcher", timeout=o.timeout
+    )
+
+
+def _hosts(which: str, group: Sequence[Node], rpn: int) -> tuple[HostSlots, ...]:
+    if which == "srun":
+        return tuple(HostSlots(n.name, rpn) for n in group)
+    if len(group) == 1:
+        return (HostSlots("localhost", rpn),)
+    return tuple(HostSlots(n.host, rpn) for n in group)
+
+
+def collect_output(tool: str, version: re.Pattern[str], out: Output) -> list[Record]:
+    """The ``tool`` parser's records of a run's output, and its version as a Fact (the
+    tools print it in their output: there is no ``--version``). A run that exited non-zero
+    is the step's failure, with what it measured as ``partial``."""
+    try:
+        records = list(parse_tool(tool, out.stdout + "\n" + out.stderr))
+    except ParseError:
+        if out.exit_code != 0:  # it crashed or never started: say so, not "unreadable"
+            raise ToolFailure(tool, out.failure()) from None
+        raise
+    if out.exit_code != 0:
+        raise ToolFailure(tool, out.failure(), partial=list(records))
+    m = version.search(out.stdout)
+    why = "" if m else "no version in the output"
+    records.append(Fact(tool, "version", m.group(1) if m else None, reason=why))
+    return records
