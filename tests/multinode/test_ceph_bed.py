@@ -8,6 +8,12 @@ removed at the end of the module, also when a test or the bring-up fails.
 
 * rados bench from two hosts at once: write, seq and rand measured on each, judged by
   the spec, the pool left empty by the runner's cleanup;
+* fio-cluster on the CephFS mount from every host: the aggregate read sweep and the
+  metadata phases, judged;
+* the metadata-failover step: the active MDS killed (SIGKILL) by the suite's own stop
+  command while a client creates files; the stall and the takeover are measured and
+  judged, the standby serves afterwards (the killed MDS is started again as the standby);
+  a stop command that fails fails the step.
 """
 
 from __future__ import annotations
@@ -123,3 +129,109 @@ def test_rados_bench_write_seq_rand_from_two_hosts(
     # the runner's cleanup removed every object it wrote
     assert cluster.run("rados", "-p", POOL, "ls").strip() == ""
     assert "Ceph RADOS (rados bench)" in (run_dir / "report.html").read_text()
+
+
+def test_fio_cluster_on_cephfs_from_every_host(ceph_bed: dict[str, Any], tmp_path: Path) -> None:
+    """The aggregate read sweep (1, 2, 4 clients) and the metadata phases on the CephFS mount,
+    every host through its own ceph-fuse."""
+    cluster: cephfs.CephCluster = ceph_bed["ceph"]
+    mount = str(cluster.mount)
+    steps = [
+        {"name": "cephfs-read-sweep", "tool": "fio-cluster", "placement": "sweep",
+         "options": {"rw": "read", "bs": "1M", "size": "16M", "runtime": 2, "directory": mount}},
+        {"name": "cephfs-metadata", "tool": "fio-cluster",
+         "options": {"kind": "metadata", "files": 50, "dirs": 2, "directory": mount}},
+    ]  # fmt: skip
+    checks: list[dict[str, Any]] = [
+        {"id": "cephfs-read-aggregate", "source": "the test's sanity floor",
+         "select": {"tool": "fio-cluster", "metric": "bw", "step": "cephfs-read-sweep",
+                    "dims": {"client": "all"}, "largest": "clients"},
+         "scope": "fleet", "unit": "MB/s", "min": 1},
+        {"id": "cephfs-create-rate", "source": "the test's sanity floor",
+         "select": {"tool": "fio-cluster", "metric": "iops", "step": "cephfs-metadata",
+                    "dims": {"client": "all", "job": "create"}},
+         "scope": "fleet", "unit": "IOPS", "min": 1},
+    ]  # fmt: skip
+    hosts = tuple(h.name for h in ceph_bed["bed"].hosts)
+    proc, _, run = run_aibench(ceph_bed, tmp_path / "cephfs-fio", steps, checks, hosts)
+    bad = [(s["step_id"], s["reason"]) for s in run["steps"] if s["status"] != "ok"]
+    assert not bad, bad
+    assert proc.returncode == 0, (proc.stderr[-2000:], outcomes(run))
+    assert {c["id"] for c in checks} <= set(outcomes(run))
+    assert set(outcomes(run).values()) == {"PASS"}, outcomes(run)
+    sweep = {len(s["nodes"]) for s in run["steps"] if s["step"] == "cephfs-read-sweep"}
+    assert sweep == {1, 2, 4}, sweep  # powers of two up to the fleet
+    # every fio file was removed from the file system again
+    assert list(Path(mount).iterdir()) == []
+
+
+FAILOVER_CHECKS: list[dict[str, Any]] = [
+    {"id": "mds-failover-stall", "source": "the test's ceiling (the bed fails over in ~8 s)",
+     "select": {"tool": "metadata-failover", "metric": "stall"}, "max": 60, "unit": "s"},
+    {"id": "mds-failover-takeover", "source": "the test's ceiling",
+     "select": {"tool": "metadata-failover", "metric": "takeover"}, "max": 60, "unit": "s"},
+    {"id": "mds-failover-errors", "source": "no operation may fail",
+     "select": {"tool": "metadata-failover", "metric": "errors"}, "max": 0, "unit": "count"},
+]  # fmt: skip
+
+
+def test_metadata_failover_with_the_active_mds_killed(
+    ceph_bed: dict[str, Any], tmp_path: Path
+) -> None:
+    """The active MDS (mds.a on cf-h3) is killed with SIGKILL by the step's own stop
+    command while cf-h1 creates files: the client stalls, the standby (mds.b on cf-h4)
+    takes over, and both times are measured and judged."""
+    cluster: cephfs.CephCluster = ceph_bed["ceph"]
+    assert cluster.active_mds() == "a"
+    mds_host = cluster.mds_hosts["a"].name
+    stop = ["sh", "-c", 'kill -9 "$(cat "$1")"', "kill-mds", str(cluster.mds_pidfile("a"))]
+    options = {"allow_disruption": True, "directory": str(cluster.mount), "mds_host": mds_host,
+               "stop_command": stop, "stop_after": 4, "duration": 90, "settle": 4}  # fmt: skip
+    steps = [{"name": "mds-failover", "tool": "metadata-failover", "options": options}]
+    try:
+        proc, run_dir, run = run_aibench(
+            ceph_bed, tmp_path / "failover", steps, FAILOVER_CHECKS, ("cf-h1", mds_host)
+        )
+        (step,) = run["steps"]
+        assert step["status"] == "ok", step["reason"]
+        assert proc.returncode == 0, (proc.stderr[-2000:], outcomes(run))
+        assert {c["id"]: "PASS" for c in FAILOVER_CHECKS}.items() <= outcomes(run).items()
+        got = {m["metric"]: m["value"] for m in step["measurements"] if not m["dims"]}
+        print(f"\nMDS failover: stall {got['stall']:.2f} s, takeover {got['takeover']:.2f} s")
+        # the MDS was really killed, the client really stalled, the standby serves
+        assert not cluster.mds_alive("a")
+        assert cluster.active_mds() == "b"
+        assert got["stall"] > 1.0, got
+        assert got["takeover"] >= got["stall"] - 1.0, got
+        assert got["ops"] > 0
+        rates = {m["dims"]["phase"]: m["value"] for m in step["measurements"] if m["dims"]}
+        assert set(rates) == {"before", "after"}, rates
+        assert "Metadata-server failover" in (run_dir / "report.html").read_text()
+    finally:  # mds.a back, as the standby, for the tests that follow
+        if not cluster.mds_alive("a"):
+            cephfs.start_mds(cluster, "a")
+
+
+def test_metadata_failover_whose_stop_command_fails_fails(
+    ceph_bed: dict[str, Any], tmp_path: Path
+) -> None:
+    """A stop command that fails (no such process) stops nothing: the step fails with its
+    exit code, and no failover check passes."""
+    cluster: cephfs.CephCluster = ceph_bed["ceph"]
+    active = cluster.active_mds()
+    assert active is not None
+    mds_host = cluster.mds_hosts[active].name
+    client = next(h.name for h in ceph_bed["bed"].hosts if h.name != mds_host)
+    options = {"allow_disruption": True, "directory": str(cluster.mount), "mds_host": mds_host,
+               "stop_command": ["kill", "-9", "999999999"], "stop_after": 2, "duration": 6,
+               "settle": 2}  # fmt: skip
+    steps = [{"name": "mds-failover", "tool": "metadata-failover", "options": options}]
+    proc, _, run = run_aibench(
+        ceph_bed, tmp_path / "failover-bad-stop", steps, FAILOVER_CHECKS, (client, mds_host)
+    )
+    (step,) = run["steps"]
+    assert step["status"] == "failed", step
+    assert "the stop command failed (exit 1)" in step["reason"], step["reason"]
+    assert proc.returncode == 1
+    assert "PASS" not in {outcomes(run)[c["id"]] for c in FAILOVER_CHECKS[:2]}, outcomes(run)
+    assert cluster.active_mds() == active  # nothing was stopped

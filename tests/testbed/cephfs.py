@@ -11,8 +11,11 @@ file (config, keyrings, data, logs, sockets, pid files) is under one directory, 
 every namespace host sees.
 
 Failover is tuned as in the recipe that was tried on this kind of machine: ``mds beacon
-interval = 1``, ``mds beacon grace = 3`` and ``mon tick interval = 1`` (the tick must be
-below the grace, or the monitor never replaces a dead MDS and the clients block).
+interval = 1`` and ``mon tick interval = 1`` (the tick must be below the grace, or the
+monitor never replaces a dead MDS and the clients block), with ``mds beacon grace = 6``
+rather than its 3: the monitor replaces a silent MDS only when another MDS's beacon came
+within half the grace, and on a loaded 2-core machine the standby's beacons arrive late
+(with 3, the monitor waited 24 to 38 s to replace the killed MDS).
 
 Each host mounts the file system with ``ceph-fuse`` inside the mount namespace its sshd
 runs in (``nsenter -t SSHD -m -n``), at the same path, so a command that aibench runs
@@ -126,7 +129,7 @@ mon max pg per osd = 1000
 mon warn on pool no redundancy = false
 mon data avail warn = 5
 mds beacon interval = 1
-mds beacon grace = 3
+mds beacon grace = 6
 mon tick interval = 1
 
 [client]
