@@ -78,3 +78,24 @@ def test_collect_without_the_stop_output_fails(tmp_path: Path) -> None:
     client = (FIX / "cephfs-kill9-active.out").read_text().split("\n\n", 1)[0]
     with pytest.raises(ToolFailure, match="the stop command never ran"):
         RUNNER.collect(inv, Output(client, "", 0, tmp_path))
+
+
+def test_the_ceph_example_loads_and_plans_the_failover_on_the_mds_host() -> None:
+    from aibench.inventory_file import load_inventory
+    from aibench.plan import build_plan
+    from aibench.suite import load_suite
+    from aibench.thresholds import load_spec
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    plan = build_plan(load_suite(str(examples / "suite-ceph.yaml")),
+                      load_inventory(examples / "inventory-ceph.yaml"))  # fmt: skip
+    (fo,) = [i for i in plan.invocations if i.step == "mds-failover"]
+    assert fo.servers[0].host == "mds01"
+    assert fo.client.host == "client01"
+    rados = {i.nodes[0] for i in plan.invocations if i.step == "rados"}
+    assert rados == {f"client{k:02d}" for k in range(1, 9)}
+    sweep = [i for i in plan.invocations if i.step == "cephfs-read-sweep"]
+    assert "/mnt/cephfs/aibench/aibench-cephfs-read-sweep-" in " ".join(sweep[0].client.argv)
+    spec = load_spec(str(examples / "spec-ceph.yaml"))
+    assert {c.select.tool for c in spec.checks if c.select} == {
+        "rados-bench", "fio-cluster", "metadata-failover"}  # fmt: skip

@@ -148,7 +148,7 @@ public addr = {addr}
 osd data = {r}/osd/$id
 keyring = {r}/osd/$id/keyring
 osd objectstore = memstore
-memstore device bytes = 1610612736
+memstore device bytes = 3221225472
 public addr = {addr}
 
 [mds]
