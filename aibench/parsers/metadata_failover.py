@@ -30,6 +30,7 @@ workload ran), no end line (the workload was cut short).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement
@@ -49,30 +50,39 @@ _END = re.compile(
 _STOP = re.compile(rf"^aibench-failover stop {_NUM} rc (-?\d+)$")
 
 
+@dataclass
+class _End:
+    t: float
+    ops: int
+    errors: int
+    last: float  # the last completed operation
+    blocked: bool
+
+
+@dataclass
+class _Got:
+    """What the lines of one run say."""
+
+    start: float | None = None
+    bins: tuple[float, list[int]] | None = None
+    gaps: list[tuple[float, float]] = field(default_factory=list)
+    end: _End | None = None
+    stop: tuple[float, int] | None = None  # when, exit code
+
+
 def parse(text: str) -> list[Measurement]:
     got = _read(text)
-    if "start" not in got:
+    if got.start is None:
         raise ParseError(TOOL, "no workload start line (aibench-mdload start ...)")
-    end = got.get("end")
-    counts = _counts(end) if end else []
-    if end is None:
+    if got.end is None:
         raise ToolFailure(TOOL, "the metadata workload was cut short (no end line)")
-    if "stop" not in got:
-        why = "the stop command never ran (no aibench-failover stop line)"
-        raise ToolFailure(TOOL, why, partial=list[object](counts))
-    t_stop, rc = got["stop"]
-    if rc != 0:
-        raise ToolFailure(
-            TOOL, f"the stop command failed (exit {rc:g})", partial=list[object](counts)
-        )
-    if got["start"] >= t_stop:
-        why = "the stop came before the workload's first operation: raise stop_after"
-        raise ToolFailure(TOOL, why, partial=list[object](counts))
-    last = end[3]
-    if last <= t_stop:
-        why = f"no metadata operation completed after the stop ({end[0] - t_stop:.1f} s)"
-        raise ToolFailure(TOOL, why, partial=list[object](counts))
-    after = [g for g in got["gaps"] if g[1] > t_stop]
+    end = got.end
+    counts = [
+        Measurement(TOOL, "ops", float(end.ops), "count", FrozenDims({})),
+        Measurement(TOOL, "errors", float(end.errors), "count", FrozenDims({})),
+    ]
+    t_stop = _stop_time(got, end, counts)
+    after = [g for g in got.gaps if g[1] > t_stop]
     if not after:
         raise ParseError(TOOL, "no interval between operations ends after the stop")
     g_from, g_to = max(after, key=lambda g: g[1] - g[0])
@@ -80,36 +90,47 @@ def parse(text: str) -> list[Measurement]:
         Measurement(TOOL, "stall", g_to - g_from, "s", FrozenDims({})),
         Measurement(TOOL, "takeover", g_to - t_stop, "s", FrozenDims({})),
     ]
-    out += _rates(got.get("bins"), t_stop, g_to, end[0])
-    return out + counts
+    return out + _rates(got.bins, t_stop, g_to, end.t) + counts
 
 
-def _read(text: str) -> dict:  # type: ignore[type-arg]
-    got: dict = {"gaps": []}  # type: ignore[type-arg]
+def _stop_time(got: _Got, end: _End, counts: list[Measurement]) -> float:
+    """When the stop ran; a ToolFailure (``counts`` as partial) when it did not run, failed,
+    came before the workload, or was never followed by a completed operation."""
+    partial = list[object](counts)
+    if got.stop is None:
+        why = "the stop command never ran (no aibench-failover stop line)"
+        raise ToolFailure(TOOL, why, partial=partial)
+    t_stop, rc = got.stop
+    if rc != 0:
+        raise ToolFailure(TOOL, f"the stop command failed (exit {rc})", partial=partial)
+    if got.start is not None and got.start >= t_stop:
+        why = "the stop came before the workload's first operation: raise stop_after"
+        raise ToolFailure(TOOL, why, partial=partial)
+    if end.last <= t_stop:
+        why = f"no metadata operation completed after the stop ({end.t - t_stop:.1f} s)"
+        raise ToolFailure(TOOL, why, partial=partial)
+    return t_stop
+
+
+def _read(text: str) -> _Got:
+    got = _Got()
     for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if m := _START.match(line):
-            got["start"] = float(m[1])
+            got.start = float(m[1])
         elif m := _BINS.match(line):
-            got["bins"] = (float(m[1]), [int(c) for c in m[2].split()])
+            got.bins = (float(m[1]), [int(c) for c in m[2].split()])
         elif m := _GAP.match(line):
-            got["gaps"].append((float(m[1]), float(m[2])))
+            got.gaps.append((float(m[1]), float(m[2])))
         elif m := _END.match(line):
-            got["end"] = (float(m[1]), int(m[2]), int(m[3]), float(m[4]), m[5] == "yes")
+            got.end = _End(float(m[1]), int(m[2]), int(m[3]), float(m[4]), m[5] == "yes")
         elif m := _STOP.match(line):
-            got["stop"] = (float(m[1]), int(m[2]))
+            got.stop = (float(m[1]), int(m[2]))
         elif line.startswith(("aibench-mdload ", "aibench-failover stop")) and not _ERRNO.match(
             line
         ):
             raise ParseError(TOOL, f"line {n}: not a line of the failover workload: {line!r}", n)
     return got
-
-
-def _counts(end: tuple[float, int, int, float, bool]) -> list[Measurement]:
-    return [
-        Measurement(TOOL, "ops", float(end[1]), "count", FrozenDims({})),
-        Measurement(TOOL, "errors", float(end[2]), "count", FrozenDims({})),
-    ]
 
 
 def _rates(

@@ -16,10 +16,12 @@ least one client node; the first other node runs the workload:
 * the client runs a fixed Python script (``python3 -c``; no value is part of the script)
   that creates empty files one after another in ``DIRECTORY/aibench-failover-STEP-rN``
   on a worker thread, noting when each completes, until an operation took longer than
-  ``stall_threshold`` and ``settle`` seconds have passed since it completed, or
-  ``duration`` seconds in all (a blocked operation cannot hold it: the main thread ends
-  the loop). It prints per-second counts, the longest intervals without a completed
-  operation and its totals, then removes its files (when nothing is blocked).
+  ``stall_threshold`` and ``settle`` seconds have passed since it completed (only one
+  begun at most a second before the stop is due counts: a slow operation before it does
+  not end the loop), or ``duration`` seconds in all (a blocked operation cannot hold it:
+  the main thread ends the loop). It prints per-second counts, the longest intervals
+  without a completed operation and its totals, then removes its files (when nothing is
+  blocked).
 
 ``collect`` reads the client's output and the stop process's (the server's raw stdout)
 with the ``metadata-failover`` parser: ``stall`` and ``takeover`` seconds, ops/s before
@@ -53,7 +55,7 @@ STOPPER = (
 )
 WORKLOAD = r"""
 import errno, os, shutil, sys, threading, time
-d, dur, settle, thr = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+d, dur, settle, thr, after = sys.argv[1], *map(float, sys.argv[2:6])
 os.makedirs(d)
 done, errs, st = [], {}, {"stall": None, "stop": False, "busy": None}
 def work():
@@ -66,9 +68,10 @@ def work():
         except OSError as e:
             k = errno.errorcode.get(e.errno, str(e.errno)); errs[k] = errs.get(k, 0) + 1
         t1 = time.time(); st["busy"] = None; done.append(t1); i += 1
-        if t1 - t0 > thr and st["stall"] is None:
+        if t1 - t0 > thr and t0 >= arm and st["stall"] is None:
             st["stall"] = t1
 t_start = time.time()
+arm = t_start + max(0.0, after - 1.0)
 print("aibench-mdload start %.6f" % t_start, flush=True)
 threading.Thread(target=work, daemon=True).start()
 while time.time() - t_start < dur and (st["stall"] is None or time.time() - st["stall"] < settle):
@@ -180,7 +183,7 @@ class MetadataFailoverRunner:
             role="server", ready=ReadyCheck(pattern=READY, timeout=30.0), timeout=timeout + 60,
         )  # fmt: skip
         argv = (o.python, "-c", WORKLOAD, work, f"{o.duration:g}", f"{o.settle:g}",
-                f"{o.stall_threshold:g}")  # fmt: skip
+                f"{o.stall_threshold:g}", f"{o.stop_after:g}")  # fmt: skip
         return [
             Invocation(
                 step=step, tool=self.tool, nodes=(clients[0],), label=label_for([clients[0]]),

@@ -50,7 +50,7 @@ def test_plan_stops_on_the_mds_host_and_loads_from_the_first_client() -> None:
     assert stop.ready.pattern == READY
     assert inv.client.host == "c1"
     assert inv.client.argv[0] == "python3"
-    assert inv.client.argv[3:] == ("/mnt/cephfs/aibench-failover-fo-r2", "120", "6", "1")
+    assert inv.client.argv[3:] == ("/mnt/cephfs/aibench-failover-fo-r2", "120", "6", "1", "3")
 
 
 def test_plan_needs_the_mds_host_and_a_client_among_the_nodes() -> None:
