@@ -126,3 +126,21 @@ def test_the_default_specs_storage_checks_apply_only_to_declared_storage() -> No
     got = {v.check: v.outcome.value for v in declared}
     assert got["shared-read-aggregate"] == "PASS"  # 900000 KiB/s ≈ 922 MB/s
     assert got["object-store-put-large"] == "MISSING"  # declared, not measured: never a pass
+
+
+def test_fio_cluster_on_a_declared_file_system_needs_it_on_every_node_at_one_path() -> None:
+    from aibench.inventory import Node
+    from aibench.runners.base import Slot
+    from aibench.runners.fio_cluster import RUNNER, FioClusterOptions
+
+    def node(name: str, mount: str | None) -> Node:
+        fs = [{"name": "fs", "mount": mount, "type": "nfs"}] if mount else []
+        return Node(name, name, facts={"shared_filesystems": fs})
+
+    o = FioClusterOptions.model_validate({"filesystem": "fs"})
+    with pytest.raises(ValueError, match="at different paths"):
+        RUNNER.invocations("s", o, [node("a", "/mnt/x"), node("b", "/mnt/y")], Slot())
+    with pytest.raises(ValueError, match="not in the inventory of b"):
+        RUNNER.invocations("s", o, [node("a", "/mnt/x"), node("b", None)], Slot())
+    with pytest.raises(ValueError, match="directory or filesystem"):
+        FioClusterOptions.model_validate({"filesystem": "fs", "directory": "/mnt/x"})
