@@ -18,7 +18,7 @@ APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slu
 	fonts-noto-cjk fonts-dejavu-core fontconfig \
 	haproxy nginx \
 	stress-ng openipmi ipmitool openssl \
-	ceph-mon ceph-osd radosgw redis-server redis-tools \
+	ceph-mon ceph-osd ceph-mds ceph-fuse radosgw redis-server redis-tools \
 	glusterfs-server glusterfs-client \
 	golang-go rsync dpkg-dev etcd-server containerd runc containernetworking-plugins \
 	busybox-static iptables gcc libc6-dev

@@ -53,6 +53,20 @@ def safe_name(value: str, what: str = "host name") -> str:
     return value
 
 
+# Storage an inventory may declare, by the word suites (a step's ``requires``) and specs (a
+# check's ``requires``) use: the node fact that declares it, and how reports name it.
+STORAGE_KINDS: dict[str, tuple[str, str]] = {
+    "shared_filesystem": ("shared_filesystems", "shared file system"),
+    "object_store": ("s3_endpoints", "object store"),
+    "cache": ("redis_endpoints", "cache"),
+}
+
+
+def declares(facts: Mapping[str, Any], kind: str) -> bool:
+    """Whether a node's inventory facts declare storage of ``kind`` (STORAGE_KINDS)."""
+    return bool(facts.get(STORAGE_KINDS[kind][0]))
+
+
 # ------------------------------------------------------------------------ runtime values
 
 

@@ -369,6 +369,11 @@ class S3EndpointModel(Strict):
         max_length=2048,
         description="the service's URL, e.g. http://10.0.0.9:7480",
     )
+    bucket: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$",
+        description="the bucket the S3 steps use (made when absent); default: the step's",
+    )
     credentials_file: SafePath | None = Field(None, description="AWS credentials file (a path)")
     profile: SafeWord | None = Field(None, description="the profile of credentials_file")
     access_key_env: str | None = Field(
@@ -388,6 +393,26 @@ class S3EndpointModel(Strict):
         if self.profile and not self.credentials_file:
             raise ValueError("profile needs credentials_file")
         return self
+
+
+class SharedFsModel(Strict):
+    """A file system every node of the entry mounts at the same path (a parallel file
+    system, CephFS, NFS ...); usually given once in ``defaults``. The acceptance suite's
+    shared-storage steps (``requires: shared_filesystem``) measure it from the nodes."""
+
+    name: SafeWord = Field(description="the file system's name in suites, checks and reports")
+    mount: SafePath = Field(description="where the nodes mount it, e.g. /mnt/cephfs")
+    type: SafeWord = Field(description="what it is: cephfs, lustre, gpfs, nfs, weka ...")
+    directory: SafeWord = Field(
+        "aibench", description="the directory under the mount the steps write in (made)"
+    )
+
+    @field_validator("mount")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/"):
+            raise ValueError(f"mount must be an absolute path: {v!r}")
+        return v
 
 
 class RedisEndpointModel(Strict):
@@ -441,6 +466,9 @@ class NodeFields(Strict):
     )
     redis_endpoints: list[RedisEndpointModel] | None = Field(
         None, description="Redis servers the node's redis-benchmark reaches (the cache step)"
+    )
+    shared_filesystems: list[SharedFsModel] | None = Field(
+        None, description="file systems the node mounts (the shared-storage steps)"
     )
 
     @field_validator("data_address")
@@ -566,7 +594,7 @@ def _address_for(entry: NodeModel, name: str, index: int, addresses: list[str] |
 
 _FACT_KEYS = (
     "gpus", "hcas", "data_dirs", "data_address", "tool_dirs", "endpoints", "bmc",
-    "s3_endpoints", "redis_endpoints",
+    "s3_endpoints", "redis_endpoints", "shared_filesystems",
 )  # fmt: skip
 
 
@@ -605,7 +633,7 @@ def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
             continue
         if key in ("gpus", "bmc"):
             value = value.model_dump(exclude_none=key == "bmc")
-        elif key in ("hcas", "endpoints", "s3_endpoints", "redis_endpoints"):
+        elif key in ("hcas", "endpoints", "s3_endpoints", "redis_endpoints", "shared_filesystems"):
             value = [h.model_dump(exclude_none=True) for h in value]
         elif key == "data_dirs":
             value = list(value)

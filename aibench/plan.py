@@ -303,6 +303,10 @@ def select_nodes(step: Step, inventory: Inventory, suite: Suite | None = None) -
         nodes = [n for n in nodes if n.name in set(wanted)]
     if m.labels:
         nodes = [n for n in nodes if all(n.labels.get(k) == v for k, v in m.labels.items())]
+    if m.requires:
+        from aibench.inventory import declares
+
+        nodes = [n for n in nodes if declares(n.facts, m.requires)]
     return nodes
 
 
@@ -327,6 +331,8 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
             continue
         runner = RUNNERS.get(step.tool)
         nodes = select_nodes(step, inventory, suite)
+        if step.model.requires and not nodes:
+            continue  # the inventory declares nothing this step measures
         placement = step.model.placement or runner.default_placement
         kwargs: dict[str, Any] = {}
         if step.model.sample is not None:

@@ -19,6 +19,7 @@ A suite file (YAML)::
         timeout: 120             # seconds per run; default: the runner's estimate
         nodes: [gpu001, gpu002]  # optional: names or hostlists; default all nodes
         labels: {role: storage}  # optional: only nodes with these labels
+        requires: shared_filesystem  # optional: only where the inventory declares one
         options: {rw: read, bs: 1M, size: 1G, runtime: 30}
 
 Every step's ``options`` are validated by its runner's own schema, so a typo in an fio
@@ -82,6 +83,11 @@ class StepModel(Strict):
     nodes: list[str] | None = None
     labels: dict[str, str] | None = None
     enabled: bool = True
+    requires: Literal["shared_filesystem", "object_store", "cache"] | None = Field(
+        None,
+        description="only on nodes whose inventory declares this storage (shared_filesystems, "
+        "s3_endpoints, redis_endpoints); not planned at all when no node does",
+    )
     options: dict[str, Any] = Field(default_factory=dict)
 
 

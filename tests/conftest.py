@@ -52,6 +52,7 @@ BED_GROUPS = {
 # group such as the serving bed's or GlusterFS's to start last and run on alone.) Refresh
 # it when a group's time changes by a minute or more; a group not listed runs after these.
 LONGEST_FIRST = (
+    "tests/multinode/test_ceph_bed.py",  # 190-250 s: Ceph, CephFS with two MDS, S3 gateway
     "bed-sk",  # 245 s: the soak tests' waiting on the soak's clock
     "bed-abx",  # 180 s: 64 hosts, brought up once for the fault tests
     "tests/k8s/test_kubernetes_bed.py",  # 160 s: a Kubernetes cluster and its Pods

@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from aibench.config import Strict
 from aibench.errors import ToolFailure
@@ -95,12 +95,30 @@ class FioClusterOptions(Strict):
     directory: str | None = Field(
         None, description="a path every node mounts; default: WORKDIR/shared (local disks)"
     )
+    filesystem: str | None = Field(
+        None,
+        description="instead of directory: an inventory shared file system (its name, or any: "
+        "the nodes' first); the steps write under its mount",
+    )
     port: Annotated[int, Field(ge=1024, le=65000)] = Field(
         18765, description="first fio --server port; node i of the group listens on port+i"
     )
 
     _size = field_validator("bs", "size", "file_size")(FioOptions._size.__func__)  # type: ignore[attr-defined]
     _dir = field_validator("directory")(FioOptions._dir.__func__)  # type: ignore[attr-defined]
+
+    @field_validator("filesystem")
+    @classmethod
+    def _fs(cls, v: str | None) -> str | None:
+        if v is not None and not _TOKEN.match(v):
+            raise ValueError(f"not a file system name: {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_place(self) -> FioClusterOptions:
+        if self.directory is not None and self.filesystem is not None:
+            raise ValueError("give directory or filesystem, not both")
+        return self
 
     @field_validator("ioengine")
     @classmethod
@@ -137,6 +155,24 @@ def job_lines(o: FioClusterOptions, scratch: str) -> list[str]:
     return lines
 
 
+def shared_directory(name: str, group: Sequence[Node]) -> str:
+    """Where the group writes on the inventory's shared file system ``name`` (``any``: the
+    first each node declares): its mount and directory, the same on every node."""
+    places = {}
+    for node in group:
+        declared = list(node.facts.get("shared_filesystems") or [])
+        fs = next((f for f in declared if name in ("any", f["name"])), None)
+        if fs is None:
+            known = ", ".join(f["name"] for f in declared) or "none"
+            raise ValueError(
+                f"shared file system {name!r} is not in the inventory of {node.name} ({known})"
+            )
+        places[node.name] = f"{fs['mount'].rstrip('/')}/{fs.get('directory') or 'aibench'}"
+    if len(set(places.values())) > 1:
+        raise ValueError(f"the nodes mount {name!r} at different paths: {places}")
+    return next(iter(places.values()))
+
+
 def _address(node: Node) -> str:
     return data_address(node)
 
@@ -167,7 +203,10 @@ class FioClusterRunner:
         o = options
         driver = group[0]
         label = label_for([n.name for n in group])
-        base = o.directory or f"{slot.workdir}/shared"
+        if o.filesystem is not None:
+            base = shared_directory(o.filesystem, group)
+        else:
+            base = o.directory or f"{slot.workdir}/shared"
         scratch = f"{base}/aibench-{step}-{label}-r{slot.repeat}"
         jobdir = f"{slot.workdir}/fio-cluster"
         job = f"{jobdir}/{step}.{label}.r{slot.repeat}.fio"

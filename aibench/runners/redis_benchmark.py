@@ -38,7 +38,9 @@ _TESTS = re.compile(r"^[a-z_]+(,[a-z_]+)*$")
 class RedisBenchmarkOptions(Strict):
     """Options of a redis-benchmark step (suite ``options:``)."""
 
-    endpoint: str = Field(description="name of an inventory Redis endpoint (redis_endpoints)")
+    endpoint: str = Field(
+        description="an inventory Redis endpoint (redis_endpoints), or any: the node's first"
+    )
     tests: str = Field("set,get", description="redis-benchmark -t: comma-separated tests")
     requests: Annotated[int, Field(ge=1, le=10**9)] = Field(100_000, description="-n per test")
     clients: Annotated[int, Field(ge=1, le=10_000)] = Field(50, description="-c connections")
@@ -67,7 +69,10 @@ class RedisBenchmarkOptions(Strict):
 
 
 def redis_endpoint(node: Node, name: str) -> dict[str, Any]:
+    """The node's Redis endpoint ``name`` (``any``: its first)."""
     eps = {e["name"]: e for e in node.facts.get("redis_endpoints") or []}
+    if name == "any" and eps:
+        return dict(next(iter(eps.values())))
     if name not in eps:
         known = ", ".join(sorted(eps)) or "none"
         raise ValueError(
@@ -101,9 +106,10 @@ class RedisBenchmarkRunner:
     def invocations(
         self, step: str, options: RedisBenchmarkOptions, group: Sequence[Node], slot: Slot
     ) -> list[Invocation]:
+        name = redis_endpoint(group[0], options.endpoint)["name"] if group else options.endpoint
         return each_node(
             step, self.tool, TOOL, group, slot, lambda node: argv(options, node),
-            options.timeout, env={ENDPOINT_ENV: options.endpoint}, network=True,
+            options.timeout, env={ENDPOINT_ENV: name}, network=True,
         )  # fmt: skip
 
     def expected_seconds(self, options: RedisBenchmarkOptions) -> tuple[float, str]:

@@ -127,14 +127,21 @@ def size_bytes(v: int | str) -> int:
     return int(m.group(1)) * int(base**power)
 
 
+ANY = "any"  # endpoint: the node's first S3 endpoint
+DEFAULT_BUCKET = "aibench"
+
+
 class S5cmdOptions(Strict):
     """Options of an s5cmd step (suite ``options:``)."""
 
-    endpoint: str = Field(description="name of an inventory S3 endpoint (s3_endpoints)")
-    bucket: str = Field(
-        "aibench",
+    endpoint: str = Field(
+        description="name of an inventory S3 endpoint (s3_endpoints), or any: the node's first"
+    )
+    bucket: str | None = Field(
+        None,
         pattern=r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$",
-        description="bucket to write to (made when absent)",
+        description="bucket to write to (made when absent); default: the endpoint's "
+        "bucket, else aibench",
     )
     large_size: Annotated[int, Field(ge=1, le=5 * 1024**4)] = Field(
         64 * 1024**2, description="bytes of each large object (64MiB)"
@@ -169,7 +176,10 @@ class S5cmdOptions(Strict):
 
 
 def s3_endpoint(node: Node, name: str) -> dict[str, Any]:
+    """The node's S3 endpoint ``name`` (``any``: its first)."""
     eps = {e["name"]: e for e in node.facts.get("s3_endpoints") or []}
+    if name == ANY and eps:
+        return dict(next(iter(eps.values())))
     if name not in eps:
         known = ", ".join(sorted(eps)) or "none"
         raise ValueError(f"S3 endpoint {name!r} is not in the inventory of {node.name} ({known})")
@@ -193,8 +203,9 @@ class S5cmdRunner:
         wd = f"{slot.workdir.rstrip('/')}/s5cmd/{step}.{node.name}.r{slot.repeat}"
         prefix = f"aibench/{step}/{node.name}/r{slot.repeat}"
         return (
-            "bash", "-c", DRIVER, "aibench-s5cmd", wd, o.endpoint,
-            tool_path(o.bin_dir, node, TOOL, "s5cmd"), ep["url"].rstrip("/"), o.bucket, prefix,
+            "bash", "-c", DRIVER, "aibench-s5cmd", wd, ep["name"],
+            tool_path(o.bin_dir, node, TOOL, "s5cmd"), ep["url"].rstrip("/"),
+            o.bucket or ep.get("bucket") or DEFAULT_BUCKET, prefix,
             ep.get("credentials_file") or "", ep.get("profile") or "",
             ep.get("access_key_env") or "", ep.get("secret_key_env") or "",
             str(o.large_size), str(o.large_count), str(o.small_size), str(o.small_count),

@@ -22,6 +22,9 @@ Contract of :func:`judge`:
   declares roles and has no inference node: :func:`not_applicable` says so, no verdict);
   it is MISSING when a key is used by no node at all (the nodes were never labelled, so
   the check cannot know which nodes to judge: never a silent pass).
+* Storage checks (``requires``): a check of storage the inventory does not declare (no
+  shared file system, object store or cache) does not apply, as the suite's steps of it
+  are not planned; :func:`not_applicable` says so.
 * Waivers: an active waiver turns WARN/FAIL/MISSING/ERROR into WAIVED; a waived check that
   passes stays PASS and says the waiver can go. An expired waiver fails: PASS and WARN
   become FAIL ("renew or remove it", with what the check found), FAIL/MISSING/ERROR keep
@@ -105,6 +108,17 @@ def _check_labels(check: Check) -> dict[str, str]:
     return {}
 
 
+def _has_preflight(run: Run) -> bool:
+    """Whether the run's suite has a preflight step (its recorded steps; else the steps
+    the run holds)."""
+    suite_steps = (run.inputs.get("suite") or {}).get("steps")
+    if suite_steps:
+        return any(len(x) > 1 and x[1] == "preflight" for x in suite_steps)
+    from aibench.model import step_kinds
+
+    return any(tool == "preflight" for _, tool in step_kinds(run.steps))
+
+
 def label_scope(check: Check, run: Run) -> tuple[str, str]:
     """Whether a check with ``labels`` applies to this run's inventory, and why not.
 
@@ -113,6 +127,14 @@ def label_scope(check: Check, run: Run) -> tuple[str, str]:
     nodes). ``("missing", why)``: a label key is used by no node (the nodes are not
     labelled, so the check cannot choose its nodes).
     """
+    if check.requires == "preflight":
+        if not _has_preflight(run):
+            return "skip", f"{check.id}: not applicable: the suite runs no preflight step"
+    elif check.requires and not _declares(run, check.requires):
+        from aibench.inventory import STORAGE_KINDS
+
+        word = STORAGE_KINDS[check.requires][1]
+        return "skip", f"{check.id}: not applicable: the inventory declares no {word}"
     want = _check_labels(check)
     if not want:
         return "apply", ""
@@ -142,6 +164,14 @@ def not_applicable(spec: Spec, run: Run) -> list[str]:
         if state == "skip":
             out.append(why)
     return out
+
+
+def _declares(run: Run, kind: str) -> bool:
+    """Whether a node of the run's inventory declares storage of ``kind``."""
+    from aibench.inventory import declares
+
+    nodes = run.inventory.get("nodes", []) if isinstance(run.inventory, Mapping) else []
+    return any(isinstance(n, Mapping) and declares(n.get("facts") or {}, kind) for n in nodes)
 
 
 def inventory_nodes(run: Run) -> list[str]:

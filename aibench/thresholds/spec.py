@@ -250,6 +250,13 @@ class Check(Strict):
         "(a warning that does not fail the run, e.g. a clock slowdown the source only logs)",
     )
     waiver: Waiver | None = Field(None, description="an accepted deviation")
+    requires: Literal["shared_filesystem", "object_store", "cache", "preflight"] | None = Field(
+        None,
+        description="judged only when the run's inventory declares this storage "
+        "(shared_filesystems, s3_endpoints, redis_endpoints), or, with preflight, when the "
+        "run's suite has a preflight step; else not applicable, said in a note (the "
+        "acceptance suite plans its storage steps the same way)",
+    )
 
     @field_validator("unit")
     @classmethod
