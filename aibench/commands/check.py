@@ -100,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
         history_db=Path(args.history) if args.history else None,
         now=parse_instant(args.as_of) if args.as_of else None,
     )
-    same = True if judgement.label else _reproduced(the_run, judgement, quiet=args.format == "json")
+    # a new judgement (labelled) or a run's first one has nothing to reproduce
+    again = bool(the_run.judgements or the_run.verdicts) and not judgement.label
+    same = _reproduced(the_run, judgement, quiet=args.format == "json") if again else True
     if args.format == "json":
         _print_json(judgement)
     else:
