@@ -89,6 +89,7 @@ class Execution:
     # made (a journal already there is not this run's, unless load_journal takes it)
     since: int = -1
     unreachable: dict[str, str] = field(default_factory=dict)
+    running: set[str] = field(default_factory=set)  # step ids of the invocations in flight
     tool_versions: dict[str, dict[str, str]] = field(default_factory=dict)
     versions: dict[VersionProbe, tuple[str, str]] = field(
         default_factory=dict
@@ -555,11 +556,15 @@ async def execute(ex: Execution) -> None:
 
     async def one(index: int, inv: Invocation) -> None:
         async with sem:
-            if inv.network and net is not None:
-                async with net:
+            ex.running.add(inv.step_id)
+            try:
+                if inv.network and net is not None:
+                    async with net:
+                        res = await run_invocation(ex, inv)
+                else:
                     res = await run_invocation(ex, inv)
-            else:
-                res = await run_invocation(ex, inv)
+            finally:
+                ex.running.discard(inv.step_id)
         res = _scrubbed(ex, inv, res)
         await ex._record(res, index)
         if ex.progress:

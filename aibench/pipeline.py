@@ -25,6 +25,7 @@ from typing import Any
 
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_INTERRUPTED, EXIT_OK, UserError
 from aibench.model import Run, StepResult, StepStatus
+from aibench.stopping import Stopper
 
 
 @dataclass(frozen=True)
@@ -176,13 +177,15 @@ def execute(
     telemetry: float | None = None,
     environment_facts: bool = True,
     executor_for: Any = None,
+    stop: Stopper | None = None,
 ) -> Executed:
     """Run the plan (only what the journal lacks, with ``resume``); a Ctrl-C keeps what
     finished and marks the result interrupted. With ``telemetry`` (seconds), every node is
     sampled beside the steps (aibench.telemetry); a sampler that fails never fails a step.
     ``environment_facts``: collect the facts recorded with every run after the steps
     (the preflight, whose steps are those facts, does without). ``executor_for``: the
-    executors to use (default: one per node, as the inventory says)."""
+    executors to use (default: one per node, as the inventory says). ``stop``: a signal
+    it receives cancels the steps, and the result is interrupted (:mod:`aibench.stopping`)."""
     from aibench import envfacts
     from aibench.orchestrator import Execution
     from aibench.orchestrator import execute as run_rounds
@@ -195,6 +198,8 @@ def execute(
 
     async def main() -> None:
         nonlocal environment
+        if stop is not None and stop.stopped:  # stopped before the steps began
+            return
         try:
             if telemetry:
                 from aibench.telemetry.hook import sampling
@@ -212,9 +217,14 @@ def execute(
 
     interrupted = False
     try:
-        asyncio.run(main())
+        run_cancellable(main, ex, stop)
     except KeyboardInterrupt:
         interrupted = True
+    interrupted = interrupted or (stop is not None and stop.stopped)
+    return _executed(ex, executors, environment, interrupted)
+
+
+def _executed(ex: Any, executors: Any, environment: dict[str, Any], interrupted: bool) -> Executed:
     return Executed(
         results=ex.results_log(),
         environment=environment,
@@ -227,6 +237,33 @@ def execute(
             if n not in ex.unreachable
         },
     )
+
+
+def run_cancellable(main: Callable[[], Any], ex: Any, stop: Stopper | None) -> None:
+    """``asyncio.run(main())``; with ``stop``, a first signal cancels it (the steps in
+    flight, the step ids of ``ex.running``, end as a cancelled task ends: their process
+    groups stopped) and it returns as if it had ended."""
+    if stop is None:
+        asyncio.run(main())
+        return
+
+    async def cancellable() -> None:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        assert task is not None
+
+        def cancel() -> tuple[str, ...]:
+            loop.call_soon_threadsafe(task.cancel)
+            return tuple(sorted(ex.running))
+
+        with stop.cancelling(cancel):
+            await main()
+
+    try:
+        asyncio.run(cancellable())
+    except asyncio.CancelledError:
+        if not stop.stopped:
+            raise
 
 
 def now_text() -> str:
@@ -376,11 +413,15 @@ def run_suite(
     plan: Any = None,
     lang: str = "en",
     telemetry: float | None = None,
+    interruptions: Sequence[Mapping[str, Any]] = (),
 ) -> Result:
     """Plan, execute, assemble, judge, store and report one run of ``inputs``.
 
     ``run_dir`` with ``resume``: finish an interrupted run there (what its journal holds
     is not run again); otherwise a new run directory is made under ``output_dir``.
+    SIGINT and SIGTERM stop the steps; the record and the reports are still written, with
+    the interruption added to ``interruptions`` (the earlier ones of a resumed run), and
+    the exit code is 128 + the signal's number (:mod:`aibench.stopping`).
     """
     from aibench import store
     from aibench.plan import build_plan
@@ -390,20 +431,47 @@ def run_suite(
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if run_dir is None:
         run_dir = store.new_run_dir(output_dir, inputs.suite.name)
-    executed = execute(plan, run_dir, progress=progress, resume=resume, telemetry=telemetry)
-    run = assemble(
-        inputs,
-        executed,
-        run_id=run_dir.name,
-        started=started or now_text(),
-        resume_hint=f"aibench run --resume {run_dir}",
-        signoff=signoff,
-    )
-    if telemetry:
-        from aibench.telemetry.hook import attach
-        from aibench.thresholds import load_spec
+    with Stopper() as stop:
+        stop.at_once.extend(_kill_local_groups())
+        executed = execute(
+            plan, run_dir, progress=progress, resume=resume, telemetry=telemetry, stop=stop
+        )
+        run = assemble(
+            inputs,
+            executed,
+            run_id=run_dir.name,
+            started=started or now_text(),
+            resume_hint=resume_line(run_dir),
+            signoff=signoff,
+        )
+        run = with_interruptions(run, interruptions, stop)
+        if telemetry:
+            from aibench.telemetry.hook import attach
+            from aibench.thresholds import load_spec
 
-        run = attach(run, run_dir, profile=load_spec("telemetry"))
-    run, earlier = judge(run, inputs, history=history)
-    store_and_report(run, run_dir, history=earlier, lang=lang)
-    return Result(run=run, run_dir=run_dir, exit_code=exit_code(run, executed), executed=executed)
+            run = attach(run, run_dir, profile=load_spec("telemetry"))
+        run, earlier = judge(run, inputs, history=history)
+        store_and_report(run, run_dir, history=earlier, lang=lang)
+    code = stop.exit_code if stop.stopped else exit_code(run, executed)
+    return Result(run=run, run_dir=run_dir, exit_code=code, executed=executed)
+
+
+def resume_line(run_dir: Path) -> str:
+    """The command that finishes the run of ``run_dir``."""
+    return f"aibench run --resume {run_dir}"
+
+
+def with_interruptions(run: Run, earlier: Sequence[Mapping[str, Any]], stop: Stopper) -> Run:
+    """``run`` with the interruptions of its earlier executions and this one's."""
+    found = [dict(x) for x in earlier]
+    if stop.interruption is not None:
+        found.append(stop.interruption.to_dict())
+    return run.replace(interruptions=tuple(found)) if found else run
+
+
+def _kill_local_groups() -> list[Callable[[], None]]:
+    """What a second signal does before aibench ends: SIGKILL every process group the
+    local executor started (their children with them)."""
+    from aibench.executors.local import kill_all
+
+    return [kill_all]

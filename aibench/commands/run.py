@@ -122,13 +122,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     started = pipeline.now_text()
+    interruptions: list[dict[str, Any]] = []
     if resume_dir is not None:
         run_dir = resume_dir
-        prev = _previous_run(run_dir)
-        started = prev.started if prev else started
+        started, interruptions = _resumed_from(run_dir)
     else:
-        run_dir = store.new_run_dir(Path(args.output_dir), inputs.suite.name)
-        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs))
+        run_dir = _new_run_dir(Path(args.output_dir), inputs.suite.name)
+        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs, started))
     if not args.quiet:
         print(
             f"aibench: {inputs.suite.name}: {runs} runs on "
@@ -153,12 +153,27 @@ def run(args: argparse.Namespace) -> int:
             plan=plan,
             lang=getattr(args, "lang", None) or inputs.suite.settings.lang,
             telemetry=args.telemetry or inputs.suite.settings.telemetry,
+            interruptions=interruptions,
         )
-    _print_summary(result.run, run_dir, quiet=args.quiet)
-    _label_kubernetes_nodes(inputs.inventory, result.run, run_dir)
+    return _ended(result, inputs, quiet=args.quiet)
+
+
+def _ended(result: Any, inputs: Any, *, quiet: bool) -> int:
+    """What the console says once the run is stored; its exit code."""
+    from aibench.pipeline import resume_line
+
+    _print_summary(result.run, result.run_dir, quiet=quiet)
+    if result.executed.interrupted:
+        print(
+            f"aibench: interrupted; what was measured is kept. Resume with: "
+            f"{resume_line(result.run_dir)}",
+            file=sys.stderr,
+        )
+    _label_kubernetes_nodes(inputs.inventory, result.run, result.run_dir)
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
-    return result.exit_code
+    exit_code: int = result.exit_code
+    return exit_code
 
 
 def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
@@ -167,6 +182,8 @@ def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
     cfg = _load_config(resume_dir)
     for key in ("suite", "inventory", "spec", "steps", "tool", "nodes"):
         setattr(args, key, cfg.get(key))
+    if args.telemetry is None:
+        args.telemetry = cfg.get("telemetry")
     for key in ("vendor", "customer", "cluster"):
         if not getattr(args, key, ""):
             setattr(args, key, cfg.get(key, ""))
@@ -237,7 +254,7 @@ def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | 
     return None
 
 
-def _config(args: argparse.Namespace, inputs: Any) -> dict[str, Any]:
+def _config(args: argparse.Namespace, inputs: Any, started: str) -> dict[str, Any]:
     def absolute(p: str | None) -> str | None:
         if p and ("/" in p or p.endswith((".yaml", ".yml"))):
             return str(Path(p).resolve())
@@ -255,7 +272,25 @@ def _config(args: argparse.Namespace, inputs: Any) -> dict[str, Any]:
         "cluster": args.cluster,
         "suite_sha256": inputs.suite.sha256,
         "spec_sha256": inputs.spec.sha256,
+        "started": started,
+        "telemetry": args.telemetry,
     }
+
+
+def _new_run_dir(output_dir: Path, suite: str) -> Path:
+    """A new run directory under ``output_dir``; one line (exit 2) when it cannot be made
+    there (a file in the way, no permission, a read-only file system)."""
+    from aibench.store import new_run_dir
+
+    if output_dir.exists() and not output_dir.is_dir():
+        raise UserError(f"--output-dir {output_dir}: not a directory")
+    try:
+        return new_run_dir(output_dir, suite)
+    except OSError as exc:
+        raise UserError(
+            f"--output-dir {output_dir}: cannot create a run directory there "
+            f"({exc.strerror or exc})"
+        ) from None
 
 
 def _is_soak(run_dir: Path) -> bool:
@@ -275,6 +310,34 @@ def _load_config(run_dir: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: damaged ({exc.msg})") from None
     return data
+
+
+def _resumed_from(run_dir: Path) -> tuple[str, list[dict[str, Any]]]:
+    """When the run of ``run_dir`` started, and its interruptions so far: those its last
+    record holds, and one of an unknown signal when its last execution left no record
+    (killed with SIGKILL, the machine lost) or a journal newer than its record."""
+    from aibench.orchestrator import JOURNAL
+    from aibench.store import RUN_CONFIG, RUN_JSON
+
+    cfg = _load_config(run_dir)
+    prev = _previous_run(run_dir)
+    started = cfg.get("started") or (prev.started if prev else "") or _mtime(run_dir / RUN_CONFIG)
+    found = [dict(x) for x in prev.interruptions] if prev else []
+    journal, record = run_dir / JOURNAL, run_dir / RUN_JSON
+    if journal.exists() and (
+        not record.exists() or journal.stat().st_mtime > record.stat().st_mtime
+    ):
+        found.append(
+            {"at": _mtime(journal), "signal": "unknown (no record written)", "running": []}
+        )
+    return started, found
+
+
+def _mtime(path: Path) -> str:
+    from datetime import UTC, datetime
+
+    when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _previous_run(run_dir: Path) -> Any:

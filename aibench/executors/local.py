@@ -63,6 +63,18 @@ def _kill_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
+# The process groups started here whose leader has not been waited for yet: what
+# :func:`kill_all` ends when aibench must stop at once (a second signal).
+_GROUPS: set[int] = set()
+
+
+def kill_all() -> None:
+    """SIGKILL every process group started here that may still run (no waiting: for
+    aibench's last moment)."""
+    for pid in list(_GROUPS):
+        _kill_group(pid, signal.SIGKILL)
+
+
 async def terminate(proc: asyncio.subprocess.Process, grace: float) -> int | None:
     """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
     if proc.returncode is None:
@@ -74,6 +86,7 @@ async def terminate(proc: asyncio.subprocess.Process, grace: float) -> int | Non
             await proc.wait()
     # Whatever the group leader left behind (children that ignored SIGTERM) goes too.
     _kill_group(proc.pid, signal.SIGKILL)
+    _GROUPS.discard(proc.pid)
     return proc.returncode
 
 
@@ -120,7 +133,7 @@ class LocalExecutor:
     ) -> asyncio.subprocess.Process:
         if sys.platform.startswith("linux"):
             _prctl()  # in the parent, once
-        return await asyncio.create_subprocess_exec(
+        proc = await asyncio.create_subprocess_exec(
             *cmd.argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=out,
@@ -130,6 +143,8 @@ class LocalExecutor:
             start_new_session=True,
             preexec_fn=_lease,
         )
+        _GROUPS.add(proc.pid)
+        return proc
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
         started = now_iso()
@@ -168,6 +183,7 @@ class LocalExecutor:
                 raise
             # The leader exited; make sure no child of the group lingers.
             _kill_group(proc.pid, signal.SIGKILL)
+            _GROUPS.discard(proc.pid)
         return ProcResult(exit_code=code, started=started, duration_s=time.monotonic() - t0)
 
     async def start(
