@@ -347,19 +347,62 @@ def judge(
     if history is None:
         judgement = judge_run(run, inputs.spec, partial=inputs.partial)
         return record(run, judgement, by), earlier
+    from aibench.history import snapshot
+
+    cannot = record_in_history(run, history)
+    if cannot:  # judged without it: its verdict MISSING, with the reason
+        run = run.replace(verdicts=(*run.verdicts, history_missing(history, cannot)))
+        judgement = judge_run(run, inputs.spec, partial=inputs.partial)
+        return record(run, judgement, by), earlier
+    with snapshot(history):  # one state of the database, whatever other runs record
+        judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
+    run = record(run, judgement, by)
+    cannot = record_in_history(run, history)
+    if cannot:
+        run = run.replace(notes=(*run.notes, f"the judged run is not in the history: {cannot}"))
+    return run, trends(run, inputs, history)
+
+
+def record_in_history(run: Run, history: Path) -> str:
+    """Record ``run`` in the history database; "" when done, else why it could not be (a
+    database corrupt, locked past its retries, of a newer schema, not writable)."""
     from aibench.history import History
 
-    hist = History(history)
-    hist.record(run)
-    judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
-    run = record(run, judgement, by)
-    hist.record(run)
-    # the last 20, each with the steps the report's trends read (its sections say which)
+    try:
+        History(history).record(run)
+    except UserError as exc:
+        return str(exc)
+    return ""
+
+
+def history_missing(history: Path, why: str) -> Any:
+    """The MISSING verdict of a run that could not be judged against its history."""
+    from aibench.model import Outcome, Verdict
+
+    return Verdict(
+        check="history",
+        outcome=Outcome.MISSING,
+        description="regressions against the history of earlier runs",
+        reason=f"history database {history} could not be used: {why}",
+        benchmark="history",
+        origin="history",
+    )
+
+
+def trends(run: Run, inputs: Inputs, history: Path) -> list[Run]:
+    """The last 20 earlier runs of the suite in ``history``, each with the steps the
+    report's trends read (its sections say which); none when it cannot be read."""
+    from aibench.history import History, snapshot
     from aibench.reports.sections import history_step_tools
 
-    ids = [r.id for r in hist.runs() if r.suite == run.suite and r.id != run.id]
+    hist = History(history)
     keep = history_step_tools({s.tool for s in inputs.suite.steps})
-    return run, [hist.load_run(i, steps_of=keep) for i in ids[-20:]]
+    try:
+        with snapshot(history):
+            ids = [r.id for r in hist.runs() if r.suite == run.suite and r.id != run.id]
+            return [hist.load_run(i, steps_of=keep) for i in ids[-20:]]
+    except UserError:
+        return []
 
 
 def store_and_report(
