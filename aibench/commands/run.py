@@ -49,7 +49,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where run directories go (default: runs)",
     )
-    p.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run")
+    p.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="finish an interrupted run, with the inputs it started with (refused when one "
+        "of its files was edited since, or when the run finished)",
+    )
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="with --resume: run the inputs of RUN_DIR as they are now, as a new run beside "
+        "it that reuses nothing",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     p.add_argument(
         "--full",
@@ -109,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return soak_suite(args)
     if args.duration:
         raise UserError("--duration applies to --suite soak only")
-    if resume_dir is not None:
-        _resume_arguments(args, resume_dir)
-    inputs = load_inputs(args)
+    inputs, resume_dir = _inputs(args, resume_dir)
     plan = build_plan(inputs.suite, inputs.inventory)
     startup_over()
     runs = plan.run_count()
@@ -128,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         started, interruptions = _resumed_from(run_dir)
     else:
         run_dir = _new_run_dir(Path(args.output_dir), inputs.suite.name)
-        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs, started))
+        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs, plan, started))
     if not args.quiet:
         print(
             f"aibench: {inputs.suite.name}: {runs} runs on "
@@ -176,7 +185,46 @@ def _ended(result: Any, inputs: Any, *, quiet: bool) -> int:
     return exit_code
 
 
-def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
+def _inputs(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, Path | None]:
+    """The inputs of the run, and the directory it resumes (None: a new run). A resume
+    reads them exactly as the run read them at its start, or is refused
+    (:mod:`aibench.resume`); ``--restart`` reads the current files into a new run beside
+    it."""
+    from aibench import resume
+    from aibench.pipeline import load_inputs as load
+
+    if resume_dir is None:
+        if args.restart:
+            raise UserError("--restart goes with --resume RUN_DIR")
+        return load_inputs(args), None
+    cfg = _resume_arguments(args, resume_dir)
+    if args.restart:
+        args.output_dir = str(resume_dir.parent)
+        if not args.quiet:
+            print(
+                f"aibench: a new run of the inputs of {resume_dir}; it reuses nothing of it",
+                file=sys.stderr,
+            )
+        return load_inputs(args), None
+    if resume.finished(resume_dir):
+        raise UserError(
+            f"{resume_dir}: this run finished; there is nothing to resume",
+            hint=f"aibench check {resume_dir} judges it again; "
+            f"aibench run --resume {resume_dir} --restart runs its inputs anew",
+        )
+    with resume.sources(resume_dir, cfg) as found:
+        inputs = load(
+            str(found["suite"]),
+            inventory=found["inventory"],
+            spec=found["spec"],
+            nodes=args.nodes,
+            steps=args.steps,
+            tool=args.tool,
+        )
+    return inputs, resume_dir
+
+
+def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> dict[str, Any]:
     """A resumed run runs what it was started with: the suite, inventory, spec and
     selection of its saved configuration, and its sign-off names where none is given."""
     cfg = _load_config(resume_dir)
@@ -184,6 +232,7 @@ def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
         setattr(args, key, cfg.get(key))
     if args.telemetry is None:
         args.telemetry = cfg.get("telemetry")
+    return cfg
     for key in ("vendor", "customer", "cluster"):
         if not getattr(args, key, ""):
             setattr(args, key, cfg.get(key, ""))
@@ -254,13 +303,20 @@ def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | 
     return None
 
 
-def _config(args: argparse.Namespace, inputs: Any, started: str) -> dict[str, Any]:
+def _config(args: argparse.Namespace, inputs: Any, plan: Any, started: str) -> dict[str, Any]:
+    from aibench.resume import COPIES, copies
+
     def absolute(p: str | None) -> str | None:
         if p and ("/" in p or p.endswith((".yaml", ".yml"))):
             return str(Path(p).resolve())
         return p
 
+    spec = absolute(args.spec) or inputs.suite.spec or "default"
+    kept = copies(
+        inputs, plan, suite=str(absolute(args.suite)), spec=spec, inventory=absolute(args.inventory)
+    )
     return {
+        COPIES: kept,
         "suite": absolute(args.suite),
         "inventory": absolute(args.inventory),
         "spec": absolute(args.spec),
