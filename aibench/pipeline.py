@@ -121,6 +121,9 @@ class Executors:
         self.inventory = inventory
         self.local = LocalExecutor()
         self._cache: dict[str, Any] = {}
+        # the plan's estimate, for an executor that sizes what it asks for by it (the
+        # time limit of a Slurm allocation)
+        self.planned_seconds: float | None = None
 
     def __call__(self, node: Any) -> Any:
         if node.executor == "local":
@@ -132,7 +135,10 @@ class Executors:
                 raise UserError(
                     f"node {node.name}: executor {node.executor!r} is not available"
                 ) from None
-            self._cache[node.name] = for_node(node, self.inventory)
+            made: Any = for_node(node, self.inventory)
+            if getattr(made, "planned_seconds", 0) is None:
+                made.planned_seconds = self.planned_seconds
+            self._cache[node.name] = made
         return self._cache[node.name]
 
     def skipped(self) -> dict[str, str]:
@@ -190,7 +196,9 @@ def execute(
     from aibench.orchestrator import Execution
     from aibench.orchestrator import execute as run_rounds
 
-    executors = executor_for if executor_for is not None else Executors(plan.inventory)
+    executors = (
+        executor_for if executor_for is not None else planned(Executors(plan.inventory), plan)
+    )
     ex = Execution(run_dir=run_dir, plan=plan, executor_for=executors, progress=progress)
     if resume:
         ex.load_journal()
@@ -237,6 +245,11 @@ def _executed(ex: Any, executors: Any, environment: dict[str, Any], interrupted:
             if n not in ex.unreachable
         },
     )
+
+
+def planned(executors: Executors, plan: Any) -> Executors:
+    executors.planned_seconds = plan.estimated_seconds()
+    return executors
 
 
 def run_cancellable(main: Callable[[], Any], ex: Any, stop: Stopper | None) -> None:
