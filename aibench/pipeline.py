@@ -360,14 +360,27 @@ def judge(
     if history is None:
         judgement = judge_run(run, inputs.spec, partial=inputs.partial)
         return record(run, judgement, by), earlier
+    return judge_with_history(run, inputs, history, by)
+
+
+def judge_with_history(run: Run, inputs: Inputs, history: Path, by: str) -> tuple[Run, list[Run]]:
+    """:func:`judge` with a history database, which never costs the run its record: one
+    that cannot be written or read makes the run's history verdict MISSING, with why."""
+    import contextlib
+
     from aibench.history import snapshot
+    from aibench.judge import judge_run, record
 
     cannot = record_in_history(run, history)
-    if cannot:  # judged without it: its verdict MISSING, with the reason
-        run = run.replace(verdicts=(*run.verdicts, history_missing(history, cannot)))
-        judgement = judge_run(run, inputs.spec, partial=inputs.partial)
-        return record(run, judgement, by), earlier
-    with snapshot(history):  # one state of the database, whatever other runs record
+    with contextlib.ExitStack() as held:
+        if not cannot:
+            try:  # one state of the database, whatever other runs record meanwhile
+                held.enter_context(snapshot(history))
+            except UserError as exc:
+                cannot = str(exc)
+        if cannot:  # judged without it: its verdict MISSING, with the reason
+            run = run.replace(verdicts=(*run.verdicts, history_missing(history, cannot)))
+            return record(run, judge_run(run, inputs.spec, partial=inputs.partial), by), []
         judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
     run = record(run, judgement, by)
     cannot = record_in_history(run, history)

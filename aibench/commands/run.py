@@ -380,12 +380,9 @@ def _resumed_from(run_dir: Path) -> tuple[str, list[dict[str, Any]]]:
     started = cfg.get("started") or (prev.started if prev else "") or _mtime(run_dir / RUN_CONFIG)
     found = [dict(x) for x in prev.interruptions] if prev else []
     journal, record = run_dir / JOURNAL, run_dir / RUN_JSON
-    if journal.exists() and (
-        not record.exists() or journal.stat().st_mtime > record.stat().st_mtime
-    ):
-        found.append(
-            {"at": _mtime(journal), "signal": "unknown (no record written)", "running": []}
-        )
+    last = journal if journal.exists() else run_dir / RUN_CONFIG
+    if not record.exists() or last.stat().st_mtime > record.stat().st_mtime:
+        found.append({"at": _mtime(last), "signal": "unknown (no record written)", "running": []})
     return started, found
 
 

@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tests.hostile.operator import Bed, aibench, needs_fio, record, statuses
 
@@ -17,7 +19,7 @@ from tests.hostile.operator import Bed, aibench, needs_fio, record, statuses
 @needs_fio
 def test_sigterm_mid_step_writes_the_record_then_resume_finishes_it(tmp_path: Path) -> None:
     bed = Bed(tmp_path)
-    err = bed.stop_in_slow(bed.start())
+    err = bed.stop_in_slow(bed.start("--telemetry", "0.5"))
     run_dir = bed.run_dir()
     assert f"aibench run --resume {run_dir}" in err, err
     for name in ("run.json", "report.html", "junit.xml", "summary.md", "manifest.sha256"):
@@ -29,6 +31,8 @@ def test_sigterm_mid_step_writes_the_record_then_resume_finishes_it(tmp_path: Pa
     assert stop["running"] == ["slow/here/r0"]
     assert any("interrupted" in n for n in first.notes)
     quick_started = first.steps[0].started
+    samples = _samples(first.telemetry)
+    assert samples, "telemetry sampled before the signal"
 
     res = aibench("run", "--resume", str(run_dir), "--quiet")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -38,6 +42,11 @@ def test_sigterm_mid_step_writes_the_record_then_resume_finishes_it(tmp_path: Pa
     assert final.started == first.started, "started is the original start"
     assert [x["signal"] for x in final.interruptions] == ["SIGTERM"]
     assert not any("interrupted" in n for n in final.notes)
+    assert _samples(final.telemetry) > samples, "telemetry resumed with the run"
+
+
+def _samples(telemetry: Mapping[str, Any]) -> int:
+    return sum(len(s["t"]) for s in telemetry.get("series", ()))
 
 
 @needs_fio
