@@ -535,7 +535,18 @@ def with_interruptions(run: Run, earlier: Sequence[Mapping[str, Any]], stop: Sto
     found = [dict(x) for x in earlier]
     if stop.interruption is not None:
         found.append(stop.interruption.to_dict())
-    return run.replace(interruptions=tuple(found)) if found else run
+    if not found:
+        return run
+    notes = [interruption_note(x) for x in found]
+    return run.replace(interruptions=tuple(found), notes=(*run.notes, *notes))
+
+
+def interruption_note(x: Mapping[str, Any]) -> str:
+    """``interrupted by SIGTERM at 2026-12-05T01:00:00Z; running: fio-seq/gpu01/r0``."""
+    running = list(x.get("running") or ())
+    what = f"; running: {', '.join(running[:5])}" if running else ""
+    more = f" and {len(running) - 5} more" if len(running) > 5 else ""
+    return f"interrupted by {x.get('signal')} at {x.get('at')}{what}{more}"
 
 
 def _kill_local_groups() -> list[Callable[[], None]]:

@@ -47,12 +47,6 @@ class Interruption:
     def to_dict(self) -> dict[str, Any]:
         return {"at": self.at, "signal": self.signal, "running": list(self.running)}
 
-    @property
-    def text(self) -> str:
-        what = f"; running: {', '.join(self.running[:5])}" if self.running else ""
-        more = f" and {len(self.running) - 5} more" if len(self.running) > 5 else ""
-        return f"interrupted by {self.signal} at {self.at}{what}{more}"
-
 
 class Stopper:
     """Installs the handlers of :data:`SIGNALS` while it is entered (in the main thread;

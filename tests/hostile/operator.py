@@ -89,10 +89,15 @@ class Bed:
         assert len(dirs) == 1, dirs
         return dirs[0]
 
-    def stop_in_slow(self, proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> str:
-        """Wait until the slow step's fio has started, send ``sig``; aibench's stderr."""
+    def stop_in_slow(
+        self, proc: subprocess.Popen[str], sig: int = signal.SIGTERM, *, sampled: bool = False
+    ) -> str:
+        """Wait until the slow step's fio has started (and, ``sampled``, the telemetry
+        holds a sample), send ``sig``; aibench's stderr."""
         try:
             wait_for(lambda: any(self.runs.glob("*/raw/slow/*.stdout")), proc)
+            if sampled:
+                wait_for(lambda: any(_size(p) for p in self.runs.glob("*/telemetry/*.jsonl")), proc)
             proc.send_signal(sig)
             _, err = proc.communicate(timeout=120)
         finally:
@@ -125,6 +130,13 @@ def record(run_dir: Path) -> Run:
 
 def statuses(run: Run) -> dict[str, str]:
     return {s.step_id: s.status.value for s in run.steps}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def alive(pid: int) -> bool:

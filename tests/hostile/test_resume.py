@@ -178,3 +178,34 @@ def test_finished_work_is_matched_by_step_id_and_options_not_by_place(tmp_path: 
     assert got["quick/here/r0"].started == next(d["started"] for d in lines if d["step"] == "quick")
     assert got["extra/here/r0"].status.value == "not_run"
     assert got["slow/here/r0"].status.value == "not_run"
+
+
+SECRET_SUITE = """\
+schema_version: 1
+name: sec
+settings: {secret_env: [DSN]}
+steps:
+  - name: nccl
+    tool: nccl-tests
+    options: {env: {MY_TOKEN: planted-token-value, DSN: "postgres://u:planted-pw@db"}}
+"""
+
+
+def test_the_copy_kept_for_resume_holds_no_secret_value(tmp_path: Path) -> None:
+    """run-config.json's copy of the suite has the secret values replaced; such a copy
+    is never read back (a resume needs the unchanged file)."""
+    from aibench.pipeline import load_inputs
+    from aibench.resume import copies
+
+    suite = tmp_path / "sec.yaml"
+    suite.write_text(SECRET_SUITE)
+    inputs = load_inputs(str(suite))
+    kept = copies(
+        inputs, build_plan(inputs.suite, inputs.inventory),
+        suite=str(suite), spec="default", inventory=None,
+    )  # fmt: skip
+    text = json.dumps(kept)
+    assert "planted-token-value" not in text
+    assert "planted-pw" not in text
+    assert kept["suite"]["complete"] is False
+    assert kept["suite"]["sha256"] == inputs.suite.sha256  # the original's identity
