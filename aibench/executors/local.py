@@ -109,8 +109,8 @@ async def terminate(proc: asyncio.subprocess.Process, grace: float) -> int | Non
 
 async def spawn_leased(
     argv: Sequence[str],
-    out: IO[bytes],
-    err: IO[bytes],
+    out: IO[bytes] | int,
+    err: IO[bytes] | int,
     *,
     env: Mapping[str, str],
     cwd: str | None = None,

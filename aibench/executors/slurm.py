@@ -225,14 +225,9 @@ class SlurmExecutor:
         if s.account:
             argv.append(f"--account={s.account}")
         argv.append(f"--time={time_limit_min(s, self.planned_seconds)}")
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._env,
-            )
+        try:  # leased: salloc still waiting when aibench goes away withdraws its request
+            pipe = asyncio.subprocess.PIPE
+            proc = await spawn_leased(argv, pipe, pipe, env=self._env)
         except FileNotFoundError:
             self._alloc_error = "salloc: command not found (is Slurm installed here?)"
             return
@@ -242,6 +237,10 @@ class SlurmExecutor:
             await terminate(proc, self.kill_grace)
             self._alloc_error = f"salloc: no allocation within {self.alloc_timeout:g} s"
             return
+        except asyncio.CancelledError:
+            await asyncio.shield(terminate(proc, self.kill_grace))
+            raise
+        ended(proc)
         text = (out + err).decode(errors="replace")
         m = _GRANTED.search(text)
         if proc.returncode != 0 or not m:
