@@ -17,6 +17,7 @@ judging in :mod:`aibench.judge`, storing in :mod:`aibench.store`, the reports in
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -469,6 +470,21 @@ class Result:
     executed: Executed
 
 
+def stoppable(run: Callable[..., Result]) -> Callable[..., Result]:
+    """``run`` (:func:`run_suite`) with SIGINT and SIGTERM handled while it runs
+    (:mod:`aibench.stopping`), its Stopper given as ``stop``; a second signal kills every
+    local process group before aibench ends."""
+
+    @functools.wraps(run)
+    def stopped(*args: Any, **kwargs: Any) -> Result:
+        with Stopper() as stop:
+            stop.at_once.extend(_kill_local_groups())
+            return run(*args, stop=stop, **kwargs)
+
+    return stopped
+
+
+@stoppable
 def run_suite(
     inputs: Inputs,
     *,
@@ -483,6 +499,7 @@ def run_suite(
     lang: str = "en",
     telemetry: float | None = None,
     interruptions: Sequence[Mapping[str, Any]] = (),
+    stop: Stopper | None = None,
 ) -> Result:
     """Plan, execute, assemble, judge, store and report one run of ``inputs``.
 
@@ -500,28 +517,26 @@ def run_suite(
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if run_dir is None:
         run_dir = store.new_run_dir(output_dir, inputs.suite.name)
-    with Stopper() as stop:
-        stop.at_once.extend(_kill_local_groups())
-        executed = execute(
-            plan, run_dir, progress=progress, resume=resume, telemetry=telemetry, stop=stop
-        )
-        run = assemble(
-            inputs,
-            executed,
-            run_id=run_dir.name,
-            started=started or now_text(),
-            resume_hint=resume_line(run_dir),
-            signoff=signoff,
-        )
-        run = with_interruptions(run, interruptions, stop)
-        if telemetry:
-            from aibench.telemetry.hook import attach
-            from aibench.thresholds import load_spec
+    executed = execute(
+        plan, run_dir, progress=progress, resume=resume, telemetry=telemetry, stop=stop
+    )
+    run = assemble(
+        inputs,
+        executed,
+        run_id=run_dir.name,
+        started=started or now_text(),
+        resume_hint=resume_line(run_dir),
+        signoff=signoff,
+    )
+    run = with_interruptions(run, interruptions, stop)
+    if telemetry:
+        from aibench.telemetry.hook import attach
+        from aibench.thresholds import load_spec
 
-            run = attach(run, run_dir, profile=load_spec("telemetry"))
-        run, earlier = judge(run, inputs, history=history)
-        store_and_report(run, run_dir, history=earlier, lang=lang)
-    code = stop.exit_code if stop.stopped else exit_code(run, executed)
+        run = attach(run, run_dir, profile=load_spec("telemetry"))
+    run, earlier = judge(run, inputs, history=history)
+    store_and_report(run, run_dir, history=earlier, lang=lang)
+    code = stop.exit_code if stop is not None and stop.stopped else exit_code(run, executed)
     return Result(run=run, run_dir=run_dir, exit_code=code, executed=executed)
 
 
@@ -530,10 +545,10 @@ def resume_line(run_dir: Path) -> str:
     return f"aibench run --resume {run_dir}"
 
 
-def with_interruptions(run: Run, earlier: Sequence[Mapping[str, Any]], stop: Stopper) -> Run:
+def with_interruptions(run: Run, earlier: Sequence[Mapping[str, Any]], stop: Stopper | None) -> Run:
     """``run`` with the interruptions of its earlier executions and this one's."""
     found = [dict(x) for x in earlier]
-    if stop.interruption is not None:
+    if stop is not None and stop.interruption is not None:
         found.append(stop.interruption.to_dict())
     if not found:
         return run
