@@ -293,6 +293,7 @@ class History:
         self.path = Path(path)
 
     def _connect(self, write: bool) -> sqlite3.Connection:
+        con: sqlite3.Connection | None = None
         try:
             if write:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -302,6 +303,15 @@ class History:
                 return con
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
             return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+        except BaseException:
+            if con is not None:
+                con.close()
+            raise
+
+    def _open(self, write: bool) -> sqlite3.Connection:
+        """:meth:`_connect`, its failures as one line each (HistoryBusy when locked)."""
+        try:
+            return self._connect(write)
         except OSError as exc:
             raise UserError(f"{self.path}: cannot create the history database ({exc})") from None
         except sqlite3.OperationalError as exc:
@@ -321,7 +331,7 @@ class History:
                 return
             if not self.path.is_file():
                 raise UserError(f"{self.path}: no history database here")
-        con = self._connect(write)
+        con = self._open(write)
         try:
             self._check_schema(con, write)
             yield con
