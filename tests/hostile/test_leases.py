@@ -20,7 +20,7 @@ import pytest
 
 from aibench.executors.slurm import DEFAULT_TIME_MIN, time_limit_min
 from aibench.inventory import SlurmSettings
-from tests.hostile.operator import alive, wait_for
+from tests.hostile.tiny import alive, wait_for
 
 # aibench's executor running a shell whose two workers are grandchildren of aibench
 PROGRAM = textwrap.dedent(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.operator import wait_for
+from tests.hostile.tiny import wait_for
 from tests.testbed.bed import TestBed
 from tests.testbed.slurm import SlurmCluster
 

@@ -22,7 +22,7 @@ from aibench.inventory_file import load_inventory
 from aibench.orchestrator import JOURNAL, OPTIONS, Execution, execute
 from aibench.plan import build_plan
 from aibench.suite import load_suite
-from tests.hostile.operator import Bed, aibench, needs_fio, record, statuses, wait_for
+from tests.hostile.tiny import Bed, aibench, needs_fio, record, statuses, wait_for
 
 
 def insert_step(bed: Bed) -> str:

@@ -20,7 +20,7 @@ from aibench import history as history_module
 from aibench.history import History, HistoryBusy
 from aibench.model import Measurement, Run, StepResult, StepStatus
 from aibench.pipeline import history_missing, record_in_history
-from tests.hostile.operator import Bed, aibench, needs_fio, record
+from tests.hostile.tiny import Bed, aibench, needs_fio, record
 
 
 def nightly(bed: Bed) -> Bed:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.hostile.operator import Bed, aibench, needs_fio, record, statuses
+from tests.hostile.tiny import Bed, aibench, needs_fio, record, statuses
 
 
 @needs_fio
