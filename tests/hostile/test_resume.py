@@ -209,3 +209,25 @@ def test_the_copy_kept_for_resume_holds_no_secret_value(tmp_path: Path) -> None:
     assert "planted-pw" not in text
     assert kept["suite"]["complete"] is False
     assert kept["suite"]["sha256"] == inputs.suite.sha256  # the original's identity
+
+
+@needs_fio
+def test_a_run_of_an_older_aibench_resumes_by_its_hashes(tmp_path: Path) -> None:
+    """Its run-config.json has no copies, only the suite's and spec's hashes: an edited
+    suite is refused all the same, the unedited one resumes."""
+    bed = Bed(tmp_path)
+    run_dir = interrupted(bed)
+    config_path = run_dir / "run-config.json"
+    config = json.loads(config_path.read_text())
+    for key in ("inputs", "started", "telemetry"):
+        del config[key]
+    config_path.write_text(json.dumps(config))
+    original = bed.suite.read_bytes()
+    insert_step(bed)
+    res = aibench("run", "--resume", str(run_dir), "--quiet")
+    assert res.returncode == 2
+    assert f"suite {bed.suite} changed" in res.stderr
+    bed.suite.write_bytes(original)
+    res = aibench("run", "--resume", str(run_dir), "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert statuses(record(run_dir)) == {"quick/here/r0": "ok", "slow/here/r0": "ok"}
