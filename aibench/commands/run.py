@@ -232,10 +232,10 @@ def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> dict[str, A
         setattr(args, key, cfg.get(key))
     if args.telemetry is None:
         args.telemetry = cfg.get("telemetry")
-    return cfg
     for key in ("vendor", "customer", "cluster"):
         if not getattr(args, key, ""):
             setattr(args, key, cfg.get(key, ""))
+    return cfg
 
 
 def _label_kubernetes_nodes(inventory: Any, run: Any, run_dir: Path) -> None:

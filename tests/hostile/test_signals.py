@@ -19,7 +19,7 @@ from tests.hostile.tiny import Bed, aibench, needs_fio, record, statuses
 @needs_fio
 def test_sigterm_mid_step_writes_the_record_then_resume_finishes_it(tmp_path: Path) -> None:
     bed = Bed(tmp_path)
-    err = bed.stop_in_slow(bed.start("--telemetry", "0.5"), sampled=True)
+    err = bed.stop_in_slow(bed.start("--telemetry", "0.5", "--vendor", "ACME"), sampled=True)
     run_dir = bed.run_dir()
     assert f"aibench run --resume {run_dir}" in err, err
     for name in ("run.json", "report.html", "junit.xml", "summary.md", "manifest.sha256"):
@@ -40,6 +40,7 @@ def test_sigterm_mid_step_writes_the_record_then_resume_finishes_it(tmp_path: Pa
     assert statuses(final) == {"quick/here/r0": "ok", "slow/here/r0": "ok"}
     assert final.steps[0].started == quick_started, "the finished step ran again"
     assert final.started == first.started, "started is the original start"
+    assert final.signoff["vendor"] == "ACME", "the sign-off names of the start are kept"
     assert [x["signal"] for x in final.interruptions] == ["SIGTERM"]
     assert not any("interrupted before the end" in n for n in final.notes)
     assert f"interrupted by SIGTERM at {stop['at']}; running: slow/here/r0" in final.notes
