@@ -32,13 +32,15 @@ from __future__ import annotations
 import functools
 import io
 import json
+import random
 import sqlite3
 import statistics
-from collections.abc import Collection, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from aibench import stats, units
 from aibench.errors import UserError
@@ -155,6 +157,14 @@ def _store_run(con: sqlite3.Connection, run: Run) -> None:
             blob.write(chunk.encode("ascii"))
 
 
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` says another connection holds the lock (SQLITE_BUSY, _LOCKED)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 class _BlobReader(io.RawIOBase):
     """A database blob as a raw binary stream, for io.BufferedReader."""
 
@@ -226,6 +236,59 @@ class Finding:
         return line
 
 
+# Shared safely by runs at once (nightly jobs of several pipelines on one database): the
+# database is in WAL mode (readers never wait for a writer), a connection waits up to
+# BUSY_TIMEOUT_S for a lock, and a write that still finds the database locked is tried
+# again WRITE_TRIES times, after a growing pause with jitter; each write is one IMMEDIATE
+# transaction (its lock taken at its start, so two writers never deadlock).
+BUSY_TIMEOUT_S = 30.0
+WRITE_TRIES = 5
+WRITE_PAUSE_S = 0.2
+
+
+class HistoryBusy(UserError):
+    """The history database stayed locked by another process past the busy timeout."""
+
+
+# path -> the connection of an open :func:`snapshot` of that database (this process)
+_SNAPSHOTS: dict[Path, sqlite3.Connection] = {}
+
+
+@contextmanager
+def snapshot(path: Path) -> Iterator[None]:
+    """While the block runs, every read of the history database at ``path`` (by any
+    :class:`History` of it) sees one state of it: the one of the block's start, whatever
+    runs record meanwhile (one read transaction; in WAL mode writers go on beside it)."""
+    key = Path(path).resolve()
+    if key in _SNAPSHOTS:
+        yield
+        return
+    with History(path)._db() as con:
+        con.execute("BEGIN")
+        con.execute("SELECT count(*) FROM runs").fetchone()  # the snapshot is taken here
+        _SNAPSHOTS[key] = con
+        try:
+            yield
+        finally:
+            del _SNAPSHOTS[key]
+            con.rollback()
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _in_one_snapshot(method: _F) -> _F:
+    """A method of :class:`History` whose reads all see one state of the database (its
+    several queries would otherwise each see the runs recorded meanwhile by others)."""
+
+    @functools.wraps(method)
+    def wrapper(self: History, *args: Any, **kwargs: Any) -> Any:
+        with snapshot(self.path):
+            return method(self, *args, **kwargs)
+
+    return cast(_F, wrapper)
+
+
 class History:
     """The SQLite history database at ``path``: created by :meth:`record` on first use;
     every other method only reads it, and a missing file or one that is not a history
@@ -234,52 +297,96 @@ class History:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
+    def _connect(self, write: bool) -> sqlite3.Connection:
+        con: sqlite3.Connection | None = None
+        try:
+            if write:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("BEGIN IMMEDIATE")
+                return con
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+        except BaseException:
+            if con is not None:
+                con.close()
+            raise
+
+    def _open(self, write: bool) -> sqlite3.Connection:
+        """:meth:`_connect`, its failures as one line each (HistoryBusy when locked)."""
+        try:
+            return self._connect(write)
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot create the history database ({exc})") from None
+        except sqlite3.OperationalError as exc:
+            if _busy(exc):
+                raise HistoryBusy(f"{self.path}: the history database is locked ({exc})") from None
+            raise UserError(f"{self.path}: cannot open the history database ({exc})") from None
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"{self.path}: not a history database ({exc})") from None
+
     @contextmanager
     def _db(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        if write:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        elif not self.path.is_file():
-            raise UserError(f"{self.path}: no history database here")
+        """A connection (a write: in one IMMEDIATE transaction, committed at the end)."""
+        if not write:
+            held = _SNAPSHOTS.get(self.path.resolve())
+            if held is not None:
+                yield held
+                return
+            if not self.path.is_file():
+                raise UserError(f"{self.path}: no history database here")
+        con = self._open(write)
         try:
-            if write:
-                con = sqlite3.connect(self.path)
-            else:
-                con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
-        except sqlite3.Error as exc:
-            raise UserError(f"{self.path}: cannot open the history database ({exc})") from None
-        try:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0 and write:
-                self._create(con)
-            elif version == 0:
-                raise UserError(f"{self.path}: not a history database (no aibench schema)")
-            elif version != SCHEMA:
-                raise UserError(
-                    f"{self.path}: history schema {version}; this aibench reads {SCHEMA}"
-                )
+            self._check_schema(con, write)
             yield con
             if write:
-                con.commit()
+                con.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if _busy(exc):
+                raise HistoryBusy(f"{self.path}: the history database is locked ({exc})") from None
+            raise UserError(f"{self.path}: cannot use the history database ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise UserError(f"{self.path}: not a history database ({exc})") from None
         finally:
-            con.close()
+            con.close()  # a write not committed is rolled back
+
+    def _check_schema(self, con: sqlite3.Connection, write: bool) -> None:
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0 and write:
+            self._create(con)
+        elif version == 0:
+            raise UserError(f"{self.path}: not a history database (no aibench schema)")
+        elif version != SCHEMA:
+            raise UserError(f"{self.path}: history schema {version}; this aibench reads {SCHEMA}")
+
+    def _write(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        """``work`` in one write transaction, tried again while the database is locked."""
+        for attempt in range(WRITE_TRIES):
+            try:
+                with self._db(write=True) as con:
+                    work(con)
+                return
+            except HistoryBusy:
+                if attempt == WRITE_TRIES - 1:
+                    raise
+                time.sleep(WRITE_PAUSE_S * 2**attempt * (1 + random.random()))
 
     @staticmethod
     def _create(con: sqlite3.Connection) -> None:
-        con.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS runs (
-                id TEXT PRIMARY KEY, started TEXT, suite TEXT, spec TEXT, outcome TEXT,
-                generated INTEGER, environment TEXT, run TEXT);
-            CREATE TABLE IF NOT EXISTS points (
-                run_id TEXT, series TEXT, tool TEXT, metric TEXT, step TEXT, unit TEXT,
-                dims TEXT, nodes TEXT, n INTEGER, median REAL, mad REAL, low REAL, high REAL,
-                PRIMARY KEY (run_id, series));
-            CREATE INDEX IF NOT EXISTS points_series ON points (series);
-            PRAGMA user_version = 1;
-            """
-        )
+        """The tables, in the caller's transaction (executescript would commit it)."""
+        for statement in (
+            "CREATE TABLE IF NOT EXISTS runs ("
+            " id TEXT PRIMARY KEY, started TEXT, suite TEXT, spec TEXT, outcome TEXT,"
+            " generated INTEGER, environment TEXT, run TEXT)",
+            "CREATE TABLE IF NOT EXISTS points ("
+            " run_id TEXT, series TEXT, tool TEXT, metric TEXT, step TEXT, unit TEXT,"
+            " dims TEXT, nodes TEXT, n INTEGER, median REAL, mad REAL, low REAL, high REAL,"
+            " PRIMARY KEY (run_id, series))",
+            "CREATE INDEX IF NOT EXISTS points_series ON points (series)",
+            f"PRAGMA user_version = {SCHEMA}",
+        ):
+            con.execute(statement)
 
     def record(self, run: Run) -> int:
         """Store ``run`` (replacing an earlier record of the same id); returns #series."""
@@ -309,16 +416,20 @@ class History:
                         f"{m.unit} and in {meta[key][3]}: cannot summarize one series"
                     ) from None
                 groups.setdefault(key, []).append(value)
-        with self._db(write=True) as con:
+        rows = []
+        for key, vals in groups.items():
+            med = float(statistics.median(vals))
+            mad = stats.mad(vals)
+            rows.append((run.id, key, *meta[key], len(vals), med, mad, min(vals), max(vals)))
+
+        def write(con: sqlite3.Connection) -> None:
             con.execute("DELETE FROM points WHERE run_id = ?", (run.id,))
             _store_run(con, run)
-            for key, vals in groups.items():
-                med = float(statistics.median(vals))
-                mad = stats.mad(vals)
-                con.execute(
-                    "INSERT INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run.id, key, *meta[key], len(vals), med, mad, min(vals), max(vals)),
-                )
+            con.executemany(
+                "INSERT INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            )
+
+        self._write(write)
         return len(groups)
 
     def runs(self) -> list[RunInfo]:
@@ -403,6 +514,7 @@ class History:
 
     # ------------------------------------------------------------ regressions
 
+    @_in_one_snapshot
     def regressions(
         self,
         run_id: str | None = None,
@@ -499,6 +611,7 @@ class History:
             vanished=True,
         )
 
+    @_in_one_snapshot
     def scan(
         self,
         series: str,

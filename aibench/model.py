@@ -794,6 +794,10 @@ class Run:
     # text: every spec a stored judgement used, exactly as loaded). Empty in a run stored
     # before schema 1.2.
     inputs: Mapping[str, Any] = field(default_factory=dict)
+    # Every time the run was stopped from outside before its end, oldest first: at (UTC),
+    # signal (SIGTERM, SIGINT, or "unknown" for an end that left no record, a kill -9),
+    # running (the step ids in flight). Kept across --resume; empty for a run never stopped.
+    interruptions: tuple[Mapping[str, Any], ...] = ()
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -803,6 +807,7 @@ class Run:
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "suspects", tuple(self.suspects))
         object.__setattr__(self, "judgements", tuple(self.judgements))
+        object.__setattr__(self, "interruptions", tuple(self.interruptions))
 
     @property
     def measurements(self) -> list[Measurement]:
@@ -832,6 +837,8 @@ class Run:
             d["telemetry"] = dict(self.telemetry)
         if self.inputs:
             d["inputs"] = dict(self.inputs)
+        if self.interruptions:
+            d["interruptions"] = [dict(x) for x in self.interruptions]
         return d
 
     def _to_dict(self) -> dict[str, Any]:
@@ -881,6 +888,7 @@ class Run:
             judgements=tuple(dict(x) for x in d.get("judgements", ())),
             telemetry=dict(d.get("telemetry") or {}),
             inputs=dict(d.get("inputs") or {}),
+            interruptions=tuple(dict(x) for x in d.get("interruptions") or ()),
         )
 
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import itertools
 import json
 import os
 import time
 from array import array
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -89,15 +90,31 @@ class Execution:
     # made (a journal already there is not this run's, unless load_journal takes it)
     since: int = -1
     unreachable: dict[str, str] = field(default_factory=dict)
+    running: set[str] = field(default_factory=set)  # step ids of the invocations in flight
     tool_versions: dict[str, dict[str, str]] = field(default_factory=dict)
     versions: dict[VersionProbe, tuple[str, str]] = field(
         default_factory=dict
     )  # (version, why not)
     _journal_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    resumed: bool = False  # the journal of an earlier execution was taken (load_journal)
+    _options: dict[str, str] | None = None
 
     @property
     def journal(self) -> Path:
         return self.run_dir / JOURNAL
+
+    @property
+    def options(self) -> dict[str, str]:
+        """Each step's options hash (:func:`options_sha256`), by step name."""
+        if self._options is None:
+            self._options = options_sha256(self.plan.suite)
+        return self._options
+
+    def same_options(self, line: Mapping[str, Any]) -> bool:
+        """Whether a journal line was run with the options its step has in this plan (a
+        line of an older aibench, without the hash, is taken as it is)."""
+        sha = line.get(OPTIONS)
+        return sha is None or sha == self.options.get(str(line.get("step")))
 
     def __post_init__(self) -> None:
         if self.since < 0:
@@ -113,8 +130,8 @@ class Execution:
         a last line cut by the interruption is dropped (that invocation runs again). Only
         each line's step id and status are read here; the records themselves are read
         at the end (:meth:`results`, :meth:`results_log`)."""
-        self.since = 0
-        self.done = {d["step_id"] for _, d in self._finished_lines()}
+        self.since, self.resumed = 0, True
+        self.done = {d["step_id"] for _, d in self._finished_lines() if self.same_options(d)}
 
     def _finished_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(byte offset, decoded line) of each finished result in the journal, in the
@@ -152,7 +169,9 @@ class Execution:
     async def _record(self, res: StepResult, index: int) -> None:
         """Append ``res`` to the journal with ``index``, its invocation's place in the
         plan (how :meth:`results_log` finds it again without a table of step ids)."""
-        line = json.dumps({**res.to_dict(), PLAN_INDEX: index}, sort_keys=True) + "\n"
+        sha = self.options.get(res.step)
+        line = json.dumps({**res.to_dict(), PLAN_INDEX: index, OPTIONS: sha}, sort_keys=True)
+        line += "\n"
         async with self._journal_lock:
             with self.journal.open("a", encoding="utf-8") as f:
                 f.write(line)
@@ -168,11 +187,16 @@ class Execution:
         """Every planned invocation's result, in plan order (not_run where missing), left
         in the journal: the results are read from it each time they are gone over, and
         what is held is the byte offset of each (8 bytes an invocation). The last line
-        of a step id wins."""
+        of a step id wins; a line run with other options than its step has now is not
+        this plan's result, and after a resume each line's place is checked against the
+        plan's invocation there (:meth:`_replace`)."""
         offsets = array("q", [-1]) * self.plan.run_count()
+        ids = array("q", [0]) * len(offsets) if self.resumed else None
         by_id: dict[str, int] | None = None  # made only for lines written without an index
         kinds: set[tuple[str, str]] = set()
         for at, d in self._finished_lines():
+            if not self.same_options(d):
+                continue
             index = d.get(PLAN_INDEX)
             if type(index) is not int or not 0 <= index < len(offsets):
                 if by_id is None:
@@ -181,14 +205,50 @@ class Execution:
                 if index is None:  # not a step of this plan
                     continue
             offsets[index] = at
+            if ids is not None:
+                ids[index] = hash(d["step_id"])
             kinds.add((str(d.get("step")), str(d.get("tool"))))
+        if ids is not None:
+            self._replace(offsets, ids)
         if -1 in offsets:  # not run: the plan says what they are
             missing = zip(self.plan.iter_invocations(), offsets, strict=True)
             kinds.update((inv.step, inv.tool) for inv, at in missing if at < 0)
         return JournalResults(self.journal, self.plan, offsets, frozenset(kinds))
 
+    def _replace(self, offsets: array[int], ids: array[int]) -> None:
+        """Put each result where the plan has its step id: a journal line's place in the
+        plan is that of the plan it was run by, and a suite edited since (a step
+        inserted before it) moves it. ``ids``: the hash of each placed line's step id."""
+        misplaced: list[int] = []
+        for i, inv in enumerate(self.plan.iter_invocations()):
+            if offsets[i] >= 0 and ids[i] != hash(inv.step_id):
+                misplaced.append(offsets[i])
+                offsets[i] = -1
+        if not misplaced:
+            return
+        by_id = {inv.step_id: i for i, inv in enumerate(self.plan.iter_invocations())}
+        with self.journal.open("rb") as f:
+            for at in misplaced:
+                f.seek(at)
+                index = by_id.get(json.loads(f.readline())["step_id"])
+                if index is not None and offsets[index] < at:  # the last line wins
+                    offsets[index] = at
+
 
 PLAN_INDEX = "plan_index"  # the key of a journal line's place in the plan
+OPTIONS = "options_sha256"  # the key of the hash of the options a journal line ran with
+
+
+def options_sha256(suite: Any) -> dict[str, str]:
+    """Each step's hash of what it runs: its definition in the suite (tool, placement,
+    repeats, timeout, nodes, options ...) without its description. Finished work is
+    taken by a resume only where its step id and this hash both match."""
+    out = {}
+    for step in suite.steps:
+        model = step.model.model_dump(mode="json", exclude={"description"})
+        text = json.dumps(model, sort_keys=True, separators=(",", ":"))
+        out[step.name] = hashlib.sha256(text.encode()).hexdigest()
+    return out
 
 
 class JournalResults(StepSource):
@@ -555,11 +615,15 @@ async def execute(ex: Execution) -> None:
 
     async def one(index: int, inv: Invocation) -> None:
         async with sem:
-            if inv.network and net is not None:
-                async with net:
+            ex.running.add(inv.step_id)
+            try:
+                if inv.network and net is not None:
+                    async with net:
+                        res = await run_invocation(ex, inv)
+                else:
                     res = await run_invocation(ex, inv)
-            else:
-                res = await run_invocation(ex, inv)
+            finally:
+                ex.running.discard(inv.step_id)
         res = _scrubbed(ex, inv, res)
         await ex._record(res, index)
         if ex.progress:

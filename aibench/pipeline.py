@@ -17,6 +17,7 @@ judging in :mod:`aibench.judge`, storing in :mod:`aibench.store`, the reports in
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from typing import Any
 
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_INTERRUPTED, UserError
 from aibench.model import Run, StepResult, StepStatus
+from aibench.stopping import Stopper
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,9 @@ class Executors:
         self.inventory = inventory
         self.local = LocalExecutor()
         self._cache: dict[str, Any] = {}
+        # the plan's estimate, for an executor that sizes what it asks for by it (the
+        # time limit of a Slurm allocation)
+        self.planned_seconds: float | None = None
 
     def __call__(self, node: Any) -> Any:
         if node.executor == "local":
@@ -137,7 +142,10 @@ class Executors:
                 raise UserError(
                     f"node {node.name}: executor {node.executor!r} is not available"
                 ) from None
-            self._cache[node.name] = for_node(node, self.inventory)
+            made: Any = for_node(node, self.inventory)
+            if getattr(made, "planned_seconds", 0) is None:
+                made.planned_seconds = self.planned_seconds
+            self._cache[node.name] = made
         return self._cache[node.name]
 
     def skipped(self) -> dict[str, str]:
@@ -182,18 +190,22 @@ def execute(
     telemetry: float | None = None,
     environment_facts: bool = True,
     executor_for: Any = None,
+    stop: Stopper | None = None,
 ) -> Executed:
     """Run the plan (only what the journal lacks, with ``resume``); a Ctrl-C keeps what
     finished and marks the result interrupted. With ``telemetry`` (seconds), every node is
     sampled beside the steps (aibench.telemetry); a sampler that fails never fails a step.
     ``environment_facts``: collect the facts recorded with every run after the steps
     (the preflight, whose steps are those facts, does without). ``executor_for``: the
-    executors to use (default: one per node, as the inventory says)."""
+    executors to use (default: one per node, as the inventory says). ``stop``: a signal
+    it receives cancels the steps, and the result is interrupted (:mod:`aibench.stopping`)."""
     from aibench import envfacts
     from aibench.orchestrator import Execution
     from aibench.orchestrator import execute as run_rounds
 
-    executors = executor_for if executor_for is not None else Executors(plan.inventory)
+    executors = (
+        executor_for if executor_for is not None else planned(Executors(plan.inventory), plan)
+    )
     ex = Execution(run_dir=run_dir, plan=plan, executor_for=executors, progress=progress)
     if resume:
         ex.load_journal()
@@ -201,6 +213,8 @@ def execute(
 
     async def main() -> None:
         nonlocal environment
+        if stop is not None and stop.stopped:  # stopped before the steps began
+            return
         try:
             if telemetry:
                 from aibench.telemetry.hook import sampling
@@ -218,9 +232,14 @@ def execute(
 
     interrupted = False
     try:
-        asyncio.run(main())
+        run_cancellable(main, ex, stop)
     except KeyboardInterrupt:
         interrupted = True
+    interrupted = interrupted or (stop is not None and stop.stopped)
+    return _executed(ex, executors, environment, interrupted)
+
+
+def _executed(ex: Any, executors: Any, environment: dict[str, Any], interrupted: bool) -> Executed:
     return Executed(
         results=ex.results_log(),
         environment=environment,
@@ -233,6 +252,38 @@ def execute(
             if n not in ex.unreachable
         },
     )
+
+
+def planned(executors: Executors, plan: Any) -> Executors:
+    executors.planned_seconds = plan.estimated_seconds()
+    return executors
+
+
+def run_cancellable(main: Callable[[], Any], ex: Any, stop: Stopper | None) -> None:
+    """``asyncio.run(main())``; with ``stop``, a first signal cancels it (the steps in
+    flight, the step ids of ``ex.running``, end as a cancelled task ends: their process
+    groups stopped) and it returns as if it had ended."""
+    if stop is None:
+        asyncio.run(main())
+        return
+
+    async def cancellable() -> None:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        assert task is not None
+
+        def cancel() -> tuple[str, ...]:
+            loop.call_soon_threadsafe(task.cancel)
+            return tuple(sorted(ex.running))
+
+        with stop.cancelling(cancel):
+            await main()
+
+    try:
+        asyncio.run(cancellable())
+    except asyncio.CancelledError:
+        if not stop.stopped:
+            raise
 
 
 def now_text() -> str:
@@ -320,19 +371,75 @@ def judge(
     if history is None:
         judgement = judge_run(run, inputs.spec, partial=inputs.partial)
         return record(run, judgement, by), earlier
+    return judge_with_history(run, inputs, history, by)
+
+
+def judge_with_history(run: Run, inputs: Inputs, history: Path, by: str) -> tuple[Run, list[Run]]:
+    """:func:`judge` with a history database, which never costs the run its record: one
+    that cannot be written or read makes the run's history verdict MISSING, with why."""
+    import contextlib
+
+    from aibench.history import snapshot
+    from aibench.judge import judge_run, record
+
+    cannot = record_in_history(run, history)
+    with contextlib.ExitStack() as held:
+        if not cannot:
+            try:  # one state of the database, whatever other runs record meanwhile
+                held.enter_context(snapshot(history))
+            except UserError as exc:
+                cannot = str(exc)
+        if cannot:  # judged without it: its verdict MISSING, with the reason
+            run = run.replace(verdicts=(*run.verdicts, history_missing(history, cannot)))
+            return record(run, judge_run(run, inputs.spec, partial=inputs.partial), by), []
+        judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
+    run = record(run, judgement, by)
+    cannot = record_in_history(run, history)
+    if cannot:
+        run = run.replace(notes=(*run.notes, f"the judged run is not in the history: {cannot}"))
+    return run, trends(run, inputs, history)
+
+
+def record_in_history(run: Run, history: Path) -> str:
+    """Record ``run`` in the history database; "" when done, else why it could not be (a
+    database corrupt, locked past its retries, of a newer schema, not writable)."""
     from aibench.history import History
 
-    hist = History(history)
-    hist.record(run)
-    judgement = judge_run(run, inputs.spec, partial=inputs.partial, history_db=history)
-    run = record(run, judgement, by)
-    hist.record(run)
-    # the last 20, each with the steps the report's trends read (its sections say which)
+    try:
+        History(history).record(run)
+    except UserError as exc:
+        return str(exc)
+    return ""
+
+
+def history_missing(history: Path, why: str) -> Any:
+    """The MISSING verdict of a run that could not be judged against its history."""
+    from aibench.model import Outcome, Verdict
+
+    return Verdict(
+        check="history",
+        outcome=Outcome.MISSING,
+        description="regressions against the history of earlier runs",
+        reason=f"history database {history} could not be used: {why}",
+        benchmark="history",
+        origin="history",
+    )
+
+
+def trends(run: Run, inputs: Inputs, history: Path) -> list[Run]:
+    """The last 20 earlier runs of the suite in ``history``, each with the steps the
+    report's trends read (its sections say which); none when it cannot be read."""
+    from aibench.history import History, snapshot
     from aibench.reports.sections import history_step_tools
 
-    ids = [r.id for r in hist.runs() if r.suite == run.suite and r.id != run.id]
+    hist = History(history)
     keep = history_step_tools({s.tool for s in inputs.suite.steps})
-    return run, [hist.load_run(i, steps_of=keep) for i in ids[-20:]]
+    try:
+        with snapshot(history):
+            ids = [r.id for r in hist.runs() if r.suite == run.suite and r.id != run.id]
+            return [hist.load_run(i, steps_of=keep) for i in ids[-20:]]
+    except UserError:
+        return []
 
 
 def store_and_report(
@@ -375,6 +482,21 @@ class Result:
     executed: Executed
 
 
+def stoppable(run: Callable[..., Result]) -> Callable[..., Result]:
+    """``run`` (:func:`run_suite`) with SIGINT and SIGTERM handled while it runs
+    (:mod:`aibench.stopping`), its Stopper given as ``stop``; a second signal kills every
+    local process group before aibench ends."""
+
+    @functools.wraps(run)
+    def stopped(*args: Any, **kwargs: Any) -> Result:
+        with Stopper() as stop:
+            stop.at_once.extend(_kill_local_groups())
+            return run(*args, stop=stop, **kwargs)
+
+    return stopped
+
+
+@stoppable
 def run_suite(
     inputs: Inputs,
     *,
@@ -388,11 +510,16 @@ def run_suite(
     plan: Any = None,
     lang: str = "en",
     telemetry: float | None = None,
+    interruptions: Sequence[Mapping[str, Any]] = (),
+    stop: Stopper | None = None,
 ) -> Result:
     """Plan, execute, assemble, judge, store and report one run of ``inputs``.
 
     ``run_dir`` with ``resume``: finish an interrupted run there (what its journal holds
     is not run again); otherwise a new run directory is made under ``output_dir``.
+    SIGINT and SIGTERM stop the steps; the record and the reports are still written, with
+    the interruption added to ``interruptions`` (the earlier ones of a resumed run), and
+    the exit code is 128 + the signal's number (:mod:`aibench.stopping`).
     """
     from aibench import store
     from aibench.plan import build_plan
@@ -402,15 +529,18 @@ def run_suite(
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if run_dir is None:
         run_dir = store.new_run_dir(output_dir, inputs.suite.name)
-    executed = execute(plan, run_dir, progress=progress, resume=resume, telemetry=telemetry)
+    executed = execute(
+        plan, run_dir, progress=progress, resume=resume, telemetry=telemetry, stop=stop
+    )
     run = assemble(
         inputs,
         executed,
         run_id=run_dir.name,
         started=started or now_text(),
-        resume_hint=f"aibench run --resume {run_dir}",
+        resume_hint=resume_line(run_dir),
         signoff=signoff,
     )
+    run = with_interruptions(run, interruptions, stop)
     if telemetry:
         from aibench.telemetry.hook import attach
         from aibench.thresholds import load_spec
@@ -418,4 +548,37 @@ def run_suite(
         run = attach(run, run_dir, profile=load_spec("telemetry"))
     run, earlier = judge(run, inputs, history=history)
     store_and_report(run, run_dir, history=earlier, lang=lang)
-    return Result(run=run, run_dir=run_dir, exit_code=exit_code(run, executed), executed=executed)
+    code = stop.exit_code if stop is not None and stop.stopped else exit_code(run, executed)
+    return Result(run=run, run_dir=run_dir, exit_code=code, executed=executed)
+
+
+def resume_line(run_dir: Path) -> str:
+    """The command that finishes the run of ``run_dir``."""
+    return f"aibench run --resume {run_dir}"
+
+
+def with_interruptions(run: Run, earlier: Sequence[Mapping[str, Any]], stop: Stopper | None) -> Run:
+    """``run`` with the interruptions of its earlier executions and this one's."""
+    found = [dict(x) for x in earlier]
+    if stop is not None and stop.interruption is not None:
+        found.append(stop.interruption.to_dict())
+    if not found:
+        return run
+    notes = [interruption_note(x) for x in found]
+    return run.replace(interruptions=tuple(found), notes=(*run.notes, *notes))
+
+
+def interruption_note(x: Mapping[str, Any]) -> str:
+    """``interrupted by SIGTERM at 2026-12-05T01:00:00Z; running: fio-seq/gpu01/r0``."""
+    running = list(x.get("running") or ())
+    what = f"; running: {', '.join(running[:5])}" if running else ""
+    more = f" and {len(running) - 5} more" if len(running) > 5 else ""
+    return f"interrupted by {x.get('signal')} at {x.get('at')}{what}{more}"
+
+
+def _kill_local_groups() -> list[Callable[[], None]]:
+    """What a second signal does before aibench ends: SIGKILL every process group the
+    local executor started (their children with them)."""
+    from aibench.executors.local import kill_all
+
+    return [kill_all]

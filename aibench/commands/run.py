@@ -49,7 +49,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where run directories go (default: runs)",
     )
-    p.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run")
+    p.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="finish an interrupted run, with the inputs it started with (refused when one "
+        "of its files was edited since, or when the run finished)",
+    )
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="with --resume: run the inputs of RUN_DIR as they are now, as a new run beside "
+        "it that reuses nothing",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     p.add_argument(
         "--full",
@@ -109,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return soak_suite(args)
     if args.duration:
         raise UserError("--duration applies to --suite soak only")
-    if resume_dir is not None:
-        _resume_arguments(args, resume_dir)
-    inputs = load_inputs(args)
+    inputs, resume_dir = _inputs(args, resume_dir)
     plan = build_plan(inputs.suite, inputs.inventory)
     startup_over()
     runs = plan.run_count()
@@ -122,13 +131,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     started = pipeline.now_text()
+    interruptions: list[dict[str, Any]] = []
     if resume_dir is not None:
         run_dir = resume_dir
-        prev = _previous_run(run_dir)
-        started = prev.started if prev else started
+        started, interruptions = _resumed_from(run_dir)
     else:
-        run_dir = store.new_run_dir(Path(args.output_dir), inputs.suite.name)
-        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs))
+        run_dir = _new_run_dir(Path(args.output_dir), inputs.suite.name)
+        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs, plan, started))
     _print_banner(inputs, plan, run_dir, quiet=args.quiet)
     reporter = Reporter(runs, quiet=args.quiet)
     with reporter:
@@ -147,12 +156,27 @@ def run(args: argparse.Namespace) -> int:
             plan=plan,
             lang=getattr(args, "lang", None) or inputs.suite.settings.lang,
             telemetry=args.telemetry or inputs.suite.settings.telemetry,
+            interruptions=interruptions,
         )
-    _print_summary(result.run, run_dir, quiet=args.quiet)
-    _label_kubernetes_nodes(inputs.inventory, result.run, run_dir)
+    return _ended(result, inputs, quiet=args.quiet)
+
+
+def _ended(result: Any, inputs: Any, *, quiet: bool) -> int:
+    """What the console says once the run is stored; its exit code."""
+    from aibench.pipeline import resume_line
+
+    _print_summary(result.run, result.run_dir, quiet=quiet)
+    if result.executed.interrupted:
+        print(
+            f"aibench: interrupted; what was measured is kept. Resume with: "
+            f"{resume_line(result.run_dir)}",
+            file=sys.stderr,
+        )
+    _label_kubernetes_nodes(inputs.inventory, result.run, result.run_dir)
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
-    return result.exit_code
+    exit_code: int = result.exit_code
+    return exit_code
 
 
 def _print_banner(inputs: Any, plan: Any, run_dir: Path, *, quiet: bool) -> None:
@@ -175,15 +199,57 @@ def _print_banner(inputs: Any, plan: Any, run_dir: Path, *, quiet: bool) -> None
         )
 
 
-def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
+def _inputs(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, Path | None]:
+    """The inputs of the run, and the directory it resumes (None: a new run). A resume
+    reads them exactly as the run read them at its start, or is refused
+    (:mod:`aibench.resume`); ``--restart`` reads the current files into a new run beside
+    it."""
+    from aibench import resume
+    from aibench.pipeline import load_inputs as load
+
+    if resume_dir is None:
+        if args.restart:
+            raise UserError("--restart goes with --resume RUN_DIR")
+        return load_inputs(args), None
+    cfg = _resume_arguments(args, resume_dir)
+    if args.restart:
+        args.output_dir = str(resume_dir.parent)
+        if not args.quiet:
+            print(
+                f"aibench: a new run of the inputs of {resume_dir}; it reuses nothing of it",
+                file=sys.stderr,
+            )
+        return load_inputs(args), None
+    if resume.finished(resume_dir):
+        raise UserError(
+            f"{resume_dir}: this run finished; there is nothing to resume",
+            hint=f"aibench check {resume_dir} judges it again; "
+            f"aibench run --resume {resume_dir} --restart runs its inputs anew",
+        )
+    with resume.sources(resume_dir, cfg) as found:
+        inputs = load(
+            str(found["suite"]),
+            inventory=found["inventory"],
+            spec=found["spec"],
+            nodes=args.nodes,
+            steps=args.steps,
+            tool=args.tool,
+        )
+    return inputs, resume_dir
+
+
+def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> dict[str, Any]:
     """A resumed run runs what it was started with: the suite, inventory, spec and
     selection of its saved configuration, and its sign-off names where none is given."""
     cfg = _load_config(resume_dir)
     for key in ("suite", "inventory", "spec", "steps", "tool", "nodes"):
         setattr(args, key, cfg.get(key))
+    if args.telemetry is None:
+        args.telemetry = cfg.get("telemetry")
     for key in ("vendor", "customer", "cluster"):
         if not getattr(args, key, ""):
             setattr(args, key, cfg.get(key, ""))
+    return cfg
 
 
 def _label_kubernetes_nodes(inventory: Any, run: Any, run_dir: Path) -> None:
@@ -251,13 +317,20 @@ def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | 
     return None
 
 
-def _config(args: argparse.Namespace, inputs: Any) -> dict[str, Any]:
+def _config(args: argparse.Namespace, inputs: Any, plan: Any, started: str) -> dict[str, Any]:
+    from aibench.resume import COPIES, copies
+
     def absolute(p: str | None) -> str | None:
         if p and ("/" in p or p.endswith((".yaml", ".yml"))):
             return str(Path(p).resolve())
         return p
 
+    spec = absolute(args.spec) or inputs.suite.spec or "default"
+    kept = copies(
+        inputs, plan, suite=str(absolute(args.suite)), spec=spec, inventory=absolute(args.inventory)
+    )
     return {
+        COPIES: kept,
         "suite": absolute(args.suite),
         "inventory": absolute(args.inventory),
         "spec": absolute(args.spec),
@@ -269,7 +342,25 @@ def _config(args: argparse.Namespace, inputs: Any) -> dict[str, Any]:
         "cluster": args.cluster,
         "suite_sha256": inputs.suite.sha256,
         "spec_sha256": inputs.spec.sha256,
+        "started": started,
+        "telemetry": args.telemetry,
     }
+
+
+def _new_run_dir(output_dir: Path, suite: str) -> Path:
+    """A new run directory under ``output_dir``; one line (exit 2) when it cannot be made
+    there (a file in the way, no permission, a read-only file system)."""
+    from aibench.store import new_run_dir
+
+    if output_dir.exists() and not output_dir.is_dir():
+        raise UserError(f"--output-dir {output_dir}: not a directory")
+    try:
+        return new_run_dir(output_dir, suite)
+    except OSError as exc:
+        raise UserError(
+            f"--output-dir {output_dir}: cannot create a run directory there "
+            f"({exc.strerror or exc})"
+        ) from None
 
 
 def _is_soak(run_dir: Path) -> bool:
@@ -289,6 +380,31 @@ def _load_config(run_dir: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: damaged ({exc.msg})") from None
     return data
+
+
+def _resumed_from(run_dir: Path) -> tuple[str, list[dict[str, Any]]]:
+    """When the run of ``run_dir`` started, and its interruptions so far: those its last
+    record holds, and one of an unknown signal when its last execution left no record
+    (killed with SIGKILL, the machine lost) or a journal newer than its record."""
+    from aibench.orchestrator import JOURNAL
+    from aibench.store import RUN_CONFIG, RUN_JSON
+
+    cfg = _load_config(run_dir)
+    prev = _previous_run(run_dir)
+    started = cfg.get("started") or (prev.started if prev else "") or _mtime(run_dir / RUN_CONFIG)
+    found = [dict(x) for x in prev.interruptions] if prev else []
+    journal, record = run_dir / JOURNAL, run_dir / RUN_JSON
+    last = journal if journal.exists() else run_dir / RUN_CONFIG
+    if not record.exists() or last.stat().st_mtime > record.stat().st_mtime:
+        found.append({"at": _mtime(last), "signal": "unknown (no record written)", "running": []})
+    return started, found
+
+
+def _mtime(path: Path) -> str:
+    from datetime import UTC, datetime
+
+    when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _previous_run(run_dir: Path) -> Any:

@@ -1,7 +1,9 @@
 """Local executor: runs an argv as a subprocess of this machine.
 
 Each process starts in a new session (its own process group) and is sent SIGTERM by the
-kernel when aibench goes away, however it ends (``kill -9`` included: PR_SET_PDEATHSIG).
+kernel when aibench goes away, however it ends (``kill -9`` included: PR_SET_PDEATHSIG);
+its whole group (a shell's workers too) is ended then by the keeper
+(:mod:`aibench.executors.lease`).
 A timeout, an interrupt or a server stop sends SIGTERM to the whole group, waits
 ``kill_grace`` seconds, then
 SIGKILL, so a tool that forks (mpirun, a shell wrapper, fio's job processes) leaves
@@ -20,11 +22,12 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from aibench.executors import lease
 from aibench.executors.base import Command, ProcResult, ReadyCheck, ServerNotReady
 
 if TYPE_CHECKING:
@@ -63,6 +66,32 @@ def _kill_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
+# The process groups started here whose leader has not been waited for yet: what
+# :func:`kill_all` ends when aibench must stop at once (a second signal).
+_GROUPS: set[int] = set()
+
+
+def _held(pid: int) -> None:
+    """A process group started here: ended by :func:`kill_all`, and by the keeper
+    (:mod:`aibench.executors.lease`) if aibench goes away first."""
+    _GROUPS.add(pid)
+    lease.hold_group(pid)
+
+
+def _released(pid: int) -> None:
+    """The group's leader was waited for and its group killed: nothing left to end."""
+    if pid in _GROUPS:
+        _GROUPS.discard(pid)
+        lease.release_group(pid)
+
+
+def kill_all() -> None:
+    """SIGKILL every process group started here that may still run (no waiting: for
+    aibench's last moment)."""
+    for pid in list(_GROUPS):
+        _kill_group(pid, signal.SIGKILL)
+
+
 async def terminate(proc: asyncio.subprocess.Process, grace: float) -> int | None:
     """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
     if proc.returncode is None:
@@ -74,7 +103,43 @@ async def terminate(proc: asyncio.subprocess.Process, grace: float) -> int | Non
             await proc.wait()
     # Whatever the group leader left behind (children that ignored SIGTERM) goes too.
     _kill_group(proc.pid, signal.SIGKILL)
+    _released(proc.pid)
     return proc.returncode
+
+
+async def spawn_leased(
+    argv: Sequence[str],
+    out: IO[bytes] | int,
+    err: IO[bytes] | int,
+    *,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a process group of its own that ends with aibench at the latest
+    (PR_SET_PDEATHSIG on it, the keeper for its group); :func:`ended` once it is waited
+    for."""
+    if sys.platform.startswith("linux"):
+        _prctl()  # in the parent, once
+    lease.start()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        preexec_fn=_lease,
+    )
+    _held(proc.pid)
+    return proc
+
+
+def ended(proc: asyncio.subprocess.Process) -> None:
+    """The leader of a group :func:`spawn_leased` started was waited for: whatever it left
+    in its group is killed, and the group is no longer held."""
+    _kill_group(proc.pid, signal.SIGKILL)
+    _released(proc.pid)
 
 
 class LocalServer:
@@ -118,18 +183,7 @@ class LocalExecutor:
     async def _spawn(
         self, cmd: Command, out: IO[bytes], err: IO[bytes]
     ) -> asyncio.subprocess.Process:
-        if sys.platform.startswith("linux"):
-            _prctl()  # in the parent, once
-        return await asyncio.create_subprocess_exec(
-            *cmd.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            cwd=cmd.cwd,
-            env=self._env(cmd),
-            start_new_session=True,
-            preexec_fn=_lease,
-        )
+        return await spawn_leased(cmd.argv, out, err, env=self._env(cmd), cwd=cmd.cwd)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
         started = now_iso()
@@ -167,7 +221,7 @@ class LocalExecutor:
                 await asyncio.shield(terminate(proc, self.kill_grace))
                 raise
             # The leader exited; make sure no child of the group lingers.
-            _kill_group(proc.pid, signal.SIGKILL)
+            ended(proc)
         return ProcResult(exit_code=code, started=started, duration_s=time.monotonic() - t0)
 
     async def start(

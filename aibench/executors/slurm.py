@@ -8,9 +8,12 @@ Contract:
   ``SLURM_JOB_NODELIST`` expanded with ``scontrol show hostnames`` (python-hostlist when
   scontrol is missing).
 * **Outside one** the executor makes its own on first use: ``salloc --no-shell`` over
-  every slurm node of the inventory (partition, account and time limit from the
-  inventory's ``slurm:`` settings), runs its steps in it, and ``scancel``\\ s it in
-  ``close()``. ``allocate=False`` instead lets every ``srun`` allocate for itself.
+  every slurm node of the inventory (partition and account from the inventory's
+  ``slurm:`` settings; the time limit from them too, else the plan's estimate with a
+  margin: :func:`time_limit_min`), runs its steps in it, and ``scancel``\\ s it in
+  ``close()``; if aibench dies first, the keeper (:mod:`aibench.executors.lease`)
+  cancels it, and every ``srun`` gets SIGTERM (which cancels its step).
+  ``allocate=False`` instead lets every ``srun`` allocate for itself.
 * Slurm node names are the inventory's node names.
 * **Timeouts**: ``srun --time`` (the step's timeout rounded up to minutes, plus one) and
   a local kill of srun after the timeout (SIGTERM, which makes srun cancel the step, then
@@ -41,8 +44,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from aibench.executors import lease
 from aibench.executors.base import Command, NodeUnreachable, ProcResult, ReadyCheck, ServerNotReady
-from aibench.executors.local import LocalServer, now_iso, terminate, wait_ready
+from aibench.executors.local import (
+    LocalServer,
+    ended,
+    now_iso,
+    spawn_leased,
+    terminate,
+    wait_ready,
+)
 from aibench.inventory import SlurmSettings, safe_name
 
 if TYPE_CHECKING:
@@ -102,6 +113,25 @@ def srun_argv(
     return tuple(out)
 
 
+# The margin of an allocation's time limit over the plan's estimate: the estimate is the
+# tools' own durations, without start-up, servers, version probes and waits on the
+# scheduler, so half as long again and a quarter of an hour more.
+TIME_MARGIN = 1.5
+TIME_EXTRA_MIN = 15
+DEFAULT_TIME_MIN = 60
+
+
+def time_limit_min(settings: SlurmSettings, planned_seconds: float | None) -> int:
+    """The time limit of aibench's own allocation, in minutes: the inventory's
+    ``slurm.time_limit_min`` when it sets one, else the plan's estimate with the margin,
+    else an hour."""
+    if settings.time_limit_min:
+        return settings.time_limit_min
+    if not planned_seconds:
+        return DEFAULT_TIME_MIN
+    return math.ceil(planned_seconds * TIME_MARGIN / 60) + TIME_EXTRA_MIN
+
+
 def expand_nodelist(expr: str, env: Mapping[str, str] | None = None) -> list[str]:
     """Names of a Slurm node list: ``scontrol show hostnames``, else python-hostlist."""
     scontrol = shutil.which("scontrol")
@@ -147,6 +177,9 @@ class SlurmExecutor:
         self._nodes: list[str] | None = None
         self._lock = asyncio.Lock()
         self._alloc_error: str | None = None
+        # the plan's estimate of the run (set by the caller before the first step): the
+        # time limit of the allocation made here, with a margin (time_limit_min)
+        self.planned_seconds: float | None = None
 
     # ------------------------------------------------------------------ allocation
 
@@ -191,15 +224,10 @@ class SlurmExecutor:
             argv.append(f"--partition={s.partition}")
         if s.account:
             argv.append(f"--account={s.account}")
-        argv.append(f"--time={s.time_limit_min or 60}")
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._env,
-            )
+        argv.append(f"--time={time_limit_min(s, self.planned_seconds)}")
+        try:  # leased: salloc still waiting when aibench goes away withdraws its request
+            pipe = asyncio.subprocess.PIPE
+            proc = await spawn_leased(argv, pipe, pipe, env=self._env)
         except FileNotFoundError:
             self._alloc_error = "salloc: command not found (is Slurm installed here?)"
             return
@@ -209,6 +237,10 @@ class SlurmExecutor:
             await terminate(proc, self.kill_grace)
             self._alloc_error = f"salloc: no allocation within {self.alloc_timeout:g} s"
             return
+        except asyncio.CancelledError:
+            await asyncio.shield(terminate(proc, self.kill_grace))
+            raise
+        ended(proc)
         text = (out + err).decode(errors="replace")
         m = _GRANTED.search(text)
         if proc.returncode != 0 or not m:
@@ -218,6 +250,7 @@ class SlurmExecutor:
         self.jobid = m.group(1)
         self._own_job = True
         self._nodes = nodes
+        lease.hold_job(self.jobid)  # cancelled by the keeper if aibench dies first
 
     async def check(self, node: Node) -> str | None:
         await self._ensure_allocation()
@@ -313,6 +346,7 @@ class SlurmExecutor:
             except asyncio.CancelledError:
                 await asyncio.shield(terminate(proc, self.kill_grace))
                 raise
+            ended(proc)
         if code != 0:
             why = _srun_problem(stderr)
             if why:
@@ -322,14 +356,9 @@ class SlurmExecutor:
     async def _spawn(
         self, argv: Sequence[str], cmd: Command, out: IO[bytes], err: IO[bytes]
     ) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=self._step_env(cmd),
-            start_new_session=True,
-        )
+        """srun, leased as a local process is (:func:`spawn_leased`): if aibench goes
+        away, srun gets SIGTERM and cancels its step."""
+        return await spawn_leased(argv, out, err, env=self._step_env(cmd))
 
     async def start(
         self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
@@ -369,6 +398,7 @@ class SlurmExecutor:
                     await asyncio.wait_for(proc.wait(), 30)
                 if proc.returncode is None:
                     proc.send_signal(signal.SIGKILL)
+            lease.release_job(jobid)
         self._nodes = None
         self._alloc_error = None
 
