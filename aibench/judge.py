@@ -532,10 +532,12 @@ def partial_run(run_dir: Path) -> bool:
     tool or steps): how a run stored before schema 1.2 says so."""
     import json
 
+    from aibench.manifest import open_inside
     from aibench.store import RUN_CONFIG
 
     try:
-        cfg = json.loads((run_dir / RUN_CONFIG).read_text())
+        with open_inside(run_dir, RUN_CONFIG) as f:  # never through a link
+            cfg = json.loads(f.read())
     except (OSError, ValueError):
         return False
     return isinstance(cfg, dict) and bool(cfg.get("tool") or cfg.get("steps"))
