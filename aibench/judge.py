@@ -75,7 +75,7 @@ class Judgement:
     spec_sha256: str
     history: str = HISTORY_NONE  # none | carried | recomputed
     history_db: str = ""
-    as_of: str = ""  # the instant judged at (waivers: its day), ISO 8601 UTC
+    as_of: str = ""  # the instant judged at (waivers: its day), ISO 8601 with its offset
     facts_only: bool = False
     partial: bool = False
     spec_text: str = ""  # the spec's file as loaded, kept in the run's record
@@ -107,7 +107,11 @@ class Judgement:
 
 
 def iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """``when`` to the second, with the offset it was given (``Z`` for UTC): stored as
+    given, it is judged again on the same local day (a waiver's day) when read back."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def parse_instant(text: str, what: str = "--as-of") -> datetime:

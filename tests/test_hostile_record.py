@@ -199,3 +199,50 @@ def test_a_signature_is_kept_when_nothing_signed_changes_and_removed_visibly(
     assert manifest.SIGNATURE in err
     assert not (run_dir / manifest.SIGNATURE).exists()
     assert main(["verify", str(run_dir)]) == 0
+
+
+SPEC = """\
+schema_version: 1
+name: contract
+checks:
+  - id: seq-read
+    select: {tool: fio, metric: bw, step: fio-seq-read, dims: {direction: read}}
+    scope: node
+    unit: MB/s
+    min: 100000
+    waiver: {reason: drive replaced in week 49, owner: ops, expires: 2026-12-04}
+"""
+
+
+def test_an_instant_with_an_offset_is_stored_as_given_and_judged_on_its_day(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """07:00 in UTC+8 on the 5th is 23:00 UTC on the 4th: the waiver's last day is the
+    4th, so as of that instant it has expired (the local day). Stored as given, a plain
+    check judges the same day again and reproduces the verdict."""
+    from tests.thresholds.helpers import m, run, step
+
+    d = tmp_path / "run"
+    d.mkdir()
+    steps = [
+        step(
+            "fio-seq-read", "fio", ("n1",), [m("fio", "bw", 50_000, "KiB/s", (), direction="read")]
+        )
+    ]
+    from aibench.store import save_run
+
+    save_run(run(steps, ["n1"]), d)
+    spec = tmp_path / "contract.yaml"
+    spec.write_text(SPEC)
+    instant = "2026-12-05T07:00+08:00"
+    assert main(["check", str(d), "--spec", str(spec), "--as-of", instant, "--write"]) == 1
+    first = capsys.readouterr().out
+    assert "waiver expired on 2026-12-04" in first
+    stored = json.loads((d / "run.json").read_text())
+    assert stored["judgements"][-1]["as_of"] == "2026-12-05T07:00:00+08:00"
+    assert main(["check", str(d), "--format", "json"]) == 1
+    again = json.loads(capsys.readouterr().out)
+    assert again["label"] == ""  # the stored judgement, reproduced
+    assert again["as_of"] == "2026-12-05T07:00:00+08:00"
+    (v,) = [v for v in again["verdicts"] if v["check"] == "seq-read"]
+    assert v["outcome"] == "FAIL"
