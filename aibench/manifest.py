@@ -280,6 +280,18 @@ def enclosing_run_dir(path: Path) -> Path | None:
     return None
 
 
+def not_into_run_dir(folder: Path, what: str) -> None:
+    """Refuse (a :class:`UserError`) a ``folder`` that is a run directory or lies in one,
+    for a command that never writes into one (``export``, ``preflight --output``)."""
+    run_dir = enclosing_run_dir(folder)
+    if run_dir is not None:
+        raise UserError(
+            f"{what} {folder}: the run directory {run_dir} or a folder in it; this command "
+            "never writes into a run directory (its manifest covers what is there)",
+            hint=f"{what} outside it",
+        )
+
+
 def writing_into(folder: Path, what: str) -> Path | None:
     """Before a command writes into ``folder``: None when it is no run directory's; the
     run directory when it is one (checked first: :func:`guard`). A folder inside a run

@@ -143,7 +143,7 @@ def test_check_says_a_tampered_record_does_not_match_first(
     assert captured.out.lstrip().startswith("{")
 
 
-def test_export_never_writes_into_a_run_directory(
+def test_export_and_preflight_never_write_into_a_run_directory(
     run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("pandas")
@@ -156,6 +156,10 @@ def test_export_never_writes_into_a_run_directory(
         assert "never writes into a run directory" in err[0]
     monkeypatch.chdir(run_dir)  # the default output folder, "."
     assert main(["export", str(run_dir)]) == 2
+    for argv in (["--output", f"{run_dir}/pre.json"], ["--keep-raw", f"{run_dir}/raw"]):
+        capsys.readouterr()
+        assert main(["preflight", *argv]) == 2  # refused before anything runs
+        assert "never writes into a run directory" in capsys.readouterr().err
     assert _files(run_dir) == before
     assert not (run_dir / "exports").exists()
     assert main(["verify", str(run_dir)]) == 0

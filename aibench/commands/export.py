@@ -92,7 +92,7 @@ def write(frame: object, path: Path, fmt: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aibench.frames import frames, pandas
-    from aibench.manifest import enclosing_run_dir
+    from aibench.manifest import not_into_run_dir
     from aibench.store import load_run
 
     pandas()  # a missing pandas is a one-line error before anything is read
@@ -102,13 +102,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir)
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: not a directory", hint="--output-dir takes a directory")
-    inside = enclosing_run_dir(out)
-    if inside is not None:
-        raise UserError(
-            f"--output-dir {out}: the run directory {inside} or a folder in it; export "
-            "never writes into a run directory (its manifest covers what is there)",
-            hint="--output-dir DIR outside it",
-        )
+    not_into_run_dir(out, "--output-dir")
     out.mkdir(parents=True, exist_ok=True)
     tables = frames(load_run(run_dir))
     for name in args.table or TABLES:
