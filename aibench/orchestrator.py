@@ -362,7 +362,8 @@ async def _probe_version(ex: Execution, raw: Path, p: VersionProbe, k: int) -> N
     node = ex.plan.inventory.node(p.host)
     stem = f"{p.host}.{p.name}" + (f".{k}" if k else "")
     out, err = raw / "versions" / f"{stem}.out", raw / "versions" / f"{stem}.err"
-    cmd = Command(p.argv, env=dict(p.env), timeout=20, secrets=ex.secrets.with_values([p.env]))
+    env = dict(p.env)
+    cmd = Command(p.argv, env=env, timeout=20, secrets=ex.secrets.with_values([env]))
     res = await ex.executor_for(node).run(node, cmd, out, err)
     text = read_text(out) + read_text(err)
     version = parser.parse_version(text) if res.exit_code in ok_codes else ""
