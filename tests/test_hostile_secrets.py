@@ -108,8 +108,10 @@ def test_an_interrupted_run_writes_no_secret_anywhere(tmp_path: Path) -> None:
         (run_dir,) = _run_dir(runs, proc)
         raw = run_dir / "raw" / "first"
         _wait_for(next(_files_of(raw, proc, ".stdout")), b"ready", proc)
-        # the step runs (its output on disk, the process still alive): interrupt it now
-        proc.send_signal(signal.SIGINT)
+        # the step runs: its output is on disk already, scrubbed as it came
+        assert _hits([p for p in raw.iterdir() if p.is_file()]) == []
+        assert b"token ***" in next(raw.glob("*.stdout")).read_bytes()
+        proc.send_signal(signal.SIGINT)  # and is interrupted now
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
