@@ -270,12 +270,23 @@ def guard(run_dir: Path) -> None:
         )
 
 
+def is_run_dir(folder: Path) -> bool:
+    """A folder holding a manifest, or a run.json beside the journal or configuration
+    ``aibench run`` writes first (a lone run.json, such as ``preflight --output`` writes,
+    does not make its folder a run directory)."""
+    if os.path.lexists(folder / MANIFEST):
+        return True
+    return os.path.lexists(folder / "run.json") and any(
+        os.path.lexists(folder / name) for name in ("steps.jsonl", "run-config.json")
+    )
+
+
 def enclosing_run_dir(path: Path) -> Path | None:
-    """The run directory ``path`` (a folder) is, or lies in: the nearest folder up from it
-    that holds a manifest or a run.json; None when there is none."""
+    """The run directory ``path`` (a folder) is, or lies in: the nearest folder up from
+    it that :func:`is_run_dir`; None when there is none."""
     here = path.resolve()
     for folder in (here, *here.parents):
-        if os.path.lexists(folder / MANIFEST) or os.path.lexists(folder / "run.json"):
+        if is_run_dir(folder):
             return folder
     return None
 

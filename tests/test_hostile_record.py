@@ -250,3 +250,18 @@ def test_an_instant_with_an_offset_is_stored_as_given_and_judged_on_its_day(
     assert again["as_of"] == "2026-12-05T07:00:00+08:00"
     (v,) = [v for v in again["verdicts"] if v["check"] == "seq-read"]
     assert v["outcome"] == "FAIL"
+
+
+def test_a_folder_with_a_lone_run_json_is_not_a_run_directory(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``preflight --output run.json`` leaves a run.json in an ordinary folder: metrics
+    written beside it are just a file (no manifest made of the folder), and export works."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "run.json").write_bytes((run_dir / "run.json").read_bytes())
+    (work / "notes").symlink_to(tmp_path)  # an ordinary folder may hold links
+    assert not manifest.is_run_dir(work)
+    assert main(["metrics", str(run_dir), "-o", str(work / "m.prom")]) == 0
+    assert sorted(p.name for p in work.iterdir()) == ["m.prom", "notes", "run.json"]
+    assert manifest.is_run_dir(run_dir)

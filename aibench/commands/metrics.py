@@ -67,14 +67,14 @@ def _target(path: Path) -> Path | None:
 
 def _write_output(path: Path, run_dir: Path | None, text: str) -> None:
     """``-o FILE``; a FILE in a run directory (its ``metrics.prom``) is followed by its
-    manifest, written again: the signature stays when the bytes are the ones signed, and
-    is removed, with a line saying so, when not."""
+    manifest, when it has one, written again: the signature stays when the bytes are the
+    ones signed, and is removed, with a line saying so, when not."""
     from aibench import manifest
 
     had_signature = run_dir is not None and (run_dir / manifest.SIGNATURE).exists()
     _write_atomic(path, text)
     print(f"wrote {path}", file=sys.stderr)
-    if run_dir is not None:
+    if run_dir is not None and (run_dir / manifest.MANIFEST).is_file():
         print(f"wrote {manifest.write(run_dir)}", file=sys.stderr)
         note = manifest.signature_note(run_dir, had_signature)
         if note:
