@@ -216,7 +216,7 @@ class JournalResults(StepSource):
     def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
         shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
         plan: Iterator[Invocation] | None = None  # made at the first invocation not run
-        marked = self.plan.secrets()
+        marked = Secrets()  # the run's secret names, with it
         done = 0  # invocations of ``plan`` gone over
         with contextlib.ExitStack() as opened:
             f: BinaryIO | None = None  # opened at the first result it holds
@@ -228,7 +228,7 @@ class JournalResults(StepSource):
                     yield self._read(f, at, shared)
                     continue
                 if plan is None:
-                    plan = self.plan.iter_invocations()
+                    plan, marked = self.plan.iter_invocations(), self.plan.secrets()
                 inv = next(itertools.islice(plan, i - done, None))
                 done = i + 1
                 yield _interrupted(inv, marked)
