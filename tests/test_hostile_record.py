@@ -76,6 +76,7 @@ WRITERS = [
     ["report", "{d}", "--spec", "default", "--write"],
     ["report", "{d}", "--spec", "default", "--out", "{d}"],
     ["metrics", "{d}", "-o", "{d}/metrics.prom"],
+    ["run", "--resume", "{d}"],
 ]
 
 

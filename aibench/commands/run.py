@@ -105,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from aibench.progress import Reporter
 
     resume_dir: Path | None = Path(args.resume) if args.resume else None
+    if resume_dir is not None and resume_dir.is_dir():
+        _verified_for_resume(resume_dir)
     if args.suite == "soak" or (resume_dir is not None and _is_soak(resume_dir)):
         return soak_suite(args)
     if args.duration:
@@ -159,6 +161,22 @@ def run(args: argparse.Namespace) -> int:
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
     return result.exit_code
+
+
+def _verified_for_resume(run_dir: Path) -> None:
+    """A run directory is written into by a resume: it must match its manifest and hold
+    no link (aibench.manifest.guard, exit 4)."""
+    from aibench.manifest import AlteredError, guard
+
+    try:
+        guard(run_dir)
+    except AlteredError as exc:
+        raise AlteredError(
+            exc.message,
+            hint=f"aibench verify {run_dir} names every difference; a resume that was killed "
+            "leaves steps.jsonl and raw/ newer than the manifest: if nothing else differs, "
+            "remove manifest.sha256 and resume again",
+        ) from None
 
 
 def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
