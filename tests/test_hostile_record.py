@@ -106,10 +106,13 @@ def test_a_link_fails_verify_and_is_never_followed(
     _link_every_log(run_dir, tmp_path)
     (run_dir / "raw").mkdir()
     (run_dir / "raw" / "x.out").symlink_to(tmp_path / "id_ed25519")
+    (run_dir / "raw" / "keys").symlink_to(tmp_path, target_is_directory=True)
     capsys.readouterr()
     assert main(["verify", str(run_dir)]) == 1
     out = capsys.readouterr().out
     assert "link: raw/x.out (not followed)" in out
+    assert "link: raw/keys (not followed)" in out
+    assert "id_ed25519" not in out  # the linked folder is not entered
     assert "FAILED" in out
     # a report rendered elsewhere reads the run's logs for its evidence: never a link's target
     out_dir = tmp_path / "elsewhere"
