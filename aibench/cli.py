@@ -31,6 +31,8 @@ exit codes:
   3  nothing could run (no reachable node, tool missing everywhere), or the run could
      not go on: its output directory is full (what was measured is kept; free space and
      resume with: aibench run --resume RUN_DIR)
+  4  a run directory does not match its manifest or holds a link: nothing is written
+     into it (aibench verify RUN_DIR names what differs)
   130 interrupted (SIGINT); what was measured is kept, the record and reports written
       (resume with: aibench run --resume RUN_DIR)
   143 stopped by SIGTERM (a scheduler's cancel); the same as 130

@@ -13,6 +13,7 @@ EXIT_OK = 0  # every check PASS, WARN or WAIVED
 EXIT_CHECKS_FAILED = 1  # at least one check FAIL, MISSING or ERROR
 EXIT_USAGE = 2  # usage or configuration error
 EXIT_CANNOT_RUN = 3  # nothing could run at all (no reachable node, no tool ...)
+EXIT_ALTERED = 4  # a run directory does not match its manifest, or holds a link
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C; what was measured is on disk
 EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (aibench plan | head): 128 + SIGPIPE
 

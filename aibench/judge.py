@@ -80,7 +80,7 @@ class Judgement:
     spec_sha256: str
     history: str = HISTORY_NONE  # none | carried | recomputed
     history_db: str = ""
-    as_of: str = ""  # the instant judged at (waivers: its day), ISO 8601 UTC
+    as_of: str = ""  # the instant judged at (waivers: its day), ISO 8601 with its offset
     facts_only: bool = False
     partial: bool = False
     spec_text: str = ""  # the spec's file as loaded, kept in the run's record
@@ -143,7 +143,11 @@ def differences(stored: Sequence[Verdict], judged: Sequence[Verdict]) -> list[st
 
 
 def iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """``when`` to the second, with the offset it was given (``Z`` for UTC): stored as
+    given, it is judged again on the same local day (a waiver's day) when read back."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def parse_instant(text: str, what: str = "--as-of") -> datetime:
@@ -617,10 +621,12 @@ def partial_run(run_dir: Path) -> bool:
     tool or steps): how a run stored before schema 1.2 says so."""
     import json
 
+    from aibench.manifest import open_inside
     from aibench.store import RUN_CONFIG
 
     try:
-        cfg = json.loads((run_dir / RUN_CONFIG).read_text())
+        with open_inside(run_dir, RUN_CONFIG) as f:  # never through a link
+            cfg = json.loads(f.read())
     except (OSError, ValueError):
         return False
     return isinstance(cfg, dict) and bool(cfg.get("tool") or cfg.get("steps"))

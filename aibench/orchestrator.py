@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -43,10 +44,6 @@ from aibench.executors.base import (
     NodeUnreachable,
     ReadyCheck,
     ServerNotReady,
-    redact_env,
-    scrub,
-    scrub_files,
-    secret_values,
 )
 from aibench.interpret import interpret, version_fact
 from aibench.inventory import Node
@@ -61,6 +58,7 @@ from aibench.model import (
 )
 from aibench.plan import Plan
 from aibench.runners import RUNNERS, Invocation, ProcessSpec
+from aibench.secret import Secrets
 from aibench.textio import read_text, tail
 from aibench.versions import VersionProbe, version_probes, version_text
 
@@ -98,6 +96,11 @@ class Execution:
     _journal_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     resumed: bool = False  # the journal of an earlier execution was taken (load_journal)
     _options: dict[str, str] | None = None
+
+    @functools.cached_property
+    def secrets(self) -> Secrets:
+        """The run's secret names (aibench.secret), without values."""
+        return self.plan.secrets()
 
     @property
     def journal(self) -> Path:
@@ -273,6 +276,7 @@ class JournalResults(StepSource):
     def _pick(self, indices: Iterable[int]) -> Iterator[StepResult]:
         shared = Shared(tuples=False)  # names and dims shared; pairs are not kept
         plan: Iterator[Invocation] | None = None  # made at the first invocation not run
+        marked = Secrets()  # the run's secret names, with it
         done = 0  # invocations of ``plan`` gone over
         with contextlib.ExitStack() as opened:
             f: BinaryIO | None = None  # opened at the first result it holds
@@ -284,10 +288,10 @@ class JournalResults(StepSource):
                     yield self._read(f, at, shared)
                     continue
                 if plan is None:
-                    plan = self.plan.iter_invocations()
+                    plan, marked = self.plan.iter_invocations(), self.plan.secrets()
                 inv = next(itertools.islice(plan, i - done, None))
                 done = i + 1
-                yield _interrupted(inv)
+                yield _interrupted(inv, marked)
 
     def _read(self, f: BinaryIO, at: int, shared: Shared) -> StepResult:
         if f.tell() != at:
@@ -295,8 +299,8 @@ class JournalResults(StepSource):
         return StepResult.from_dict(json.loads(f.readline()), shared)
 
 
-def _interrupted(inv: Invocation) -> StepResult:
-    return not_run(inv, "not run (interrupted)")
+def _interrupted(inv: Invocation, marked: Secrets) -> StepResult:
+    return not_run(inv, "not run (interrupted)", secrets=invocation_secrets(marked, inv))
 
 
 def step_result(inv: Invocation, status: StepStatus, reason: str, **outcome: Any) -> StepResult:
@@ -315,14 +319,31 @@ def step_result(inv: Invocation, status: StepStatus, reason: str, **outcome: Any
     )
 
 
-def not_run(inv: Invocation, reason: str, status: StepStatus = StepStatus.NOT_RUN) -> StepResult:
-    processes = tuple(_record_of(p) for p in (*inv.servers, inv.client))
-    return step_result(inv, status, reason, processes=processes)
+def not_run(
+    inv: Invocation,
+    reason: str,
+    status: StepStatus = StepStatus.NOT_RUN,
+    *,
+    secrets: Secrets,
+) -> StepResult:
+    """The result of an invocation that did not run; its process records are scrubbed
+    as those of one that ran (``secrets``: :func:`invocation_secrets`)."""
+    processes = tuple(_record_of(p, secrets) for p in (*inv.servers, inv.client))
+    return step_result(inv, status, secrets.scrub(reason), processes=processes)
 
 
-def _record_of(p: ProcessSpec, exit_code: int | None = None) -> ProcessRecord:
+def invocation_secrets(marked: Secrets, inv: Invocation) -> Secrets:
+    """The secret names of the run and the values of every process of ``inv``."""
+    return marked.with_values(p.env for p in (*inv.setup, *inv.servers, inv.client))
+
+
+def _record_of(p: ProcessSpec, secrets: Secrets, exit_code: int | None = None) -> ProcessRecord:
     return ProcessRecord(
-        host=p.host, argv=p.argv, env=redact_env(p.env), role=p.role, exit_code=exit_code
+        host=p.host,
+        argv=tuple(secrets.scrub(a) for a in p.argv),
+        env=secrets.redact_env(p.env),
+        role=p.role,
+        exit_code=exit_code,
     )
 
 
@@ -401,7 +422,8 @@ async def _probe_version(ex: Execution, raw: Path, p: VersionProbe, k: int) -> N
     node = ex.plan.inventory.node(p.host)
     stem = f"{p.host}.{p.name}" + (f".{k}" if k else "")
     out, err = raw / "versions" / f"{stem}.out", raw / "versions" / f"{stem}.err"
-    cmd = Command(p.argv, env=dict(p.env), timeout=20)
+    env = dict(p.env)
+    cmd = Command(p.argv, env=env, timeout=20, secrets=ex.secrets.with_values([env]))
     res = await ex.executor_for(node).run(node, cmd, out, err)
     text = read_text(out) + read_text(err)
     version = parser.parse_version(text) if res.exit_code in ok_codes else ""
@@ -429,13 +451,20 @@ class _Outcome:
     stem: str
     records: list[ProcessRecord]
     probes: list[VersionProbe]
+    secrets: Secrets
 
     @classmethod
     def of(cls, ex: Execution, inv: Invocation) -> _Outcome:
         raw = ex.run_dir / "raw" / inv.step
         raw.mkdir(parents=True, exist_ok=True)
-        records = [_record_of(p) for p in (*inv.setup, *inv.servers, inv.client)]
-        return cls(ex, inv, raw, f"{inv.label}.r{inv.repeat}", records, version_probes(inv))
+        secrets = invocation_secrets(ex.secrets, inv)
+        records = [_record_of(p, secrets) for p in (*inv.setup, *inv.servers, inv.client)]
+        stem = f"{inv.label}.r{inv.repeat}"
+        return cls(ex, inv, raw, stem, records, version_probes(inv), secrets)
+
+    def command(self, p: ProcessSpec) -> Command:
+        """What an executor runs for ``p``: its output written through the secrets."""
+        return Command(p.argv, env=p.env, timeout=p.timeout, secrets=self.secrets)
 
     @property
     def out_path(self) -> Path:
@@ -493,21 +522,21 @@ class _Outcome:
 
 
 def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:
-    """The values of secret variables (by name, or marked by the suite's
-    ``settings.secret_env``) scrubbed from the invocation's raw output and its reason."""
-    marked = getattr(ex.plan.suite.settings, "secret_env", ())
-    values = secret_values((p.env for p in (*inv.setup, *inv.servers, inv.client)), marked)
-    if not values:
-        return res
-    raw = ex.run_dir / "raw" / inv.step
-    scrub_files(raw.glob(f"{inv.label}.r{inv.repeat}.*"), values)
+    """The values of secret variables (aibench.secret: by name, or marked by the suite or
+    inventory) scrubbed from the invocation's raw output (written through them already:
+    this catches what a remote copy wrote in pieces), its reason and every process
+    record, those a runner added included."""
+    secrets = invocation_secrets(ex.secrets, inv)
     processes = tuple(
         dataclasses.replace(
-            p, env=redact_env({k: scrub(v, values) for k, v in p.env.items()}, marked)
+            p, env=secrets.redact_env(p.env), argv=tuple(secrets.scrub(a) for a in p.argv)
         )
         for p in res.processes
     )
-    return dataclasses.replace(res, reason=scrub(res.reason, values), processes=processes)
+    if secrets.values:
+        raw = ex.run_dir / "raw" / inv.step
+        secrets.scrub_files(raw.glob(f"{inv.label}.r{inv.repeat}.*"))
+    return dataclasses.replace(res, reason=secrets.scrub(res.reason), processes=processes)
 
 
 async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
@@ -515,7 +544,10 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
     for host in {inv.client.host, *(s.host for s in inv.servers)}:
         if host in ex.unreachable:
             return not_run(
-                inv, f"{host}: unreachable: {ex.unreachable[host]}", StepStatus.UNREACHABLE
+                inv,
+                f"{host}: unreachable: {ex.unreachable[host]}",
+                StepStatus.UNREACHABLE,
+                secrets=invocation_secrets(ex.secrets, inv),
             )
     out = _Outcome.of(ex, inv)
     t0 = time.monotonic()
@@ -530,13 +562,13 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
         node = ex.plan.inventory.node(inv.client.host)
         proc = await ex.executor_for(node).run(
             node,
-            Command(inv.client.argv, env=inv.client.env, timeout=inv.client.timeout),
+            out.command(inv.client),
             out.out_path,
             out.err_path,
         )
     finally:
         await _stop_servers(out, servers)
-    out.records[-1] = _record_of(inv.client, proc.exit_code)
+    out.records[-1] = _record_of(inv.client, out.secrets, proc.exit_code)
     return interpret(inv, proc, out.out_path, out.err_path, out.result, time.monotonic() - t0)
 
 
@@ -546,7 +578,7 @@ async def _run_setup(out: _Outcome) -> StepResult | None:
         node = out.ex.plan.inventory.node(spec.host)
         r = await out.ex.executor_for(node).run(
             node,
-            Command(spec.argv, env=spec.env, timeout=spec.timeout),
+            out.command(spec),
             out.raw / f"{out.stem}.setup{i}.stdout",
             out.raw / f"{out.stem}.setup{i}.stderr",
         )
@@ -572,7 +604,7 @@ async def _start_servers(
         try:
             server = await out.ex.executor_for(node).start(
                 node,
-                Command(spec.argv, env=spec.env, timeout=spec.timeout),
+                out.command(spec),
                 s_out,
                 s_err,
                 spec.ready or ReadyCheck(timeout=5.0),
@@ -598,7 +630,7 @@ async def _stop_servers(out: _Outcome, servers: list[tuple[ProcessSpec, Any]]) -
         codes.append(await asyncio.shield(server.stop()))
     for k, (spec, _s) in enumerate(servers):
         idx = len(out.inv.setup) + out.inv.servers.index(spec)
-        out.records[idx] = _record_of(spec, codes[k])
+        out.records[idx] = _record_of(spec, out.secrets, codes[k])
 
 
 async def execute(ex: Execution) -> None:

@@ -341,14 +341,19 @@ def assemble(
 def recorded_inputs(inputs: Inputs) -> dict[str, Any]:
     """What the run's record keeps of its inputs beside the inventory (``Run.inventory``)
     for a later re-judge: the suite's file as read, its steps and the ones selected. The
-    spec's text is added by :func:`aibench.judge.record` with each judgement."""
+    spec's text is added by :func:`aibench.judge.record` with each judgement. The text
+    has the values of its steps' secret ``env:`` variables replaced (aibench.secret);
+    ``sha256`` is that of the file as read, so it still names the suite."""
+    from aibench.plan import run_secrets
+
     suite = inputs.suite
     whole = inputs.whole_steps or tuple((s.name, s.tool) for s in suite.steps)
+    secrets = run_secrets(suite, inputs.inventory)
     out: dict[str, Any] = {
         "suite": {
             "name": suite.name,
             "sha256": suite.sha256,
-            "text": getattr(suite, "text", ""),
+            "text": secrets.redact_suite_text(getattr(suite, "text", "")),
             "steps": [list(x) for x in whole],
             "selected": [s.name for s in suite.steps],
         }

@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from aibench.placement import PairRounds, Round, rounds_of
+from aibench.secret import REDACTED, Secrets
 
 if TYPE_CHECKING:
     from aibench.inventory import Inventory, Limits, Node
@@ -197,6 +198,10 @@ class Plan:
     inventory: Inventory
     steps: tuple[PlannedStep, ...]
 
+    def secrets(self) -> Secrets:
+        """The secret names of this run: :func:`run_secrets`."""
+        return run_secrets(self.suite, self.inventory)
+
     def iter_rounds(self) -> Iterator[PlannedRound]:
         for step in self.steps:
             yield from step.rounds()
@@ -370,6 +375,16 @@ def format_plan(plan: Plan, full: bool = False) -> str:
     return "\n".join(plan_lines(plan, full=full))
 
 
+def run_secrets(suite: Suite, inventory: Inventory) -> Secrets:
+    """The secret names of a run (aibench.secret): those that look secret, and those the
+    suite marks (``settings.secret_env``) or the inventory takes from a Kubernetes Secret."""
+    marked = set(suite.settings.secret_env)
+    for node in inventory:
+        if node.kubernetes is not None:
+            marked.update(node.kubernetes.secret_env)
+    return Secrets(frozenset(marked))
+
+
 def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
     """The plan as ``aibench plan`` prints it, line by line: a header with the number of
     runs and rounds and the estimate, then per step how long a run takes (and how that
@@ -378,7 +393,7 @@ def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
     ``***``). ``full``: instead of the example, every round and every run of it, made one
     round at a time."""
     limits = plan.inventory.limits
-    marked = tuple(plan.suite.settings.secret_env)
+    marked = plan.secrets()
     yield (
         f"suite {plan.suite.name} ({plan.suite.source}) on {len(plan.inventory)} node(s) "
         f"of {plan.inventory.name}: {plan.run_count()} runs in {plan.round_count()} rounds, "
@@ -426,24 +441,23 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
-def _run_lines(inv: Invocation, indent: str, marked: tuple[str, ...] = ()) -> Iterator[str]:
+def _run_lines(inv: Invocation, indent: str, marked: Secrets) -> Iterator[str]:
+    secrets = marked.with_values(p.env for p in (*inv.setup, *inv.servers, inv.client))
     for s in inv.setup:
-        yield f"{indent}{s.host:<16} setup   {_command(s, marked)}"
+        yield f"{indent}{s.host:<16} setup   {_command(s, secrets)}"
     for s in inv.servers:
-        yield f"{indent}{s.host:<16} server  {_command(s, marked)}"
-    yield f"{indent}{inv.client.host:<16} {inv.client.role:<7} {_command(inv.client, marked)}"
+        yield f"{indent}{s.host:<16} server  {_command(s, secrets)}"
+    yield f"{indent}{inv.client.host:<16} {inv.client.role:<7} {_command(inv.client, secrets)}"
 
 
-def _command(spec: Any, marked: tuple[str, ...] = ()) -> str:
-    """``NAME=value ... argv`` as a shell would read it; secret values (a secret-looking
-    name, or one the suite marks in ``settings.secret_env``) as ***."""
-    from aibench.executors.base import REDACTED, redact_env
-
+def _command(spec: Any, secrets: Secrets) -> str:
+    """``NAME=value ... argv`` as a shell would read it; secret values (aibench.secret: a
+    secret-looking name, or one the suite or inventory marks) as ***."""
     env = " ".join(
         f"{k}={v if v == REDACTED else shlex.quote(v)}"
-        for k, v in sorted(redact_env(spec.env, marked).items())
+        for k, v in sorted(secrets.redact_env(spec.env).items())
     )
-    return f"{env} {shlex.join(spec.argv)}".strip()
+    return secrets.scrub(f"{env} {shlex.join(spec.argv)}".strip())
 
 
 def fmt_seconds(s: float) -> str:

@@ -41,16 +41,13 @@ def copies(
     (``source``: a path or a built-in name; none for the inventory of this machine), the
     SHA-256 of what was read and its text (``complete``: false when secret values were
     replaced in it, or it was not UTF-8)."""
-    from aibench.executors.base import scrub, secret_values
+    from aibench.plan import run_secrets
 
     the_suite = inputs.suite
-    envs = (
-        p.env for inv in plan.sample_invocations() for p in (*inv.setup, *inv.servers, inv.client)
-    )
-    values = secret_values(envs, getattr(the_suite.settings, "secret_env", ()))
     text = the_suite.text
+    kept = run_secrets(the_suite, inputs.inventory).redact_suite_text(text)
     out = {
-        "suite": _copy(suite, the_suite.sha256, text, scrub(text, values)),
+        "suite": _copy(suite, the_suite.sha256, text, kept),
         "spec": _copy(spec, inputs.spec.sha256, inputs.spec.text, inputs.spec.text),
     }
     if inventory:

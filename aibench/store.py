@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from aibench.errors import UserError
+from aibench.manifest import AlteredError
 from aibench.model import Run, Shared, StepResult, StepSource, Verdict, check_schema
 
 RUN_JSON = "run.json"
@@ -112,12 +113,14 @@ def load_run(run_dir: Path, *, lazy: bool | None = None) -> Run:
     default: when the file is larger than :data:`LAZY_BYTES`."""
     path = run_dir / RUN_JSON if run_dir.is_dir() else run_dir
     try:
+        if path.is_symlink():
+            raise AlteredError(f"{path}: a symbolic link; a run's record is never followed")
         if lazy is None:
             lazy = path.stat().st_size > LAZY_BYTES
         if lazy:
-            with path.open(encoding="ascii") as f:  # json.dumps writes ASCII: chars are bytes
+            with _open_text(path, "ascii") as f:  # json.dumps writes ASCII: chars are bytes
                 return read_run(f, steps_in=path)
-        with path.open(encoding="utf-8") as f:
+        with _open_text(path, "utf-8") as f:
             return read_run(f)
     except FileNotFoundError:
         raise UserError(
@@ -131,6 +134,14 @@ def load_run(run_dir: Path, *, lazy: bool | None = None) -> Run:
         raise UserError(f"{path}: not a run.json (not UTF-8 text)") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{path}: cannot read this run: {exc}") from None
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _open_text(path: Path, encoding: str) -> TextIO:
+    """``path`` opened for reading as text, never through a symbolic link."""
+    return open(os.open(path, os.O_RDONLY | _NOFOLLOW), encoding=encoding)
 
 
 def read_run(
@@ -190,7 +201,7 @@ class RunJsonSteps(StepSource):
         kinds: frozenset[tuple[str, str]] | None = None,
     ) -> None:
         self.path, self.starts, self.ends, self._kinds = path, starts, ends, kinds
-        self._fd = os.open(path, os.O_RDONLY)
+        self._fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
 
     def __del__(self) -> None:
         with contextlib.suppress(AttributeError, OSError):

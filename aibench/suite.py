@@ -153,7 +153,12 @@ def load_suite(name_or_path: str) -> Suite:
             raise ConfigError(
                 display, f"{where}.placement", f"unknown placement {sm.placement!r}; valid: {valid}"
             )
-        options = validate(runner.Options, sm.options, display, prefix=f"{where}.options")
+        try:
+            options = validate(runner.Options, sm.options, display, prefix=f"{where}.options")
+        except ConfigError as exc:  # the step's name with its index: which one to fix
+            raise ConfigError(
+                display, exc.key, f"{exc.problem} (step {sm.name})", exc.hint
+            ) from None
         steps.append(Step(model=sm, options=options))
     return Suite(
         name=model.name,

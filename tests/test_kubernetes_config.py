@@ -149,3 +149,45 @@ def test_node_verdicts_never_pass_what_was_not_measured() -> None:
     body = patch_body("PASS", "20261203-run", 24, datetime(2026, 12, 3, 18, 0, tzinfo=UTC))
     assert body["metadata"]["labels"] == {"aibench.io/acceptance": "PASS"}
     assert body["metadata"]["annotations"]["aibench.io/valid-until"] == "2026-12-04T18:00:00Z"
+
+
+def test_a_variable_the_suite_marks_secret_goes_into_the_runs_secret(tmp_path: Path) -> None:
+    """The executor takes the notion of a secret from the step (aibench.secret): a name
+    the suite marks (settings.secret_env) is kept in the run's Secret like a name that
+    looks secret, never as a plain value of the Pod."""
+    import asyncio
+
+    from aibench.executors.kubernetes import KubernetesExecutor
+    from aibench.secret import Secrets
+
+    inv = load_inventory(inventory(tmp_path, BLOCK))
+    node = inv.nodes[1]
+    assert node.kubernetes is not None
+    ex = KubernetesExecutor(node.kubernetes)
+    sent: dict[str, object] = {}
+
+    async def call(fn: object, ns: str, body: object, **_: object) -> None:
+        sent[getattr(fn, "__name__", "")] = body
+
+    async def nothing() -> None:
+        return None
+
+    class Core:
+        def create_namespaced_secret(self) -> None: ...
+        def create_namespaced_pod(self) -> None: ...
+
+    ex._call = call  # type: ignore[method-assign]
+    ex._ensure_lease = nothing  # type: ignore[method-assign]
+    ex._core = Core  # type: ignore[method-assign]
+    ex._owner = list  # type: ignore[method-assign]
+    env = {"DB_DSN": "pg://u:hunter22@db", "API_TOKEN": "t0ps3cret", "NCCL_DEBUG": "INFO"}
+    cmd = Command(("x",), env=env, secrets=Secrets.of([env], marked={"DB_DSN"}))
+    asyncio.run(ex._create_pod(node, cmd))
+    ex._pool.shutdown()
+    secret, pod = sent["create_namespaced_secret"], sent["create_namespaced_pod"]
+    assert set(secret["data"]) == {"DB_DSN", "API_TOKEN"}  # type: ignore[index]
+    assert "hunter22" not in json.dumps(pod)
+    assert "t0ps3cret" not in json.dumps(pod)
+    c_env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}  # type: ignore[index]
+    assert c_env["DB_DSN"]["valueFrom"]["secretKeyRef"]["key"] == "DB_DSN"
+    assert c_env["NCCL_DEBUG"]["value"] == "INFO"

@@ -291,9 +291,15 @@ def test_unreachable_node_is_named(tmp_path: Path, script_runner: ScriptRunner) 
 
 def test_secrets_in_env_are_not_recorded(tmp_path: Path, script_runner: ScriptRunner) -> None:
     from aibench.orchestrator import _record_of
+    from aibench.secret import Secrets
 
-    rec = _record_of(ProcessSpec("n1", ("x",), env={"HF_TOKEN": "hunter2", "NCCL_DEBUG": "INFO"}))
-    assert rec.env == {"HF_TOKEN": "***", "NCCL_DEBUG": "INFO"}
+    env = {"HF_TOKEN": "hunter2", "NCCL_DEBUG": "INFO", "DSN": "pg://u:pw1234@db"}
+    rec = _record_of(
+        ProcessSpec("n1", ("x", "--dsn=pg://u:pw1234@db"), env=env),
+        Secrets({"DSN"}).with_values([env]),
+    )
+    assert rec.env == {"HF_TOKEN": "***", "NCCL_DEBUG": "INFO", "DSN": "***"}
+    assert rec.argv == ("x", "--dsn=***")
 
 
 # --------------------------------------------------------------------------- versions

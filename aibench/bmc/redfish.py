@@ -13,13 +13,17 @@ members' ``SpeedPercent.Reading`` / ``SpeedRPM``, ``ThermalMetrics``'
 HTTPS with certificate verification by default (the CAs of ``certifi``, or the
 inventory's ``ca_bundle``; environment variables such as REQUESTS_CA_BUNDLE and proxies are
 not used); basic authentication with the inventory's user and password, sent only in
-the Authorization header. Tested against sushy-tools' static emulator serving the DMTF
-public-rackmount1 mockup.
+the Authorization header, and only to the BMC: every link the service gives
+(``@odata.id``) is followed only when it is a path on the BMC itself or an absolute URL of
+the same scheme, host and port (``@other.host/redfish/...`` or ``https://other.host/...``
+is refused, naming the link), and redirects are not followed. Tested against sushy-tools'
+static emulator serving the DMTF public-rackmount1 mockup.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -38,6 +42,7 @@ class _Client:
             )
         port = f":{t.port}" if t.port else ""
         self.base = f"{t.scheme}://{t.address}{port}"
+        self.origin = _origin(self.base)
         self.s = requests.Session()
         self.s.auth = (t.username, t.password())
         # the inventory alone says how to verify and where to connect: no REQUESTS_CA_BUNDLE
@@ -46,9 +51,27 @@ class _Client:
         self.verify: str | bool = t.ca_bundle if t.ca_bundle else True
         self.s.headers["Accept"] = "application/json"
 
-    def get(self, path: str) -> dict[str, Any]:
+    def path(self, link: str) -> str:
+        """``link`` as a path on the BMC; a link that would leave it is refused: the
+        Authorization header goes to the BMC alone."""
+        parts = urlsplit(link)
+        if parts.scheme or parts.netloc:
+            if _origin(link) != self.origin:
+                raise BmcError(f"{self.t.node}: Redfish link {link[:120]!r} leaves the BMC")
+            link = parts.path + (f"?{parts.query}" if parts.query else "")
+        if not link.startswith("/") or link.startswith("//") or "\\" in link:
+            raise BmcError(f"{self.t.node}: Redfish link {link[:120]!r} is not a path on the BMC")
+        return link
+
+    def get(self, link: str) -> dict[str, Any]:
+        path = self.path(link)
         try:
-            r = self.s.get(self.base + path, timeout=self.t.timeout, verify=self.verify)
+            r = self.s.get(
+                self.base + path,
+                timeout=self.t.timeout,
+                verify=self.verify,
+                allow_redirects=False,  # a redirect could lead the credentials elsewhere
+            )
         except requests.exceptions.SSLError:
             raise BmcError(
                 f"{self.t.node}: Redfish {path}: TLS certificate not trusted "
@@ -68,6 +91,17 @@ class _Client:
 
     def close(self) -> None:
         self.s.close()
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of an absolute URL, the port filled in from the scheme."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"https": 443, "http": 80}.get(scheme)
+    except ValueError:
+        port = -1  # no port a BMC has
+    return scheme, (parts.hostname or "").lower(), port
 
 
 def _link(doc: dict[str, Any], key: str) -> str | None:

@@ -20,7 +20,13 @@ Prints one line per verdict (the check's name says its origin: ``consistency.*``
 the checks that do not apply, the fault-localization suspects of the pairwise network
 results, and exits 0 (every check PASS, WARN or WAIVED) or 1. run.json is rewritten
 only with ``--write``: the judgement becomes the run's verdict, the run's record of
-judgements keeps every earlier one, and the reports and manifest are rendered again.
+judgements keeps every earlier one, and the reports and manifest are rendered again (a
+signature is removed, with a line saying so: run.json changed).
+
+The run directory is checked against its manifest first. One that does not match it, or
+holds a link, is refused with ``--write`` (exit 4: a new manifest would launder the
+altered files); without it the first line says so (``ALTERED ...``), the judgement of the
+altered record follows, and the exit code is 4.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import sys
 from typing import Any
 
 from aibench.commands import Command
-from aibench.errors import EXIT_CHECKS_FAILED
+from aibench.errors import EXIT_ALTERED, EXIT_CHECKS_FAILED
 
 EPILOG = """\
 examples:
@@ -92,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{run_dir}: no such run directory")
     if not run_dir.is_dir():
         run_dir = run_dir.parent
+    altered = verified_first(run_dir, writing=args.write, json_out=args.format == "json")
     the_run = load_run(run_dir)
     judgement = rejudge(
         the_run,
@@ -111,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         _write(the_run, judgement, run_dir)
     elif judgement.label:
         print("not stored: --write makes it the run's verdict", file=sys.stderr)
+    if altered:
+        return EXIT_ALTERED
     return exit_status(judgement.outcome) if same else EXIT_CHECKS_FAILED
 
 
@@ -130,6 +139,24 @@ def _reproduced(the_run: Any, judgement: Any, *, quiet: bool) -> bool:
     if len(diff) > 50:
         print(f"  ... and {len(diff) - 50} more", file=out)
     return False
+
+
+def verified_first(run_dir: Any, *, writing: bool, json_out: bool = False) -> bool:
+    """Check the run directory against its manifest before anything else. With
+    ``--write`` one that fails is refused (exit 4: a new manifest would launder it);
+    otherwise the first line printed says it does not match (the judgement that follows
+    is of altered files; on stderr with ``--format json``) and the exit code is 4. True
+    when it does not match."""
+    from aibench import manifest
+
+    if writing:
+        manifest.guard(run_dir)
+        return False
+    wrong = manifest.problems(run_dir)
+    if wrong:
+        line = f"ALTERED {run_dir}: {wrong} (aibench verify {run_dir})"
+        print(line, file=sys.stderr if json_out else sys.stdout)
+    return bool(wrong)
 
 
 def _print_json(judgement: Any) -> None:
@@ -181,12 +208,16 @@ def _write(the_run: Any, judgement: Any, run_dir: Any) -> None:
     """The judgement as the run's verdict: run.json, then the reports and manifest."""
     from aibench import reports
     from aibench.judge import record
+    from aibench.manifest import SIGNATURE, signature_note
     from aibench.store import save_run
 
+    had_signature = (run_dir / SIGNATURE).exists()
     judged = record(the_run, judgement, "aibench check --write")
     save_run(judged, run_dir)
     reports.write_all(judged, run_dir)
     print(f"stored in {run_dir / 'run.json'}; reports and manifest rendered again", file=sys.stderr)
+    if note := signature_note(run_dir, had_signature):
+        print(note, file=sys.stderr)
 
 
 COMMAND = Command(

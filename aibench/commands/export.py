@@ -4,8 +4,10 @@ Writes the tidy tables of :mod:`aibench.frames` (``measurements``, ``verdicts``,
 ``facts``, ``steps``; ``--table`` picks some) to ``OUT_DIR/<run-id>.<table>.<ext>``:
 CSV with a header row, JSON as an array of row objects (missing values as null), or
 Parquet (needs pyarrow: the ``parquet`` extra), which keeps the column types. Nothing is
-written into the run directory itself (its manifest covers what is there).
-Exit code: 0 when written; 2 for a bad run directory, table or a missing library.
+written into a run directory: an ``--output-dir`` that is one, or lies in one (the
+default ``.`` inside it too), is refused with one line (its manifest covers what is there).
+Exit code: 0 when written; 2 for a bad run directory or output folder, a table or a
+missing library.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def write(frame: object, path: Path, fmt: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aibench.frames import frames, pandas
+    from aibench.manifest import not_into_run_dir
     from aibench.store import load_run
 
     pandas()  # a missing pandas is a one-line error before anything is read
@@ -99,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir)
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: not a directory", hint="--output-dir takes a directory")
+    not_into_run_dir(out, "--output-dir")
     out.mkdir(parents=True, exist_ok=True)
     tables = frames(load_run(run_dir))
     for name in args.table or TABLES:

@@ -7,8 +7,11 @@ adds one series per measurement (high cardinality: for ad hoc use, not for a lon
 Prometheus). ``-o FILE`` writes atomically (a temporary name in the same directory, then
 renamed), as node-exporter's textfile collector needs; ``--pushgateway URL`` replaces the
 group ``job=<--job>, suite=<suite>`` on a Pushgateway. With neither, the text goes to
-stdout. Exit code: 0 when delivered; 2 for a bad argument; 3 when the Pushgateway
-cannot be reached or refuses the push.
+stdout. A FILE in a run directory is written only when the directory matches its manifest
+(exit 4 otherwise), and the manifest is written again after it (its signature kept when
+nothing signed changed, else removed with a line saying so). Exit code: 0 when delivered;
+2 for a bad argument; 3 when the Pushgateway cannot be reached or refuses the push; 4 for
+a run directory that does not match its manifest.
 """
 
 from __future__ import annotations
@@ -54,14 +57,39 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _target(path: Path) -> Path | None:
+    """The run directory ``-o FILE`` writes into, if any: written into only when it
+    matches its manifest (exit 4 otherwise)."""
+    from aibench import manifest
+
+    return manifest.writing_into(path.parent, "-o") if path.parent.is_dir() else None
+
+
+def _write_output(path: Path, run_dir: Path | None, text: str) -> None:
+    """``-o FILE``; a FILE in a run directory (its ``metrics.prom``) is followed by its
+    manifest, when it has one, written again: the signature stays when the bytes are the
+    ones signed, and is removed, with a line saying so, when not."""
+    from aibench import manifest
+
+    had_signature = run_dir is not None and (run_dir / manifest.SIGNATURE).exists()
+    _write_atomic(path, text)
+    print(f"wrote {path}", file=sys.stderr)
+    if run_dir is not None and (run_dir / manifest.MANIFEST).is_file():
+        print(f"wrote {manifest.write(run_dir)}", file=sys.stderr)
+        note = manifest.signature_note(run_dir, had_signature)
+        if note:
+            print(note, file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from aibench.reports import prometheus
     from aibench.store import load_run
 
+    out = Path(args.output) if args.output else None
+    run_dir = _target(out) if out is not None else None  # checked before anything is read
     the_run = load_run(Path(args.run_dir))
-    if args.output:
-        _write_atomic(Path(args.output), prometheus.render(the_run, measurements=args.measurements))
-        print(f"wrote {args.output}", file=sys.stderr)
+    if out is not None:
+        _write_output(out, run_dir, prometheus.render(the_run, measurements=args.measurements))
     if args.pushgateway:
         prometheus.push(
             the_run,

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from aibench import store
     from aibench.inventory import local_inventory
     from aibench.inventory_file import load_inventory
+    from aibench.manifest import not_into_run_dir
     from aibench.model import StepStatus
     from aibench.pipeline import Executed, Executors, Inputs, select_nodes
     from aibench.plan import build_plan
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     from aibench.suite import load_suite
     from aibench.thresholds import load_spec
 
+    if args.output:
+        not_into_run_dir(Path(args.output).parent, "--output")
+    if args.keep_raw:
+        not_into_run_dir(Path(args.keep_raw), "--keep-raw")
     suite = load_suite(args.suite)
     if not any(s.tool == "preflight" for s in suite.steps):
         raise UserError(f"suite {suite.name} has no preflight step")

@@ -17,8 +17,16 @@ their judgement is not stored.
 spell it (``--history-db DB`` is its old, deprecated spelling). ``--trend RUN_DIR``
 (repeatable) adds earlier runs for the trend plots; ``--history RUN_DIR``, its old spelling,
 still does that for a directory, with a note on stderr. ``--sign KEY``
-signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``). Exit code: 0 when the
-(re-)judged run passes, 1 when a check fails, 2 for a bad argument.
+signs the new manifest with an OpenSSH key (``ssh-keygen -Y sign``).
+
+A run directory written into (RUN_DIR, or an ``--out`` that is a run directory) is checked
+against its manifest first; one that does not match, or holds a link, is refused (exit 4),
+and an ``--out`` inside a run directory is refused (exit 2). Re-rendering a signed run keeps
+its signature when the manifest comes out byte for byte the same; when a file changed (a
+new judgement in run.json), the signature is removed and a line says so.
+
+Exit code: 0 when the (re-)judged run passes, 1 when a check fails, 2 for a bad argument,
+4 for a run directory that does not match its manifest.
 """
 
 from __future__ import annotations
@@ -118,13 +126,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--write and --history go with --spec (the spec to judge with)")
     if args.out and args.write:
         raise UserError("--out and --write: --write stores the judgement in RUN_DIR itself")
+    out_dir = _target(run_dir, args)
+    had_signature = out_dir is not None and (out_dir / manifest.SIGNATURE).exists()
     the_run = load_run(run_dir)
-    out_dir: Path | None = run_dir
     if args.spec:
         the_run = _rejudge(the_run, run_dir, args, db)
-        out_dir = None if not args.write else run_dir
-    if args.out:
-        out_dir = Path(args.out)
     history = [load_run(h) for h in trend]
     if out_dir is None:
         from aibench.reports import i18n, markdown
@@ -134,10 +140,33 @@ def run(args: argparse.Namespace) -> int:
     written = reports.write_all(the_run, out_dir, history=history, lang=args.lang)
     for name in written:
         print(f"wrote {out_dir / name}")
+    note = manifest.signature_note(out_dir, had_signature)
+    if note:
+        print(note)
     if args.sign:
         print(f"wrote {manifest.sign(out_dir, Path(args.sign))}")
     print(f"{the_run.outcome.value}: {out_dir / reports.REPORT}")
     return exit_status(the_run.outcome)
+
+
+def _target(run_dir: Path, args: argparse.Namespace) -> Path | None:
+    """Where the reports go (None: summary.md to standard output), checked first: a run
+    directory written into (RUN_DIR itself, or an ``--out`` that is or lies in one) must
+    match its manifest, or nothing is written (exit 4)."""
+    from aibench import manifest
+
+    out_dir: Path | None = run_dir if (not args.spec or args.write) else None
+    if args.out:
+        out_dir = Path(args.out)
+    if out_dir is None:
+        return None
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir}: not a directory")
+    if out_dir == run_dir:
+        manifest.guard(run_dir)
+    else:
+        manifest.writing_into(out_dir, "--out")
+    return out_dir
 
 
 def _rejudge(the_run: Any, run_dir: Path, args: argparse.Namespace, db: Path | None) -> Any:

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from aibench.plan import build_plan
     from aibench.progress import Reporter
 
-    resume_dir: Path | None = Path(args.resume) if args.resume else None
+    resume_dir = _resume_dir(args)
     if args.suite == "soak" or (resume_dir is not None and _is_soak(resume_dir)):
         return soak_suite(args)
     if args.duration:
@@ -236,6 +236,28 @@ def _inputs(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, Pat
             tool=args.tool,
         )
     return inputs, resume_dir
+
+
+def _resume_dir(args: argparse.Namespace) -> Path | None:
+    """The run directory of ``--resume``, checked first: a resume writes into it, so it
+    must match its manifest and hold no link (aibench.manifest.guard, exit 4)."""
+    from aibench.manifest import AlteredError, guard
+
+    if not args.resume:
+        return None
+    run_dir = Path(args.resume)
+    if not run_dir.is_dir():
+        return run_dir
+    try:
+        guard(run_dir)
+    except AlteredError as exc:
+        raise AlteredError(
+            exc.message,
+            hint=f"aibench verify {run_dir} names every difference; a resume that was killed "
+            "leaves steps.jsonl and raw/ newer than the manifest: if nothing else differs, "
+            "remove manifest.sha256 and resume again",
+        ) from None
+    return run_dir
 
 
 def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """``aibench verify RUN_DIR``: check a run directory against its manifest (and signature).
 
 Recomputes the sha256 of every file and prints each one that ``changed``, is ``missing``
-or was ``added`` since ``manifest.sha256`` was written. ``--signers ALLOWED_SIGNERS``
-(with ``--identity ID``, or every principal the file lists) also checks
-``manifest.sha256.sig`` with ``ssh-keygen -Y verify -n aibench-manifest``. ``--sign KEY``
-signs the manifest after the files were found intact.
+or was ``added`` since ``manifest.sha256`` was written, and each symbolic link (``link:``;
+aibench writes none, and no command follows one, so a link always fails).
+``--signers ALLOWED_SIGNERS`` (with ``--identity ID``, or every principal the file
+lists) also checks ``manifest.sha256.sig`` with ``ssh-keygen -Y verify -n
+aibench-manifest``. ``--sign KEY`` signs the manifest after the files were found intact.
 
 Exit codes: 0 every file matches (and the signature is good), 1 a file differs or the
 signature is missing or bad, 2 a bad argument (no such directory, no manifest).

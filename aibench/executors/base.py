@@ -8,59 +8,15 @@ keeps what it measured.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from aibench.secret import Secrets
+
 if TYPE_CHECKING:
     from aibench.inventory import Node
-
-# Environment variable names whose values are never written to logs, run.json or reports.
-SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSW|PASSWD|PASSWORD|API_KEY|APIKEY|CREDENTIAL|PRIVATE)", re.I
-)
-REDACTED = "***"
-
-
-def redact_env(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:
-    """``env`` with the values of secret-looking names, and of ``marked`` ones, as ***."""
-    names = set(marked)
-    return {k: (REDACTED if SECRET_NAME.search(k) or k in names else v) for k, v in env.items()}
-
-
-def secret_values(envs: Iterable[Mapping[str, str]], marked: Iterable[str] = ()) -> list[str]:
-    """The values of the secret variables of ``envs``: a secret-looking name, or one the
-    suite marks (``settings.secret_env``). Values under 4 characters are not scrubbed
-    (they would blank ordinary output); the longest first, so that one holding another
-    is replaced whole."""
-    names = set(marked)
-    found = {v for env in envs for k, v in env.items() if (SECRET_NAME.search(k) or k in names)}
-    return sorted((v for v in found if len(v) >= 4), key=len, reverse=True)
-
-
-def scrub(text: str, values: Iterable[str]) -> str:
-    for v in values:
-        text = text.replace(v, REDACTED)
-    return text
-
-
-def scrub_files(paths: Iterable[Path], values: Sequence[str]) -> None:
-    """Replace every secret value in these (raw output) files by ``***``."""
-    if not values:
-        return
-    needles = [v.encode() for v in values]
-    for p in paths:
-        try:
-            data = p.read_bytes()
-        except OSError:
-            continue
-        clean = data
-        for n in needles:
-            clean = clean.replace(n, REDACTED.encode())
-        if clean != data:
-            p.write_bytes(clean)
 
 
 @dataclass(frozen=True)
@@ -78,6 +34,9 @@ class Command:
     env: Mapping[str, str] = field(default_factory=dict)  # added to the host's environment
     cwd: str | None = None
     timeout: float = 600.0
+    # the step's secret names and values (aibench.secret): its output is written through
+    # secrets.writer, and the Kubernetes executor keeps its secret variables in a Secret
+    secrets: Secrets = field(default_factory=Secrets)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))

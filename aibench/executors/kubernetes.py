@@ -25,9 +25,10 @@ Contract:
   leaves a Lease that is no longer renewed (or whose holder process is gone); the next
   run in the namespace deletes it and its Pods before it starts.
 * **Secrets** never appear in a Pod spec or argv: a variable the inventory maps to a
-  Secret key (``secret_env``) is a ``secretKeyRef``; a step variable whose name marks it
-  secret (``*_TOKEN``, ``*PASSWORD``...) is put into a Secret of the run, owned by the
-  Lease, and referenced the same way.
+  Secret key (``secret_env``) is a ``secretKeyRef``; a step variable that is secret
+  (aibench.secret: a name like ``*_TOKEN``, ``*PASSWORD``..., or one the suite marks in
+  ``settings.secret_env``) is put into a Secret of the run, owned by the Lease, and
+  referenced the same way.
 * **Unreachable**: the API server not answering, or the node missing or not ``Ready``,
   gives ``ProcResult(unreachable=True)`` (``NodeUnreachable`` from ``start``).
 
@@ -55,7 +56,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from aibench.executors.base import (
-    SECRET_NAME,
     Command,
     NodeUnreachable,
     ProcResult,
@@ -70,6 +70,7 @@ from aibench.executors.kubernetes_spec import (
 )
 from aibench.executors.local import now_iso, wait_ready
 from aibench.kubeapi import api_client, api_error
+from aibench.secret import ScrubbingWriter
 
 if TYPE_CHECKING:
     from aibench.inventory import KubernetesSettings, Node
@@ -101,11 +102,12 @@ def pod_name(run: str, seq: int, argv0: str) -> str:
 
 @dataclass
 class _Attached:
-    """The attach stream of a running container, copied into files as the data comes."""
+    """The attach stream of a running container, copied into files as the data comes,
+    through the scrubber of the step's secret values."""
 
     ws: Any
-    out: IO[bytes]
-    err: IO[bytes]
+    out: ScrubbingWriter
+    err: ScrubbingWriter
     tail: bytearray = field(default_factory=bytearray)
     write_error: OSError | None = None
 
@@ -116,6 +118,9 @@ class _Attached:
             self.ws.update(timeout=0.5)
             self._take()
         self._take()
+        for f in (self.out, self.err):  # what the scrubber held back
+            with contextlib.suppress(OSError, ValueError):
+                f.finish()
 
     def _take(self) -> None:
         from kubernetes.stream.ws_client import STDERR_CHANNEL, STDOUT_CHANNEL
@@ -128,7 +133,7 @@ class _Attached:
                     self.tail = (self.tail + raw)[-2048:]
                 self._write(f, raw)
 
-    def _write(self, f: IO[bytes], data: bytes) -> None:
+    def _write(self, f: ScrubbingWriter, data: bytes) -> None:
         if self.write_error is not None:
             return
         try:
@@ -259,7 +264,7 @@ class KubernetesExecutor:
         self._seq += 1
         name = pod_name(self.run_id, self._seq, cmd.argv[0])
         ns = self.settings.namespace
-        secret_env = {k: v for k, v in cmd.env.items() if SECRET_NAME.search(k)}
+        secret_env = cmd.secrets.secret_env(cmd.env)  # by name and marked: aibench.secret
         if secret_env:
             body = secret_manifest(name, self.run_id, secret_env, self._owner())
             await self._call(self._core().create_namespaced_secret, ns, body, _request_timeout=30)
@@ -302,7 +307,7 @@ class KubernetesExecutor:
             await asyncio.sleep(0.25)
         return "timeout"
 
-    async def _attach(self, name: str, out: IO[bytes], err: IO[bytes]) -> _Attached:
+    async def _attach(self, name: str, out: ScrubbingWriter, err: ScrubbingWriter) -> _Attached:
         from kubernetes import client
         from kubernetes.stream import stream
 
@@ -382,7 +387,7 @@ class KubernetesExecutor:
                           f"pod {name} never started on {node.name}; pod deleted")  # fmt: skip
         if why:
             return result(reason=f"pod {name} on {node.name}: {why}")
-        attached = await self._attach(name, out, err)
+        attached = await self._attach(name, cmd.secrets.writer(out), cmd.secrets.writer(err))
         stop = threading.Event()
         pump = in_thread(attached.pump, stop)
         left = max(0.0, cmd.timeout - (time.monotonic() - t0))
@@ -416,7 +421,8 @@ class KubernetesExecutor:
             name = await self._create_pod(node, cmd)
         except Exception as exc:
             raise NodeUnreachable(f"{node.name}: {api_error(exc)}") from None
-        server = KubernetesServer(self, name, stdout.open("wb"), stderr.open("wb"))
+        out, err = cmd.secrets.writer(stdout.open("wb")), cmd.secrets.writer(stderr.open("wb"))
+        server = KubernetesServer(self, name, out, err)
         try:
             why = await self._wait_started(name, time.monotonic() + cmd.timeout)
             if why:
@@ -456,7 +462,9 @@ class KubernetesExecutor:
 class KubernetesServer:
     """A background Pod (an iperf3 server); ``stop`` deletes it."""
 
-    def __init__(self, ex: KubernetesExecutor, name: str, out: IO[bytes], err: IO[bytes]):
+    def __init__(
+        self, ex: KubernetesExecutor, name: str, out: ScrubbingWriter, err: ScrubbingWriter
+    ):
         self._ex = ex
         self.name = name
         self._files = (out, err)

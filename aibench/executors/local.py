@@ -8,7 +8,9 @@ A timeout, an interrupt or a server stop sends SIGTERM to the whole group, waits
 ``kill_grace`` seconds, then
 SIGKILL, so a tool that forks (mpirun, a shell wrapper, fio's job processes) leaves
 nothing behind. stdout and stderr are file descriptors of the raw log files, so the
-output is on disk as it arrives.
+output is on disk as it arrives; when the step has secret values to scrub
+(``Command.secrets``), they are pipes instead, each copied into its raw file through the
+scrubber as the bytes arrive, so that no secret is on disk even while the step runs.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from aibench.executors import lease
 from aibench.executors.base import Command, ProcResult, ReadyCheck, ServerNotReady
+from aibench.secret import ScrubbingWriter
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
@@ -142,11 +145,59 @@ def ended(proc: asyncio.subprocess.Process) -> None:
     _released(proc.pid)
 
 
+class Outputs:
+    """Where a process's stdout and stderr go: the raw files themselves, or, with secret
+    values to scrub, pipes copied into them through :class:`ScrubbingWriter` as the bytes
+    arrive (:meth:`start`); :meth:`finish` waits for the copies and writes what the
+    scrubber held back."""
+
+    def __init__(self, cmd: Command, out: IO[bytes], err: IO[bytes]) -> None:
+        self.files = (out, err)
+        secrets = cmd.secrets
+        self.writers = [secrets.writer(out), secrets.writer(err)] if secrets.values else []
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def stdio(self) -> tuple[Any, Any]:
+        return (asyncio.subprocess.PIPE,) * 2 if self.writers else self.files
+
+    def start(self, proc: asyncio.subprocess.Process) -> None:
+        if self.writers:
+            streams = (proc.stdout, proc.stderr)
+            self.tasks = [
+                asyncio.create_task(_copy(r, w)) for r, w in zip(streams, self.writers, strict=True)
+            ]
+
+    async def finish(self, grace: float) -> None:
+        """The copies ended (the process group is gone: its pipes are closed; a process
+        that escaped the group and keeps them open is given ``grace`` seconds)."""
+        if self.tasks:
+            _, pending = await asyncio.wait(self.tasks, timeout=grace + 1.0)
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        for w in self.writers:
+            w.finish()
+
+
+async def _copy(reader: asyncio.StreamReader | None, writer: ScrubbingWriter) -> None:
+    if reader is None:
+        return
+    while chunk := await reader.read(65536):
+        writer.write(chunk)
+
+
 class LocalServer:
-    def __init__(self, proc: asyncio.subprocess.Process, files: list[IO[bytes]], grace: float):
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        files: list[IO[bytes]],
+        grace: float,
+        outputs: Outputs | None = None,
+    ):
         self._proc = proc
         self._files = files
         self._grace = grace
+        self._outputs = outputs
 
     @property
     def alive(self) -> bool:
@@ -160,6 +211,8 @@ class LocalServer:
         try:
             return await terminate(self._proc, self._grace)
         finally:
+            if self._outputs is not None:
+                await self._outputs.finish(self._grace)
             for f in self._files:
                 f.close()
 
@@ -180,48 +233,53 @@ class LocalExecutor:
         env.update(cmd.env)
         return env
 
-    async def _spawn(
-        self, cmd: Command, out: IO[bytes], err: IO[bytes]
-    ) -> asyncio.subprocess.Process:
-        return await spawn_leased(cmd.argv, out, err, env=self._env(cmd), cwd=cmd.cwd)
+    async def _spawn(self, cmd: Command, outputs: Outputs) -> asyncio.subprocess.Process:
+        stdout, stderr = outputs.stdio()
+        proc = await spawn_leased(cmd.argv, stdout, stderr, env=self._env(cmd), cwd=cmd.cwd)
+        outputs.start(proc)
+        return proc
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
         started = now_iso()
         t0 = time.monotonic()
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:
+            outputs = Outputs(cmd, out, err)
             try:
-                proc = await self._spawn(cmd, out, err)
-            except FileNotFoundError:
+                proc = await self._spawn(cmd, outputs)
+            except (FileNotFoundError, PermissionError) as exc:
+                why = "command not found" if isinstance(exc, FileNotFoundError) else None
                 return ProcResult(
                     exit_code=None,
                     started=started,
                     duration_s=time.monotonic() - t0,
-                    reason=f"{cmd.argv[0]}: command not found",
-                )
-            except PermissionError:
-                return ProcResult(
-                    exit_code=None,
-                    started=started,
-                    duration_s=time.monotonic() - t0,
-                    reason=f"{cmd.argv[0]}: permission denied",
+                    reason=f"{cmd.argv[0]}: {why or 'permission denied'}",
                 )
             try:
-                code = await asyncio.wait_for(proc.wait(), cmd.timeout)
-            except TimeoutError:
-                await terminate(proc, self.kill_grace)
-                return ProcResult(
-                    exit_code=None,
-                    started=started,
-                    duration_s=time.monotonic() - t0,
-                    timed_out=True,
-                    reason=f"timed out after {cmd.timeout:g} s; process group killed",
-                )
-            except asyncio.CancelledError:
-                await asyncio.shield(terminate(proc, self.kill_grace))
-                raise
-            # The leader exited; make sure no child of the group lingers.
-            ended(proc)
+                return await self._wait(cmd, proc, started, t0)
+            finally:
+                await asyncio.shield(outputs.finish(self.kill_grace))
+
+    async def _wait(
+        self, cmd: Command, proc: asyncio.subprocess.Process, started: str, t0: float
+    ) -> ProcResult:
+        """Wait for ``proc`` to end within the command's timeout; end its group then."""
+        try:
+            code = await asyncio.wait_for(proc.wait(), cmd.timeout)
+        except TimeoutError:
+            await terminate(proc, self.kill_grace)
+            return ProcResult(
+                exit_code=None,
+                started=started,
+                duration_s=time.monotonic() - t0,
+                timed_out=True,
+                reason=f"timed out after {cmd.timeout:g} s; process group killed",
+            )
+        except asyncio.CancelledError:
+            await asyncio.shield(terminate(proc, self.kill_grace))
+            raise
+        # The leader exited; make sure no child of the group lingers.
+        ended(proc)
         return ProcResult(exit_code=code, started=started, duration_s=time.monotonic() - t0)
 
     async def start(
@@ -230,13 +288,14 @@ class LocalExecutor:
         stdout.parent.mkdir(parents=True, exist_ok=True)
         out = stdout.open("wb")
         err = stderr.open("wb")
+        outputs = Outputs(cmd, out, err)
         try:
-            proc = await self._spawn(cmd, out, err)
+            proc = await self._spawn(cmd, outputs)
         except (FileNotFoundError, PermissionError) as exc:
             out.close()
             err.close()
             raise ServerNotReady(f"{cmd.argv[0]}: {exc.strerror or exc}") from None
-        server = LocalServer(proc, [out, err], self.kill_grace)
+        server = LocalServer(proc, [out, err], self.kill_grace, outputs)
         try:
             await wait_ready(
                 ready,

@@ -42,12 +42,13 @@ import signal
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from aibench.executors import lease
 from aibench.executors.base import Command, NodeUnreachable, ProcResult, ReadyCheck, ServerNotReady
 from aibench.executors.local import (
     LocalServer,
+    Outputs,
     ended,
     now_iso,
     spawn_leased,
@@ -331,8 +332,9 @@ class SlurmExecutor:
         argv = self._argv(nodes, cmd, ntasks_per_node, mpi)
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:
+            outputs = Outputs(cmd, out, err)  # through the scrubber when there are secrets
             try:
-                proc = await self._spawn(argv, cmd, out, err)
+                proc = await self._spawn(argv, cmd, outputs)
             except FileNotFoundError:
                 return result(reason="srun: command not found (is Slurm installed here?)")
             try:
@@ -346,7 +348,10 @@ class SlurmExecutor:
             except asyncio.CancelledError:
                 await asyncio.shield(terminate(proc, self.kill_grace))
                 raise
-            ended(proc)
+            else:
+                ended(proc)
+            finally:
+                await asyncio.shield(outputs.finish(self.kill_grace))
         if code != 0:
             why = _srun_problem(stderr)
             if why:
@@ -354,11 +359,14 @@ class SlurmExecutor:
         return result(exit_code=code)
 
     async def _spawn(
-        self, argv: Sequence[str], cmd: Command, out: IO[bytes], err: IO[bytes]
+        self, argv: Sequence[str], cmd: Command, outputs: Outputs
     ) -> asyncio.subprocess.Process:
         """srun, leased as a local process is (:func:`spawn_leased`): if aibench goes
-        away, srun gets SIGTERM and cancels its step."""
-        return await spawn_leased(argv, out, err, env=self._step_env(cmd))
+        away, srun gets SIGTERM and cancels its step; its output through ``outputs``."""
+        stdout, stderr = outputs.stdio()
+        proc = await spawn_leased(argv, stdout, stderr, env=self._step_env(cmd))
+        outputs.start(proc)
+        return proc
 
     async def start(
         self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
@@ -370,13 +378,14 @@ class SlurmExecutor:
         stdout.parent.mkdir(parents=True, exist_ok=True)
         out = stdout.open("wb")
         err = stderr.open("wb")
+        outputs = Outputs(cmd, out, err)
         try:
-            proc = await self._spawn(argv, cmd, out, err)
+            proc = await self._spawn(argv, cmd, outputs)
         except FileNotFoundError:
             out.close()
             err.close()
             raise ServerNotReady("srun: command not found") from None
-        server = LocalServer(proc, [out, err], self.kill_grace)
+        server = LocalServer(proc, [out, err], self.kill_grace, outputs)
         try:
             await wait_ready(ready, alive=lambda: server.alive, output=stdout, host=node.host)
         except BaseException:

@@ -76,6 +76,7 @@ from aibench.executors.policy import (
     session_refused,
     transient_connect_error,
 )
+from aibench.secret import ScrubbingWriter, Secrets
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
@@ -129,12 +130,20 @@ def remote_command(cmd: Command) -> str:
 
 
 class _Streams:
-    """Copies a remote process's stdout and stderr into files as the data arrives."""
+    """Copies a remote process's stdout and stderr into files as the data arrives,
+    through the scrubber of the command's secret values (``Command.secrets``)."""
 
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], out: IO[bytes], err: IO[bytes]):
+    def __init__(
+        self,
+        proc: asyncssh.SSHClientProcess[bytes],
+        out: IO[bytes],
+        err: IO[bytes],
+        secrets: Secrets | None = None,
+    ):
         self.proc = proc
-        self.out = out
-        self.err = err
+        secrets = secrets or Secrets()
+        self.out = secrets.writer(out)
+        self.err = secrets.writer(err)
         self.pgid: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
         self.tail = b""  # the last stderr bytes, to explain a failure
         self.write_error: OSError | None = None  # a log file could not be written (disk full)
@@ -181,7 +190,7 @@ class _Streams:
             self._write(self.err, data)
             self.tail = (self.tail + data)[-2048:]
 
-    def _write(self, f: IO[bytes], data: bytes) -> None:
+    def _write(self, f: ScrubbingWriter, data: bytes) -> None:
         if self.write_error is not None:
             return  # keep reading, so that the remote side is not blocked
         try:
@@ -195,6 +204,9 @@ class _Streams:
             await asyncio.wait_for(asyncio.gather(*self.tasks, return_exceptions=True), timeout)
         for t in self.tasks:
             t.cancel()
+        for w in (self.out, self.err):  # what the scrubber held back
+            with contextlib.suppress(OSError, ValueError):
+                w.finish()
 
 
 class SSHServer:
@@ -426,7 +438,7 @@ class SSHExecutor:
         line = remote_command(cmd)
         gate = self._gate(node)
         proc = await self._open_session(node, gate, line, env_input(cmd.env))
-        return proc, _Streams(proc, out, err), gate
+        return proc, _Streams(proc, out, err, cmd.secrets), gate
 
     async def _open_session(
         self, node: Node, gate: SessionGate, line: str, stdin: bytes = b""

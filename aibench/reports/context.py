@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aibench.manifest import sha256_file
+from aibench.manifest import open_inside, sha256_file
 from aibench.model import Outcome, Run, StepResult, StepStatus, Verdict
 from aibench.reports.i18n import _, ngettext, pgettext
 
@@ -201,10 +202,9 @@ def log_tail(run_dir: Path, rel: str, lines: int = 12, max_bytes: int = 3000) ->
     ok = safe_relpath(rel)
     if ok is None:
         return ""
-    path = run_dir / ok
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
+    try:  # never through a link: a received run directory's log may point at a key
+        with open_inside(run_dir, ok) as f:
+            size = os.fstat(f.fileno()).st_size
             f.seek(max(0, size - max_bytes))
             data = f.read()
     except OSError:
@@ -229,7 +229,7 @@ def evidence_excerpt(run_dir: Path, v: Verdict, steps: Mapping[str, StepResult])
 def run_digest(run: Run, run_dir: Path) -> tuple[str, str]:
     """(sha256 of run.json, how it was obtained)."""
     path = run_dir / "run.json"
-    if path.is_file():
+    if path.is_file() and not path.is_symlink():
         return sha256_file(path), _("sha256 of run.json")
     data = json.dumps(run.to_dict(), sort_keys=True).encode()
     return hashlib.sha256(data).hexdigest(), _("sha256 of the run record (run.json not written)")

@@ -263,8 +263,16 @@ def _headline(run: Run) -> list[str]:
 
 def render(run: Run, run_dir: Path, history: Sequence[Run] = (), lang: str = "en") -> str:
     """The report of ``run`` in ``lang`` (see :data:`aibench.reports.i18n.LANGUAGES`)."""
+    _restart_ids()
     with i18n.use(lang) as translations:
         return "".join(_render(run, run_dir, history, lang, translations))
+
+
+def _restart_ids() -> None:
+    """The same run, the same bytes: a report's plots are numbered from 1."""
+    from aibench.reports import plots
+
+    plots.restart_ids()
 
 
 def write(
@@ -278,6 +286,7 @@ def write(
     of a run of millions of steps is never held whole."""
     from aibench.textio import write_atomic_with
 
+    _restart_ids()
     with i18n.use(lang) as translations:
         pieces = _render(run, run_dir, history, lang, translations)
         return write_atomic_with(run_dir / name, lambda f: f.writelines(pieces))

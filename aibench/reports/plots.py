@@ -24,6 +24,16 @@ from aibench.reports import i18n
 from aibench.reports.i18n import _
 
 _counter = itertools.count(1)
+
+
+def restart_ids() -> None:
+    """Number the plots of a new report from 1 again: the ids of its SVG elements (``p1-``)
+    then depend on the report alone, so the same run renders to the same bytes in any
+    process (and a signed run re-rendered keeps its signature)."""
+    global _counter
+    _counter = itertools.count(1)
+
+
 BAD = "#c0392b"
 OK = "#2e6da4"
 BOUND = "#444444"

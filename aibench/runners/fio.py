@@ -22,6 +22,19 @@ from aibench.traits import Traits
 
 _SIZE = re.compile(r"^[0-9]+[kKmMgGtT]?(i?[bB])?$|^[0-9]+%$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_.]+$")
+# fio options that make fio run a command (fio 3.33 --cmdhelp=all and --help): exec_prerun
+# and exec_postrun (through system(3), a shell), --trigger and --trigger-remote (a command
+# run on a trigger), the exec ioengine's program and arguments; and the ioengines that
+# run or load code of their own (exec; external:LIB.so). Refused at validation.
+RUNS_A_COMMAND = frozenset(
+    {"exec_prerun", "exec_postrun", "trigger", "trigger_remote", "program", "arguments"}
+)
+
+
+def _runs_code(engine: str) -> bool:
+    return engine == "exec" or engine.startswith("external")
+
+
 _EXTRA = re.compile(r"^--[a-z_]+(=[A-Za-z0-9_.,:/%+-]*)?$")
 
 
@@ -59,6 +72,8 @@ class FioOptions(Strict):
     def _engine(cls, v: str) -> str:
         if not _TOKEN.match(v):
             raise ValueError(f"not an ioengine name: {v!r}")
+        if _runs_code(v):
+            raise ValueError(f"ioengine {v!r} makes fio run a program: refused")
         return v
 
     @field_validator("directory")
@@ -74,6 +89,11 @@ class FioOptions(Strict):
         for opt in v:
             if not _EXTRA.match(opt):
                 raise ValueError(f"extra option {opt!r} must look like --name=value")
+            name, _, value = opt[2:].partition("=")
+            if name.replace("-", "_") in RUNS_A_COMMAND or (
+                name == "ioengine" and _runs_code(value)
+            ):
+                raise ValueError(f"extra option {opt!r} makes fio run a command: refused")
         return v
 
 

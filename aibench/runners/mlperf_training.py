@@ -75,12 +75,12 @@ from pydantic import Field, field_validator, model_validator
 from aibench import mlperf_rules, parsers
 from aibench.config import Strict
 from aibench.errors import OutputError, ToolFailure
-from aibench.executors.base import redact_env
 from aibench.inventory import Node
 from aibench.model import Fact, FrozenDims, Measurement, ProcessRecord
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
+from aibench.secret import Secrets
 
 TOOL = "mlperf-training"
 PLACEHOLDERS = ("log_dir", "run_index", "seed")
@@ -227,7 +227,7 @@ class MlperfTrainingRunner:
         runs = json.loads(runs_file.read_text(encoding="utf-8"))["runs"]
         shutil.copyfile(runs_file, out.raw_dir / f"{inv.label}.r{inv.repeat}.{RUNS_FILE}")
         # each run's filled-in argv, as the sequencer started it on the launch node
-        env = redact_env(inv.client.env)
+        env = Secrets().redact_env(inv.client.env)  # the marked ones too: aibench.orchestrator
         out.processes.extend(
             ProcessRecord(inv.client.host, tuple(r["argv"]), env, "run", r.get("exit_code"))
             for r in runs

@@ -222,6 +222,9 @@ def test_a_run_of_an_older_aibench_resumes_by_its_hashes(tmp_path: Path) -> None
     for key in ("inputs", "started", "telemetry"):
         del config[key]
     config_path.write_text(json.dumps(config))
+    from aibench import manifest
+
+    manifest.write(run_dir)  # the older aibench's directory matches its own manifest
     original = bed.suite.read_bytes()
     insert_step(bed)
     res = aibench("run", "--resume", str(run_dir), "--quiet")

@@ -456,6 +456,43 @@ def test_env_values_are_not_on_the_remote_command_line(
     assert not any(secret in a for a in argvs)
 
 
+def test_secret_values_are_scrubbed_from_the_raw_output_as_it_arrives(
+    testbed_hosts: TestBed, inventory: Inventory, tmp_path: Path
+) -> None:
+    """A step whose command carries its secrets (aibench.secret) has them replaced in its
+    raw output before it reaches the disk: while the remote tool still runs, the file
+    holds ``***``, never the value."""
+    from aibench.secret import Secrets
+
+    node = inventory.node("abt-h1")
+    env = {"SOME_TOKEN": "Sekr1t-value-9f3", "DSN": "pg://u:pw-77aa@db"}
+    py = (
+        "import os, sys, time; print('t', os.environ['SOME_TOKEN'], flush=True);"
+        " print('d', os.environ['DSN'], file=sys.stderr, flush=True); time.sleep(3)"
+    )
+    secrets = Secrets.of([env], marked={"DSN"})
+
+    async def main() -> tuple[int | None, bytes, bytes]:
+        ex = SSHExecutor()
+        try:
+            cmd = Command(("python3", "-c", py), env=env, secrets=secrets)
+            task = asyncio.ensure_future(ex.run(node, cmd, tmp_path / "o", tmp_path / "e"))
+            await asyncio.sleep(2.0)
+            during = (tmp_path / "o").read_bytes() + (tmp_path / "e").read_bytes()
+            res = await task
+        finally:
+            await ex.close()
+        return res.exit_code, during, (tmp_path / "o").read_bytes() + (tmp_path / "e").read_bytes()
+
+    code, during, after = arun(main())
+    assert code == 0
+    assert b"t ***" in during
+    for data in (during, after):
+        assert b"Sekr1t" not in data
+        assert b"pw-77aa" not in data
+    assert b"d ***" in after
+
+
 def _gone(bed: TestBed, name: str, within: float = 15.0) -> None:
     """Nothing but the daemons is left on the host within ``within`` s: the kill, its grace
     and the session's end over SSH (5 s was once too short with both cores busy)."""

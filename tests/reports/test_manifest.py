@@ -183,12 +183,20 @@ def test_no_signature_is_refused_and_tampered_dir_is_not_signed(run_dir, tmp_pat
 @needs_ssh_keygen
 def test_report_command_rerenders_and_signs(run_dir, tmp_path, capsys):
     key, signers = _keys(tmp_path, "vendor", "v@example.com")
-    (run_dir / "report.html").unlink()
-    (run_dir / "summary.md").write_text("stale")
     assert main(["report", str(run_dir), "--sign", str(key)]) == 1  # the generated run fails
-    assert (run_dir / "report.html").is_file()
     assert (run_dir / "summary.md").read_text().startswith("## ✖ aibench acceptance")
     assert main(["verify", str(run_dir), "--signers", str(signers)]) == 0
+    # an altered directory is not re-rendered: that would hash the alteration into a
+    # new manifest (the report is not rewritten, the stale summary stays as it is)
+    (run_dir / "report.html").unlink()
+    (run_dir / "summary.md").write_text("stale")
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--sign", str(key)]) == 4
+    err = capsys.readouterr().err
+    assert "does not match its manifest" in err
+    assert "summary.md" in err
+    assert not (run_dir / "report.html").exists()
+    assert (run_dir / "summary.md").read_text() == "stale"
 
 
 def test_report_command_bad_arguments(tmp_path, capsys):
