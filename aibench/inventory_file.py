@@ -593,7 +593,32 @@ def _names_and_addresses(
                 f"{where}.address",
                 f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
             )
+    _check_pattern_addresses(entry, names, file, where)
     return names, addresses
+
+
+def _check_pattern_addresses(entry: NodeModel, names: list[str], file: str, where: str) -> None:
+    """An address pattern must make an address for every name of the range: one that reads
+    as an IP address (only digits and dots, or a ':') must be one (``10.0.1.{n}`` makes
+    ``10.0.1.256`` for ``gpu256``); the first bad one is named."""
+    import ipaddress
+
+    if entry.address_pattern is None:
+        return
+    for index, name in enumerate(names, start=1):
+        address = _address_for(entry, name, index, None)
+        if ":" not in address and address.strip("0123456789."):
+            continue  # a host name
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise ConfigError(
+                file,
+                f"{where}.address_pattern",
+                f"{entry.address_pattern!r} makes {address!r} for node {name!r}, not an IP address",
+                hint="use a pattern that stays in range for every name, or list the "
+                "addresses as a hostlist in 'address'",
+            ) from None
 
 
 def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
