@@ -51,7 +51,7 @@ def load_inputs(
     """Load and validate everything before any node is touched (ConfigError/UserError)."""
     from aibench.inventory import local_inventory
     from aibench.suite import load_suite
-    from aibench.thresholds import load_spec
+    from aibench.thresholds import check_spec_names, load_spec
 
     whole = load_suite(suite)
     the_suite = select_steps(whole, tool=tool, steps=steps)
@@ -64,6 +64,7 @@ def load_inputs(
     if nodes:
         the_inventory = select_nodes(the_inventory, nodes)
     the_spec = load_spec(spec or the_suite.spec or "default")
+    check_spec_names(the_spec, ((s.name, s.tool) for s in whole.steps))
     return Inputs(
         the_suite,
         the_inventory,
