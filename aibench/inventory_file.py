@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from aibench import envnames
 from aibench.config import Strict, read_yaml, validate
 from aibench.errors import ConfigError
 from aibench.inventory import (
@@ -208,8 +209,8 @@ class KubernetesModel(Strict):
     host_paths_ro: list[SafePath] = Field(
         default_factory=list, description="node directories mounted read-only (preflight facts)"
     )
-    secret_env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], SecretRefModel] = (
-        Field(default_factory=dict, description="variables taken from Secrets (secretKeyRef)")
+    secret_env: dict[Annotated[str, Field(pattern=envnames.PATTERN)], SecretRefModel] = Field(
+        default_factory=dict, description="variables taken from Secrets (secretKeyRef)"
     )
     label_results: bool = Field(
         False, description="label each node aibench.io/acceptance=PASS|FAIL after a run"
@@ -280,7 +281,7 @@ class EndpointModel(Strict):
         default_factory=list, description="balancer: the names of its backend endpoints"
     )
     api_key_env: str | None = Field(
-        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the API key"
+        None, pattern=envnames.PATTERN, description="variable holding the API key"
     )
     api_key_file: SafePath | None = Field(None, description="file holding the API key")
 
@@ -292,7 +293,6 @@ class EndpointModel(Strict):
 
 
 _BMC_HOST = re.compile(r"^[A-Za-z0-9_.:\[\]{}][A-Za-z0-9_.:\-\[\]{}]*$")
-_BMC_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class BmcModel(Strict):
@@ -336,7 +336,7 @@ class BmcModel(Strict):
     @field_validator("password_env")
     @classmethod
     def _env(cls, v: str | None) -> str | None:
-        if v is not None and not _BMC_ENV.match(v):
+        if v is not None and not envnames.is_env_name(v):
             raise ValueError(f"not an environment variable name: {v!r}")
         return v
 
@@ -372,10 +372,10 @@ class S3EndpointModel(Strict):
     credentials_file: SafePath | None = Field(None, description="AWS credentials file (a path)")
     profile: SafeWord | None = Field(None, description="the profile of credentials_file")
     access_key_env: str | None = Field(
-        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the key id"
+        None, pattern=envnames.PATTERN, description="variable holding the key id"
     )
     secret_key_env: str | None = Field(
-        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the secret"
+        None, pattern=envnames.PATTERN, description="variable holding the secret"
     )
 
     @model_validator(mode="after")

@@ -47,13 +47,14 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from aibench.envnames import check_env_names
 from aibench.executors.base import (
     SECRET_NAME,
     Command,
@@ -254,7 +255,7 @@ class KubernetesExecutor:
     # ------------------------------------------------------------------ pods
 
     async def _create_pod(self, node: Node, cmd: Command) -> str:
-        env_names_ok(cmd.env)
+        check_env_names(cmd.env)
         await self._ensure_lease()
         self._seq += 1
         name = pod_name(self.run_id, self._seq, cmd.argv[0])
@@ -603,9 +604,3 @@ def sweep_stale(core: Any, coord: Any, settings: KubernetesSettings) -> list[str
                 )
         removed.append(run)
     return removed
-
-
-def env_names_ok(env: Mapping[str, str]) -> None:
-    for name in env:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-            raise ValueError(f"invalid environment variable name {name!r}")

@@ -62,6 +62,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import asyncssh
 
+from aibench.envnames import check_env_names
 from aibench.executors.base import (
     Command,
     NodeUnreachable,
@@ -80,7 +81,6 @@ from aibench.executors.policy import (
 if TYPE_CHECKING:
     from aibench.inventory import Node
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PGID_MARK = b"AIBENCH-PGID "
 # The fixed part of every remote command. $1 is the working directory ("" for none), $2
 # the number of environment variables, then their names, then env's argument list. The
@@ -116,9 +116,7 @@ _CIPHERS = (
 def remote_command(cmd: Command) -> str:
     """The command line sent to the node: the fixed wrapper plus every value quoted; the
     environment's names only (their values go on stdin, :func:`env_input`)."""
-    for name in cmd.env:
-        if not ENV_NAME.match(name):
-            raise ValueError(f"invalid environment variable name {name!r}")
+    check_env_names(cmd.env)
     args = [cmd.cwd or "", str(len(cmd.env)), *cmd.env, "--", *cmd.argv]
     return (
         "exec setsid -w sh -c "

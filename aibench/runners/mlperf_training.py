@@ -74,13 +74,14 @@ from pydantic import Field, field_validator, model_validator
 
 from aibench import mlperf_rules, parsers
 from aibench.config import Strict
+from aibench.envnames import check_env
 from aibench.errors import OutputError, ToolFailure
 from aibench.executors.base import redact_env
 from aibench.inventory import Node
 from aibench.model import Fact, FrozenDims, Measurement, ProcessRecord
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
-from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
+from aibench.runners.mlperf_inference import check_placeholders, fill
 
 TOOL = "mlperf-training"
 PLACEHOLDERS = ("log_dir", "run_index", "seed")
