@@ -81,9 +81,11 @@ checks:
     op: present
 {extra}"""
 
+# a check of a step the suite does not have (not a misspelling of one of its steps, which
+# the plan refuses): MISSING after the run
 TYPO = """\
   - id: typo
-    select: {tool: fio, metric: bw, step: fio-seq-raed}
+    select: {tool: fio, metric: bw, step: fio-seq-write}
     scope: node
     unit: MB/s
     min: 1
