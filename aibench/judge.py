@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from aibench.errors import UserError
+from aibench.instants import iso, parse_instant
 from aibench.model import ORIGINS, Outcome, Run, Verdict, step_kinds
 
 HISTORY_NONE = "none"
@@ -104,22 +105,6 @@ class Judgement:
             n = sum(1 for v in self.verdicts if v.origin == "history")
             return f"{n} history verdict(s) carried over from the stored run"
         return "no history"
-
-
-def iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def parse_instant(text: str, what: str = "--as-of") -> datetime:
-    """``now``, an ISO 8601 date or time (UTC unless it says otherwise); a UserError
-    names ``what`` when it is neither."""
-    if text.strip().lower() == "now":
-        return datetime.now(UTC).replace(microsecond=0)
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UserError(f"{what} {text!r}: not 'now' or an ISO 8601 date/time") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def judge_run(

@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_INTERRUPTED, EXIT_OK, UserError
+from aibench.instants import now_text
 from aibench.model import Run, StepResult, StepStatus
 
 
@@ -228,10 +228,6 @@ def execute(
             if n not in ex.unreachable
         },
     )
-
-
-def now_text() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def assemble(

@@ -198,14 +198,14 @@ def _soak(
 ) -> int:
     import asyncio
 
-    from aibench import pipeline, store
+    from aibench import instants, pipeline, store
     from aibench.soak import engine
 
     if run_dir is None:
         run_dir = store.new_run_dir(Path(args.output_dir), "soak")
         store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(params, inputs))
     store.write_json_atomic(run_dir / PARAMS, params)
-    started = pipeline.now_text()
+    started = instants.now_text()
     if not args.quiet:
         print(
             f"aibench soak: {len(inputs.inventory)} node(s) for {opts.duration:g} s; "

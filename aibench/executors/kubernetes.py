@@ -69,7 +69,8 @@ from aibench.executors.kubernetes_spec import (
     pod_manifest,
     secret_manifest,
 )
-from aibench.executors.local import now_iso, wait_ready
+from aibench.executors.local import wait_ready
+from aibench.instants import now_text
 from aibench.kubeapi import api_client, api_error
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ class KubernetesExecutor:
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(RENEW_S)
-            patch = {"spec": {"renewTime": datetime.now(UTC).isoformat().replace("+00:00", "Z")}}
+            patch = {"spec": {"renewTime": now_text("microseconds")}}
             with contextlib.suppress(Exception):
                 await self._call(
                     self._coord().patch_namespaced_lease,
@@ -343,7 +344,7 @@ class KubernetesExecutor:
             await asyncio.sleep(0.2)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_iso()
+        started = now_text("milliseconds")
         t0 = time.monotonic()
 
         def result(**kw: Any) -> ProcResult:

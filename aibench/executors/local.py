@@ -21,18 +21,14 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from aibench.executors.base import Command, ProcResult, ReadyCheck, ServerNotReady
+from aibench.instants import now_text
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @functools.cache
@@ -132,7 +128,7 @@ class LocalExecutor:
         )
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_iso()
+        started = now_text("milliseconds")
         t0 = time.monotonic()
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from aibench.executors.base import Command, NodeUnreachable, ProcResult, ReadyCheck, ServerNotReady
-from aibench.executors.local import LocalServer, now_iso, terminate, wait_ready
+from aibench.executors.local import LocalServer, terminate, wait_ready
+from aibench.instants import now_text
 from aibench.inventory import SlurmSettings, safe_name
 
 if TYPE_CHECKING:
@@ -285,7 +286,7 @@ class SlurmExecutor:
         mpi: str | None = None,
     ) -> ProcResult:
         """One job step over ``nodes`` (one task per node unless asked otherwise)."""
-        started = now_iso()
+        started = now_text("milliseconds")
         t0 = time.monotonic()
 
         def result(**kw: Any) -> ProcResult:

@@ -69,7 +69,7 @@ from aibench.executors.base import (
     ProcResult,
     ReadyCheck,
 )
-from aibench.executors.local import now_iso, wait_ready
+from aibench.executors.local import wait_ready
 from aibench.executors.policy import (
     Breaker,
     ConnectionPolicy,
@@ -77,6 +77,7 @@ from aibench.executors.policy import (
     session_refused,
     transient_connect_error,
 )
+from aibench.instants import now_text
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
@@ -494,7 +495,7 @@ class SSHExecutor:
             self._drop(node)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_iso()
+        started = now_text("milliseconds")
         t0 = time.monotonic()
 
         def result(**kw: Any) -> ProcResult:
