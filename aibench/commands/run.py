@@ -238,10 +238,7 @@ def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | 
 
 
 def _config(args: argparse.Namespace, inputs: Any) -> dict[str, Any]:
-    def absolute(p: str | None) -> str | None:
-        if p and ("/" in p or p.endswith((".yaml", ".yml"))):
-            return str(Path(p).resolve())
-        return p
+    from aibench.config import absolute
 
     return {
         "suite": absolute(args.suite),

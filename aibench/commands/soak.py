@@ -101,10 +101,7 @@ def _progress(quiet: bool):  # type: ignore[no-untyped-def]
 
 
 def _new_params(args: argparse.Namespace) -> dict[str, Any]:
-    def absolute(p: str | None) -> str | None:
-        if p and ("/" in p or p.endswith((".yaml", ".yml"))):
-            return str(Path(p).resolve())
-        return p
+    from aibench.config import absolute
 
     params: dict[str, Any] = {
         "inventory": absolute(args.inventory),

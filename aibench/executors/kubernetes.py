@@ -69,7 +69,8 @@ from aibench.executors.kubernetes_spec import (
     pod_manifest,
     secret_manifest,
 )
-from aibench.executors.local import wait_ready
+from aibench.executors.local import result_maker, wait_ready
+from aibench.executors.logfile import write_log
 from aibench.instants import now_text
 from aibench.kubeapi import api_client, api_error
 
@@ -128,16 +129,7 @@ class _Attached:
                 raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
                 if channel == STDERR_CHANNEL:
                     self.tail = (self.tail + raw)[-2048:]
-                self._write(f, raw)
-
-    def _write(self, f: IO[bytes], data: bytes) -> None:
-        if self.write_error is not None:
-            return
-        try:
-            f.write(data)
-            f.flush()
-        except OSError as exc:
-            self.write_error = OSError(exc.errno, exc.strerror, getattr(f, "name", None))
+                self.write_error = write_log(f, raw, self.write_error)
 
 
 class KubernetesExecutor:
@@ -344,13 +336,7 @@ class KubernetesExecutor:
             await asyncio.sleep(0.2)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_text("milliseconds")
-        t0 = time.monotonic()
-
-        def result(**kw: Any) -> ProcResult:
-            kw.setdefault("exit_code", None)
-            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
-
+        result = result_maker()
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:
             try:

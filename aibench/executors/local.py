@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from aibench.executors.base import Command, ProcResult, ReadyCheck, ServerNotReady
 from aibench.instants import now_text
@@ -71,6 +71,20 @@ async def terminate(proc: asyncio.subprocess.Process, grace: float) -> int | Non
     # Whatever the group leader left behind (children that ignored SIGTERM) goes too.
     _kill_group(proc.pid, signal.SIGKILL)
     return proc.returncode
+
+
+def result_maker() -> Callable[..., ProcResult]:
+    """What an executor's ``run`` answers with, made at its start: a maker of the
+    ProcResult that carries that start (UTC, to the millisecond) and the time since;
+    ``exit_code`` is None (no exit status) unless given."""
+    started = now_text("milliseconds")
+    t0 = time.monotonic()
+
+    def result(**kw: Any) -> ProcResult:
+        kw.setdefault("exit_code", None)
+        return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
+
+    return result
 
 
 class LocalServer:

@@ -36,14 +36,12 @@ import re
 import shlex
 import shutil
 import signal
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from aibench.executors.base import Command, NodeUnreachable, ProcResult, ReadyCheck, ServerNotReady
-from aibench.executors.local import LocalServer, terminate, wait_ready
-from aibench.instants import now_text
+from aibench.executors.local import LocalServer, result_maker, terminate, wait_ready
 from aibench.inventory import SlurmSettings, safe_name
 
 if TYPE_CHECKING:
@@ -286,13 +284,7 @@ class SlurmExecutor:
         mpi: str | None = None,
     ) -> ProcResult:
         """One job step over ``nodes`` (one task per node unless asked otherwise)."""
-        started = now_text("milliseconds")
-        t0 = time.monotonic()
-
-        def result(**kw: Any) -> ProcResult:
-            kw.setdefault("exit_code", None)
-            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
-
+        result = result_maker()
         await self._ensure_allocation()
         if self._alloc_error:
             return result(unreachable=True, reason=self._alloc_error)

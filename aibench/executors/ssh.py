@@ -55,7 +55,6 @@ import contextlib
 import os
 import re
 import shlex
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -69,7 +68,8 @@ from aibench.executors.base import (
     ProcResult,
     ReadyCheck,
 )
-from aibench.executors.local import wait_ready
+from aibench.executors.local import result_maker, wait_ready
+from aibench.executors.logfile import write_log
 from aibench.executors.policy import (
     Breaker,
     ConnectionPolicy,
@@ -77,7 +77,6 @@ from aibench.executors.policy import (
     session_refused,
     transient_connect_error,
 )
-from aibench.instants import now_text
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
@@ -147,7 +146,7 @@ class _Streams:
             data = await self.proc.stdout.read(65536)
             if not data:
                 return
-            self._write(self.out, data)
+            self.write_error = write_log(self.out, data, self.write_error)
 
     async def _copy_err(self) -> None:
         head = b""
@@ -177,17 +176,8 @@ class _Streams:
 
     def _write_err(self, data: bytes) -> None:
         if data:
-            self._write(self.err, data)
+            self.write_error = write_log(self.err, data, self.write_error)
             self.tail = (self.tail + data)[-2048:]
-
-    def _write(self, f: IO[bytes], data: bytes) -> None:
-        if self.write_error is not None:
-            return  # keep reading, so that the remote side is not blocked
-        try:
-            f.write(data)
-            f.flush()
-        except OSError as exc:
-            self.write_error = OSError(exc.errno, exc.strerror, getattr(f, "name", None))
 
     async def drain(self, timeout: float) -> None:
         with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
@@ -495,13 +485,7 @@ class SSHExecutor:
             self._drop(node)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_text("milliseconds")
-        t0 = time.monotonic()
-
-        def result(**kw: Any) -> ProcResult:
-            kw.setdefault("exit_code", None)
-            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
-
+        result = result_maker()
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:
             try:
