@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from aibench.errors import UserError
-from aibench.instants import iso, parse_instant
+from aibench.instants import iso as iso  # both stay importable from here
+from aibench.instants import parse_instant as parse_instant
 from aibench.model import ORIGINS, Outcome, Run, Verdict, step_kinds
 
 HISTORY_NONE = "none"

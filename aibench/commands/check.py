@@ -81,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aibench.errors import UserError
-    from aibench.instants import parse_instant
-    from aibench.judge import rejudge
+    from aibench.judge import parse_instant, rejudge
     from aibench.store import load_run
     from aibench.thresholds import load_spec
 

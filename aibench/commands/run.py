@@ -100,7 +100,7 @@ def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aibench import instants, pipeline, store
+    from aibench import pipeline, store
     from aibench.plan import build_plan, fmt_seconds
     from aibench.progress import Reporter
 
@@ -121,7 +121,9 @@ def run(args: argparse.Namespace) -> int:
         print_plan(plan, full=args.full)
         return EXIT_OK
 
-    started = instants.now_text()
+    from aibench.instants import now_text
+
+    started = now_text()
     if resume_dir is not None:
         run_dir = resume_dir
         prev = _previous_run(run_dir)
