@@ -46,6 +46,7 @@ from aibench.runners.fio import FioOptions
 from aibench.runners.iperf3 import data_address
 from aibench.traits import Traits
 
+_TOKEN = re.compile(r"^[A-Za-z0-9_.]+$")
 # write the job file: its lines are the arguments (no value is ever part of the script)
 JOB_WRITER = 'f=$1; shift; printf "%s\\n" "$@" > "$f"'
 # run fio, then remove the scratch tree and the job file whatever fio did
@@ -100,7 +101,13 @@ class FioClusterOptions(Strict):
 
     _size = field_validator("bs", "size", "file_size")(FioOptions._size.__func__)  # type: ignore[attr-defined]
     _dir = field_validator("directory")(FioOptions._dir.__func__)  # type: ignore[attr-defined]
-    _engine = field_validator("ioengine")(FioOptions._engine.__func__)  # type: ignore[attr-defined]
+
+    @field_validator("ioengine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        if not _TOKEN.match(v):
+            raise ValueError(f"not an ioengine name: {v!r}")
+        return v
 
 
 def job_lines(o: FioClusterOptions, scratch: str) -> list[str]:
