@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_INTERRUPTED, EXIT_OK, UserError
-from aibench.instants import now_text
+from aibench.instants import now_text as now_text  # pipeline.now_text stays importable
 from aibench.model import Run, StepResult, StepStatus
 
 
