@@ -121,9 +121,7 @@ def run(args: argparse.Namespace) -> int:
         print_plan(plan, full=args.full)
         return EXIT_OK
 
-    from aibench.instants import now_text
-
-    started = now_text()
+    started = pipeline.now_text()
     if resume_dir is not None:
         run_dir = resume_dir
         prev = _previous_run(run_dir)
