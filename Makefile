@@ -1,6 +1,6 @@
 # Set-up and the two commands of the README:
-#   make acceptance   install everything, then run the acceptance suite on this machine
-#   make test         install everything, then run the test suite
+#   make acceptance   install what the acceptance suite runs, then run it on this machine
+#   make test         install everything the test beds use, then run the test suite
 # Needs root (or sudo) for the system packages the tools come from (Debian/Ubuntu).
 
 PYTHON ?= python3
@@ -12,7 +12,16 @@ TEST_JOBS ?= 4
 SUITE ?= acceptance
 AIBENCH_ARGS ?=
 
-APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slurm-wlm \
+# What the acceptance suite (and the preflight step in it) runs on this machine: fio and
+# iperf3 for the steps; lsblk, findmnt and dmesg (util-linux) for the preflight's disk,
+# mount and kernel-log facts. The rest of the preflight reads /proc and /sys or finds a
+# vendor tool absent (a fact, not an error); SSH goes through asyncssh, not a client binary.
+# (Another SUITE may run more tools: see TEST_PACKAGES.)
+ACCEPTANCE_PACKAGES = fio iperf3 util-linux
+
+# What the test beds use on top: Slurm, MPI, the storage and object-store beds, the
+# Kubernetes bed's build, the browser and font tests, BMC simulators ...
+TEST_PACKAGES = $(ACCEPTANCE_PACKAGES) iperf perftest openssh-server openssh-client munge slurm-wlm \
 	openmpi-bin libopenmpi-dev libpmix-dev chromium iproute2 nftables iputils-ping procps \
 	prometheus prometheus-pushgateway \
 	fonts-noto-cjk fonts-dejavu-core fontconfig \
@@ -25,9 +34,10 @@ APT_PACKAGES = fio iperf3 iperf perftest openssh-server openssh-client munge slu
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: acceptance test system-packages venv lint clean catalogs k8s-binaries
+.PHONY: acceptance test system-packages acceptance-packages venv lint clean catalogs \
+	k8s-binaries
 
-acceptance: system-packages venv
+acceptance: acceptance-packages venv
 	$(VENV)/bin/aibench run --suite $(SUITE) $(AIBENCH_ARGS)
 
 # --dist loadgroup: the tests of one test bed, and those of one module, stay on one worker
@@ -45,8 +55,11 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-system-packages:
-	@missing=""; for p in $(APT_PACKAGES); do \
+# system-packages: everything the tests use; acceptance-packages: the acceptance suite's own
+system-packages: PACKAGES = $(TEST_PACKAGES)
+acceptance-packages: PACKAGES = $(ACCEPTANCE_PACKAGES)
+system-packages acceptance-packages:
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \

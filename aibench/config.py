@@ -154,14 +154,25 @@ def _builtin_dir(kind: str) -> list[str]:
     return [p.name for p in resources.files(pkg).iterdir()]
 
 
+def looks_like_path(value: str) -> bool:
+    """Whether a suite, spec or inventory argument is a file's path (it holds a path
+    separator or ends in .yaml/.yml) rather than a built-in name."""
+    return "/" in value or value.endswith((".yaml", ".yml"))
+
+
+def absolute(value: str | None) -> str | None:
+    """A path made absolute (as a run's config stores it, to be read again from elsewhere
+    on --resume); a built-in name, or None, as it is."""
+    return str(Path(value).resolve()) if value and looks_like_path(value) else value
+
+
 def resolve(kind: str, name_or_path: str) -> tuple[Path, str]:
     """Turn a built-in name or a user path into (path, display name).
 
     A value containing a path separator or ending in .yaml/.yml is a path; anything else
     is a built-in name, and an unknown name lists the valid ones.
     """
-    looks_like_path = "/" in name_or_path or name_or_path.endswith((".yaml", ".yml"))
-    if looks_like_path:
+    if looks_like_path(name_or_path):
         p = Path(name_or_path)
         if not p.exists():
             raise ConfigError(name_or_path, "", "file not found")

@@ -111,11 +111,14 @@ def flatten_environment(env: Mapping[str, Any]) -> dict[str, str]:
 
 
 def env_diff(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
-    """Lines like ``gpu01:driver_version 550.54 -> 560.28`` (grouped when all nodes agree)."""
+    """Lines like ``gpu01:driver_version 550.54 -> 560.28`` (grouped when all nodes agree).
+
+    A fact absent on one side and not recorded on the other is no change.
+    """
     changes: dict[tuple[str, str, str], list[str]] = {}
     for key in sorted(set(a) | set(b)):
         old, new = a.get(key, "(none)"), b.get(key, "(none)")
-        if old != new:
+        if old != new and {old, new} != {"absent", "(none)"}:  # absent = not recorded
             node, name = key.split(":", 1)
             changes.setdefault((name, old, new), []).append(node)
     lines = []

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from aibench import envnames
 from aibench.config import Strict, read_yaml, validate
 from aibench.errors import ConfigError
 from aibench.inventory import (
@@ -208,8 +209,8 @@ class KubernetesModel(Strict):
     host_paths_ro: list[SafePath] = Field(
         default_factory=list, description="node directories mounted read-only (preflight facts)"
     )
-    secret_env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], SecretRefModel] = (
-        Field(default_factory=dict, description="variables taken from Secrets (secretKeyRef)")
+    secret_env: dict[Annotated[str, Field(pattern=envnames.PATTERN)], SecretRefModel] = Field(
+        default_factory=dict, description="variables taken from Secrets (secretKeyRef)"
     )
     label_results: bool = Field(
         False, description="label each node aibench.io/acceptance=PASS|FAIL after a run"
@@ -280,7 +281,7 @@ class EndpointModel(Strict):
         default_factory=list, description="balancer: the names of its backend endpoints"
     )
     api_key_env: str | None = Field(
-        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the API key"
+        None, pattern=envnames.PATTERN, description="variable holding the API key"
     )
     api_key_file: SafePath | None = Field(None, description="file holding the API key")
 
@@ -292,7 +293,6 @@ class EndpointModel(Strict):
 
 
 _BMC_HOST = re.compile(r"^[A-Za-z0-9_.:\[\]{}][A-Za-z0-9_.:\-\[\]{}]*$")
-_BMC_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class BmcModel(Strict):
@@ -336,7 +336,7 @@ class BmcModel(Strict):
     @field_validator("password_env")
     @classmethod
     def _env(cls, v: str | None) -> str | None:
-        if v is not None and not _BMC_ENV.match(v):
+        if v is not None and not envnames.is_env_name(v):
             raise ValueError(f"not an environment variable name: {v!r}")
         return v
 
@@ -377,10 +377,10 @@ class S3EndpointModel(Strict):
     credentials_file: SafePath | None = Field(None, description="AWS credentials file (a path)")
     profile: SafeWord | None = Field(None, description="the profile of credentials_file")
     access_key_env: str | None = Field(
-        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the key id"
+        None, pattern=envnames.PATTERN, description="variable holding the key id"
     )
     secret_key_env: str | None = Field(
-        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="variable holding the secret"
+        None, pattern=envnames.PATTERN, description="variable holding the secret"
     )
 
     @model_validator(mode="after")
@@ -621,7 +621,32 @@ def _names_and_addresses(
                 f"{where}.address",
                 f"{len(addresses)} addresses for {len(names)} names in {entry.name!r}",
             )
+    _check_pattern_addresses(entry, names, file, where)
     return names, addresses
+
+
+def _check_pattern_addresses(entry: NodeModel, names: list[str], file: str, where: str) -> None:
+    """An address pattern must make an address for every name of the range: one that reads
+    as an IP address (only digits and dots, or a ':') must be one (``10.0.1.{n}`` makes
+    ``10.0.1.256`` for ``gpu256``); the first bad one is named."""
+    import ipaddress
+
+    if entry.address_pattern is None:
+        return
+    for index, name in enumerate(names, start=1):
+        address = _address_for(entry, name, index, None)
+        if ":" not in address and address.strip("0123456789."):
+            continue  # a host name
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise ConfigError(
+                file,
+                f"{where}.address_pattern",
+                f"{entry.address_pattern!r} makes {address!r} for node {name!r}, not an IP address",
+                hint="use a pattern that stays in range for every name, or list the "
+                "addresses as a hostlist in 'address'",
+            ) from None
 
 
 def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:

@@ -58,6 +58,9 @@ from pathlib import Path
 from typing import Any
 
 from aibench.errors import EXIT_CHECKS_FAILED, EXIT_OK, UserError
+from aibench.instants import as_given
+from aibench.instants import iso as iso  # both stay importable from here
+from aibench.instants import parse_instant as parse_instant
 from aibench.model import ORIGINS, Outcome, Run, Verdict, overall, step_kinds
 
 HISTORY_NONE = "none"
@@ -142,26 +145,6 @@ def differences(stored: Sequence[Verdict], judged: Sequence[Verdict]) -> list[st
     return out
 
 
-def iso(when: datetime) -> str:
-    """``when`` to the second, with the offset it was given (``Z`` for UTC): stored as
-    given, it is judged again on the same local day (a waiver's day) when read back."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def parse_instant(text: str, what: str = "--as-of") -> datetime:
-    """``now``, an ISO 8601 date or time (UTC unless it says otherwise); a UserError
-    names ``what`` when it is neither."""
-    if text.strip().lower() == "now":
-        return datetime.now(UTC).replace(microsecond=0)
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UserError(f"{what} {text!r}: not 'now' or an ISO 8601 date/time") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
 def judge_run(
     run: Run,
     spec: Any,
@@ -215,11 +198,11 @@ def judge_run(
         spec_sha256=spec.sha256,
         history=mode,
         history_db=db_text,
-        as_of=iso(when),
+        as_of=as_given(when),  # with the offset it was given: judged on that local day
         facts_only=facts_only,
         partial=partial,
         spec_text=getattr(whole_spec, "text", ""),
-        label=_label(run, spec.sha256, iso(when), db_text),
+        label=_label(run, spec.sha256, as_given(when), db_text),
     )
 
 

@@ -20,11 +20,11 @@ import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_INTERRUPTED, UserError
+from aibench.instants import now_text as now_text  # pipeline.now_text stays importable
 from aibench.model import Run, StepResult, StepStatus
 from aibench.stopping import Stopper
 
@@ -56,7 +56,7 @@ def load_inputs(
     """Load and validate everything before any node is touched (ConfigError/UserError)."""
     from aibench.inventory import local_inventory
     from aibench.suite import load_suite
-    from aibench.thresholds import load_spec
+    from aibench.thresholds import check_spec_names, load_spec
 
     whole = load_suite(suite)
     the_suite = select_steps(whole, tool=tool, steps=steps)
@@ -70,6 +70,7 @@ def load_inputs(
     if nodes:
         the_inventory = select_nodes(the_inventory, nodes)
     the_spec = load_spec(spec or the_suite.spec or "default")
+    check_spec_names(the_spec, ((s.name, s.tool) for s in whole.steps))
     return Inputs(
         the_suite,
         the_inventory,
@@ -284,10 +285,6 @@ def run_cancellable(main: Callable[[], Any], ex: Any, stop: Stopper | None) -> N
     except asyncio.CancelledError:
         if not stop.stopped:
             raise
-
-
-def now_text() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def assemble(

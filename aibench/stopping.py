@@ -21,9 +21,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
+
+from aibench.instants import now_text
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -100,7 +101,7 @@ class Stopper:
             os._exit(128 + signum)
         self.signum = signum
         running = self.cancel() if self.cancel is not None else ()
-        at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        at = now_text()
         self.interruption = Interruption(at, name, tuple(running))
         _say(
             f"aibench: {name}: stopping the steps and writing the record "

@@ -35,6 +35,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from aibench import envnames
 from aibench.config import Strict, read_yaml, resolve, validate
 from aibench.errors import ConfigError, UserError
 from aibench.manifest import sha256_file
@@ -63,7 +64,7 @@ class Settings(Strict):
         description="language of report.html and summary.md (en, zh); aibench run --lang "
         "overrides it",
     )
-    secret_env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+    secret_env: list[Annotated[str, Field(pattern=envnames.PATTERN)]] = Field(
         default_factory=list,
         description="environment variables (of the steps' env) whose values are secret: "
         "shown as *** and scrubbed from raw outputs and logs, besides every variable whose "

@@ -142,6 +142,16 @@ BAD = [
         "nodes[0]",
         "only {name}, {index} and {n} may appear",
     ),
+    (
+        "nodes:\n  - {name: 'gpu[001-300]', address_pattern: '10.0.1.{n}'}\n",
+        "nodes[0].address_pattern",
+        "'10.0.1.{n}' makes '10.0.1.256' for node 'gpu256', not an IP address",
+    ),
+    (
+        "nodes:\n  - {name: a, address_pattern: '10.0.1.{n}'}\n",
+        "nodes[0].address_pattern",
+        "makes '10.0.1.' for node 'a'",
+    ),
     ("nodes: []\n", "nodes", "at least 1 item"),
     ("limits: {max_parallel: 0}\nnodes: [{name: a}]\n", "limits.max_parallel", "greater than"),
     (

@@ -81,9 +81,11 @@ checks:
     op: present
 {extra}"""
 
+# a check of a step the suite does not have (not a misspelling of one of its steps, which
+# the plan refuses): MISSING after the run
 TYPO = """\
   - id: typo
-    select: {tool: fio, metric: bw, step: fio-seq-raed}
+    select: {tool: fio, metric: bw, step: fio-seq-write}
     scope: node
     unit: MB/s
     min: 1
@@ -300,6 +302,7 @@ def test_check_with_no_options_reproduces_the_stored_verdicts(
     # a day later
     day_after = datetime.fromisoformat(stored.judgements[-1]["as_of"]) + timedelta(days=1)
     monkeypatch.setattr("aibench.judge.datetime", _clock(day_after))
+    monkeypatch.setattr("aibench.instants.datetime", _clock(day_after))  # --as-of now
     _reproduces(_check(capsys, copy), stored)
     if kind.waiver_expires:  # judged as of the day after, the waiver has expired
         later = _check(capsys, copy, "--as-of", "now")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from aibench.commands import Command
 from aibench.errors import EXIT_CANNOT_RUN, EXIT_CHECKS_FAILED, EXIT_OK, UserError
+from aibench.instants import now_text
 
 DESCRIPTION = """\
 Collect the preflight facts (CPU, memory, NUMA, kernel, sysctl, governor, THP, limits,
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes:
         inventory = select_nodes(inventory, args.nodes)
     spec = load_spec(args.spec or suite.spec or "preflight")
-    started = _now()
+    started = now_text()
     with tempfile.TemporaryDirectory(prefix="aibench-preflight-") as tmp:
         run_dir = Path(args.keep_raw) if args.keep_raw else Path(tmp)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -137,10 +137,6 @@ def _judged(inputs: Any, executed: Any, started: str) -> tuple[Any, Any]:
     run_obj = assemble(inputs, executed, run_id=run_id, started=started)
     judgement = judge_run(run_obj, inputs.spec, facts_only=True)
     return record(run_obj, judgement, "aibench preflight"), judgement
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 COMMAND = Command(

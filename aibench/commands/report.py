@@ -46,7 +46,7 @@ examples:
   aibench report runs/20261202-101500-acceptance --spec h100-ndr            # re-judge, show
   aibench report runs/20261202-101500-acceptance --spec h100-ndr --out /tmp/rejudged
   aibench report runs/20261202-101500-acceptance --spec h100-ndr --write    # and store it
-  aibench report RUN_DIR --spec nightly --history runs/history.sqlite     # recompute history
+  aibench report RUN_DIR --spec default --history runs/history.sqlite     # recompute history
   aibench report RUN_DIR --trend runs/20261201-101500-acceptance --sign ~/.ssh/id_ed25519
 """
 

@@ -340,12 +340,8 @@ def history_path(args: argparse.Namespace, suite: Any, run_dir: Path) -> Path | 
 
 
 def _config(args: argparse.Namespace, inputs: Any, plan: Any, started: str) -> dict[str, Any]:
+    from aibench.config import absolute
     from aibench.resume import COPIES, copies
-
-    def absolute(p: str | None) -> str | None:
-        if p and ("/" in p or p.endswith((".yaml", ".yml"))):
-            return str(Path(p).resolve())
-        return p
 
     spec = absolute(args.spec) or inputs.suite.spec or "default"
     kept = copies(
@@ -425,8 +421,9 @@ def _resumed_from(run_dir: Path) -> tuple[str, list[dict[str, Any]]]:
 def _mtime(path: Path) -> str:
     from datetime import UTC, datetime
 
-    when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+    from aibench.instants import iso
+
+    return iso(datetime.fromtimestamp(path.stat().st_mtime, UTC))
 
 
 def _previous_run(run_dir: Path) -> Any:

@@ -101,10 +101,7 @@ def _progress(quiet: bool):  # type: ignore[no-untyped-def]
 
 
 def _new_params(args: argparse.Namespace) -> dict[str, Any]:
-    def absolute(p: str | None) -> str | None:
-        if p and ("/" in p or p.endswith((".yaml", ".yml"))):
-            return str(Path(p).resolve())
-        return p
+    from aibench.config import absolute
 
     params: dict[str, Any] = {
         "inventory": absolute(args.inventory),
@@ -198,14 +195,14 @@ def _soak(
 ) -> int:
     import asyncio
 
-    from aibench import pipeline, store
+    from aibench import instants, pipeline, store
     from aibench.soak import engine
 
     if run_dir is None:
         run_dir = store.new_run_dir(Path(args.output_dir), "soak")
         store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(params, inputs))
     store.write_json_atomic(run_dir / PARAMS, params)
-    started = pipeline.now_text()
+    started = instants.now_text()
     if not args.quiet:
         print(
             f"aibench soak: {len(inputs.inventory)} node(s) for {opts.duration:g} s; "

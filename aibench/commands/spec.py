@@ -56,7 +56,7 @@ def _check_line(c: object) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from aibench.config import builtin_names
-    from aibench.thresholds import load_spec
+    from aibench.thresholds import check_spec_names, load_spec
     from aibench.thresholds.derive import explain
 
     if args.action == "list":
@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
         raise UserError("spec explain needs a spec name or file, or --inventory FILE")
     spec = load_spec(args.spec)
+    check_spec_names(spec)
     print(f"{spec.name}  ({spec.source}, sha256 {spec.sha256[:12]})")
     if spec.description:
         print(" ".join(spec.description.split()))

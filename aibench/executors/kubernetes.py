@@ -48,13 +48,14 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from aibench.envnames import check_env_names
 from aibench.executors.base import (
     Command,
     NodeUnreachable,
@@ -68,7 +69,9 @@ from aibench.executors.kubernetes_spec import (
     pod_manifest,
     secret_manifest,
 )
-from aibench.executors.local import now_iso, wait_ready
+from aibench.executors.local import result_maker, wait_ready
+from aibench.executors.logfile import write_log
+from aibench.instants import now_text
 from aibench.kubeapi import api_client, api_error
 from aibench.secret import ScrubbingWriter
 
@@ -131,16 +134,7 @@ class _Attached:
                 raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
                 if channel == STDERR_CHANNEL:
                     self.tail = (self.tail + raw)[-2048:]
-                self._write(f, raw)
-
-    def _write(self, f: ScrubbingWriter, data: bytes) -> None:
-        if self.write_error is not None:
-            return
-        try:
-            f.write(data)
-            f.flush()
-        except OSError as exc:
-            self.write_error = OSError(exc.errno, exc.strerror, getattr(f, "name", None))
+                self.write_error = write_log(f, raw, self.write_error)
 
 
 class KubernetesExecutor:
@@ -220,7 +214,7 @@ class KubernetesExecutor:
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(RENEW_S)
-            patch = {"spec": {"renewTime": datetime.now(UTC).isoformat().replace("+00:00", "Z")}}
+            patch = {"spec": {"renewTime": now_text("microseconds")}}
             with contextlib.suppress(Exception):
                 await self._call(
                     self._coord().patch_namespaced_lease,
@@ -259,7 +253,7 @@ class KubernetesExecutor:
     # ------------------------------------------------------------------ pods
 
     async def _create_pod(self, node: Node, cmd: Command) -> str:
-        env_names_ok(cmd.env)
+        check_env_names(cmd.env)
         await self._ensure_lease()
         self._seq += 1
         name = pod_name(self.run_id, self._seq, cmd.argv[0])
@@ -347,13 +341,7 @@ class KubernetesExecutor:
             await asyncio.sleep(0.2)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_iso()
-        t0 = time.monotonic()
-
-        def result(**kw: Any) -> ProcResult:
-            kw.setdefault("exit_code", None)
-            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
-
+        result = result_maker()
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:
             try:
@@ -611,9 +599,3 @@ def sweep_stale(core: Any, coord: Any, settings: KubernetesSettings) -> list[str
                 )
         removed.append(run)
     return removed
-
-
-def env_names_ok(env: Mapping[str, str]) -> None:
-    for name in env:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-            raise ValueError(f"invalid environment variable name {name!r}")

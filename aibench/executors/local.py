@@ -25,20 +25,16 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from aibench.executors import lease
 from aibench.executors.base import Command, ProcResult, ReadyCheck, ServerNotReady
+from aibench.instants import now_text
 from aibench.secret import ScrubbingWriter
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @functools.cache
@@ -186,6 +182,20 @@ async def _copy(reader: asyncio.StreamReader | None, writer: ScrubbingWriter) ->
         writer.write(chunk)
 
 
+def result_maker() -> Callable[..., ProcResult]:
+    """What an executor's ``run`` answers with, made at its start: a maker of the
+    ProcResult that carries that start (UTC, to the millisecond) and the time since;
+    ``exit_code`` is None (no exit status) unless given."""
+    started = now_text("milliseconds")
+    t0 = time.monotonic()
+
+    def result(**kw: Any) -> ProcResult:
+        kw.setdefault("exit_code", None)
+        return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
+
+    return result
+
+
 class LocalServer:
     def __init__(
         self,
@@ -240,7 +250,7 @@ class LocalExecutor:
         return proc
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_iso()
+        started = now_text("milliseconds")
         t0 = time.monotonic()
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:

@@ -39,10 +39,9 @@ import re
 import shlex
 import shutil
 import signal
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aibench.executors import lease
 from aibench.executors.base import Command, NodeUnreachable, ProcResult, ReadyCheck, ServerNotReady
@@ -50,7 +49,7 @@ from aibench.executors.local import (
     LocalServer,
     Outputs,
     ended,
-    now_iso,
+    result_maker,
     spawn_leased,
     terminate,
     wait_ready,
@@ -319,13 +318,7 @@ class SlurmExecutor:
         mpi: str | None = None,
     ) -> ProcResult:
         """One job step over ``nodes`` (one task per node unless asked otherwise)."""
-        started = now_iso()
-        t0 = time.monotonic()
-
-        def result(**kw: Any) -> ProcResult:
-            kw.setdefault("exit_code", None)
-            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
-
+        result = result_maker()
         await self._ensure_allocation()
         if self._alloc_error:
             return result(unreachable=True, reason=self._alloc_error)

@@ -55,20 +55,21 @@ import contextlib
 import os
 import re
 import shlex
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import asyncssh
 
+from aibench.envnames import check_env_names
 from aibench.executors.base import (
     Command,
     NodeUnreachable,
     ProcResult,
     ReadyCheck,
 )
-from aibench.executors.local import now_iso, wait_ready
+from aibench.executors.local import result_maker, wait_ready
+from aibench.executors.logfile import write_log
 from aibench.executors.policy import (
     Breaker,
     ConnectionPolicy,
@@ -76,12 +77,11 @@ from aibench.executors.policy import (
     session_refused,
     transient_connect_error,
 )
-from aibench.secret import ScrubbingWriter, Secrets
+from aibench.secret import Secrets
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PGID_MARK = b"AIBENCH-PGID "
 # The fixed part of every remote command. $1 is the working directory ("" for none), $2
 # the number of environment variables, then their names, then env's argument list. The
@@ -117,9 +117,7 @@ _CIPHERS = (
 def remote_command(cmd: Command) -> str:
     """The command line sent to the node: the fixed wrapper plus every value quoted; the
     environment's names only (their values go on stdin, :func:`env_input`)."""
-    for name in cmd.env:
-        if not ENV_NAME.match(name):
-            raise ValueError(f"invalid environment variable name {name!r}")
+    check_env_names(cmd.env)
     args = [cmd.cwd or "", str(len(cmd.env)), *cmd.env, "--", *cmd.argv]
     return (
         "exec setsid -w sh -c "
@@ -157,7 +155,7 @@ class _Streams:
             data = await self.proc.stdout.read(65536)
             if not data:
                 return
-            self._write(self.out, data)
+            self.write_error = write_log(self.out, data, self.write_error)
 
     async def _copy_err(self) -> None:
         head = b""
@@ -187,17 +185,8 @@ class _Streams:
 
     def _write_err(self, data: bytes) -> None:
         if data:
-            self._write(self.err, data)
+            self.write_error = write_log(self.err, data, self.write_error)
             self.tail = (self.tail + data)[-2048:]
-
-    def _write(self, f: ScrubbingWriter, data: bytes) -> None:
-        if self.write_error is not None:
-            return  # keep reading, so that the remote side is not blocked
-        try:
-            f.write(data)
-            f.flush()
-        except OSError as exc:
-            self.write_error = OSError(exc.errno, exc.strerror, getattr(f, "name", None))
 
     async def drain(self, timeout: float) -> None:
         with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
@@ -508,13 +497,7 @@ class SSHExecutor:
             self._drop(node)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
-        started = now_iso()
-        t0 = time.monotonic()
-
-        def result(**kw: Any) -> ProcResult:
-            kw.setdefault("exit_code", None)
-            return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
-
+        result = result_maker()
         stdout.parent.mkdir(parents=True, exist_ok=True)
         with stdout.open("wb") as out, stderr.open("wb") as err:
             try:

@@ -15,11 +15,11 @@ from typing import Any
 from pydantic import field_validator
 
 from aibench.config import Strict
+from aibench.envnames import check_env
 
 VALUE = re.compile(r"^[A-Za-z0-9_.,:=/+^@%-]*$")
 PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
 FLAG = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,:/%+-]*)?$|^[A-Za-z0-9_.,:/%+-]+$")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 
 
@@ -37,16 +37,6 @@ def size(v: object, what: str, examples: str) -> object:
         v = str(v)
     if isinstance(v, str) and not SIZE.match(v):
         raise ValueError(f"not {what}: {v!r} (examples: {examples})")
-    return v
-
-
-def env(v: dict[str, str]) -> dict[str, str]:
-    """Variable names as a shell would take them; values of one line."""
-    for key, val in v.items():
-        if not _NAME.match(key):
-            raise ValueError(f"invalid name {key!r}")
-        if "\n" in val or "\0" in val:
-            raise ValueError(f"the value of {key} holds a line break")
     return v
 
 
@@ -78,7 +68,7 @@ class LaunchedOptions(Strict):
     @field_validator("env", "mca", check_fields=False)
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        return env(v)
+        return check_env(v)
 
     @field_validator("bin_dir", check_fields=False)
     @classmethod

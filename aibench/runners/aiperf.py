@@ -60,7 +60,7 @@ from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.parsers._aiperf_records import failover_records, read_jsonl
 from aibench.parsers.aiperf import TOOL, summary_records
-from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for, with_dims
 from aibench.textio import exit_tail
 
 _ARG = r"^[A-Za-z0-9_./:=,@%+\-]+$"
@@ -332,7 +332,7 @@ class AiperfRunner:
             except ToolFailure as exc:
                 problems.append(f"{path}: {exc.reason}")
                 got = [r for r in exc.partial if isinstance(r, Measurement)]
-            records += [_with(m, endpoint=o_ep, role=role) for m in got]
+            records += with_dims(got, endpoint=o_ep, role=role)
         slo = _slo_of(inv)
         if slo is not None:
             records += slo_records([r for r in records if isinstance(r, Measurement)], slo)
@@ -340,7 +340,7 @@ class AiperfRunner:
         if fault is not None:
             rec_files = [v for k, v in files.items() if k.endswith("profile_export.jsonl")]
             reqs = [r for text in rec_files for r in read_jsonl(text)]
-            records += [_with(r, endpoint=o_ep, role=role) for r in failover_records(reqs, *fault)]
+            records += with_dims(failover_records(reqs, *fault), endpoint=o_ep, role=role)
         elif inv.servers:
             problems.append("the backend was never stopped (no load reached it?)")
         if out.exit_code != 0 or problems or not summaries:
@@ -398,10 +398,6 @@ def slo_records(ms: list[Measurement], slo: dict[str, float]) -> list[Measuremen
         base = {k: v for k, v in dims.items() if k not in ("rate", "concurrency")}
     out.append(Measurement(TOOL, "max_rate_under_slo", best, "queries/s", FrozenDims(base)))
     return out
-
-
-def _with(m: Measurement, **dims: str) -> Measurement:
-    return Measurement(m.tool, m.metric, m.value, m.unit, FrozenDims({**m.dims, **dims}))
 
 
 def _endpoint_of(inv: Invocation) -> tuple[str, str]:

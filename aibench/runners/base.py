@@ -12,13 +12,15 @@ the suite is loaded, before any node is touched.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from aibench.config import Strict
 from aibench.executors.base import ReadyCheck
+from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.registry import Registry
 
 if TYPE_CHECKING:
@@ -134,6 +136,18 @@ class Runner(Protocol):
 
 
 RUNNERS: Registry[Runner] = Registry("runner", "aibench.runners", "RUNNER", key=lambda r: r.name)
+
+
+def with_dims(records: Iterable[Any], **dims: Scalar) -> list[Any]:
+    """The records with ``dims`` added to each measurement's dimensions (facts and notes
+    as they are): what a runner knows of an invocation that its parser cannot, such as the
+    endpoint a load went to."""
+    return [
+        dataclasses.replace(r, dims=FrozenDims({**r.dims, **dims}))
+        if isinstance(r, Measurement)
+        else r
+        for r in records
+    ]
 
 
 def label_for(nodes: Sequence[str]) -> str:

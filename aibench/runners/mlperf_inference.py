@@ -37,6 +37,7 @@ from pydantic import Field, field_validator
 
 from aibench import parsers
 from aibench.config import Strict
+from aibench.envnames import check_env
 from aibench.errors import ParseError, ToolFailure
 from aibench.inventory import Node
 from aibench.model import Fact, Measurement
@@ -49,7 +50,6 @@ SUMMARY = "mlperf_log_summary.txt"
 DETAIL = "mlperf_log_detail.txt"
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 #: scenario -> (metric, percentile) in order of preference: the first one present is it
 PRIMARY: dict[str, tuple[tuple[str, float | None], ...]] = {
@@ -78,15 +78,6 @@ def check_placeholders(argv: Sequence[str], allowed: Sequence[str]) -> None:
 
 def fill(argv: Sequence[str], values: dict[str, str]) -> tuple[str, ...]:
     return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in argv)
-
-
-def check_env(v: dict[str, str]) -> dict[str, str]:
-    for key, value in v.items():
-        if not _ENV_NAME.match(key):
-            raise ValueError(f"invalid variable name {key!r}")
-        if "\n" in value or "\0" in value:
-            raise ValueError(f"the value of {key} holds a line break")
-    return v
 
 
 class MlperfInferenceOptions(Strict):

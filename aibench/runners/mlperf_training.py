@@ -74,12 +74,13 @@ from pydantic import Field, field_validator, model_validator
 
 from aibench import mlperf_rules, parsers
 from aibench.config import Strict
+from aibench.envnames import check_env
 from aibench.errors import OutputError, ToolFailure
 from aibench.inventory import Node
 from aibench.model import Fact, FrozenDims, Measurement, ProcessRecord
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
-from aibench.runners.mlperf_inference import check_env, check_placeholders, fill
+from aibench.runners.mlperf_inference import check_placeholders, fill
 from aibench.secret import Secrets
 
 TOOL = "mlperf-training"

@@ -72,7 +72,6 @@ from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_fo
 from aibench.traits import PairSeries, Traits
 
 TOOL = "nccl-tests"
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
 
 

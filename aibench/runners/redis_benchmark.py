@@ -24,11 +24,10 @@ from pydantic import Field, field_validator
 from aibench.config import Strict
 from aibench.errors import ToolFailure
 from aibench.inventory import Node
-from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.parsers.redis_benchmark import TOOL, UNITS, parse
 from aibench.runners._checks import bin_dir, tool_path
-from aibench.runners.base import Invocation, Output, Slot, each_node
+from aibench.runners.base import Invocation, Output, Slot, each_node, with_dims
 from aibench.traits import Traits
 
 ENDPOINT_ENV = "AIBENCH_REDIS_ENDPOINT"  # the endpoint's name, for the records
@@ -119,10 +118,10 @@ class RedisBenchmarkRunner:
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
         endpoint = _endpoint_of(inv)
         try:
-            records = [_with(m, endpoint) for m in parse(out.stdout + "\n" + out.stderr)]
+            records = with_dims(parse(out.stdout + "\n" + out.stderr), endpoint=endpoint)
         except ToolFailure as exc:
             raise ToolFailure(
-                TOOL, exc.reason, partial=[_with(r, endpoint) for r in exc.partial]
+                TOOL, exc.reason, partial=with_dims(exc.partial, endpoint=endpoint)
             ) from None
         if out.exit_code != 0:
             raise ToolFailure(TOOL, out.failure(), partial=list(records))
@@ -142,13 +141,6 @@ class RedisBenchmarkRunner:
 def _endpoint_of(inv: Invocation) -> str:
     """The endpoint's name, which the plan put in the environment (no secret)."""
     return inv.client.env.get(ENDPOINT_ENV, "")
-
-
-def _with(r: object, endpoint: str) -> Any:
-    if isinstance(r, Measurement):
-        dims = FrozenDims({**r.dims, "endpoint": endpoint})
-        return Measurement(r.tool, r.metric, r.value, r.unit, dims)
-    return r
 
 
 RUNNER = RedisBenchmarkRunner()

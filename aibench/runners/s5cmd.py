@@ -45,11 +45,10 @@ from pydantic import Field, field_validator
 from aibench.config import Strict
 from aibench.errors import ToolFailure
 from aibench.inventory import Node
-from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.parsers.s5cmd import TOOL, UNITS, parse
 from aibench.runners._checks import bin_dir, tool_path
-from aibench.runners.base import Invocation, Output, Slot, each_node
+from aibench.runners.base import Invocation, Output, Slot, each_node, with_dims
 from aibench.traits import Traits
 
 DRIVER = r"""wd=$1 s5=$3 url=$4 bucket=$5 prefix=$6 cred=$7 profile=$8 akenv=$9 skenv=${10}
@@ -234,9 +233,9 @@ class S5cmdRunner:
             got = parse(out.stdout)
         except ToolFailure as exc:
             raise ToolFailure(
-                TOOL, exc.reason, partial=[_with(r, endpoint) for r in exc.partial]
+                TOOL, exc.reason, partial=with_dims(exc.partial, endpoint=endpoint)
             ) from None
-        records = [_with(r, endpoint) for r in got]
+        records = with_dims(got, endpoint=endpoint)
         if out.exit_code != 0:
             raise ToolFailure(TOOL, out.failure(), partial=records)
         return records
@@ -255,13 +254,6 @@ class S5cmdRunner:
 def _endpoint_of(inv: Invocation) -> str:
     """The endpoint's name: the driver's second argument."""
     return inv.client.argv[5]
-
-
-def _with(r: object, endpoint: str) -> Any:
-    if isinstance(r, Measurement):
-        dims = FrozenDims({**r.dims, "endpoint": endpoint})
-        return Measurement(r.tool, r.metric, r.value, r.unit, dims)
-    return r
 
 
 RUNNER = S5cmdRunner()

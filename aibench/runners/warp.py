@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -33,11 +33,10 @@ from pydantic import Field, field_validator
 from aibench.config import Strict
 from aibench.errors import ParseError, ToolFailure
 from aibench.inventory import Node
-from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.parsers.warp import parse
 from aibench.runners import _checks as checks
-from aibench.runners.base import Invocation, Output, Slot, each_node
+from aibench.runners.base import Invocation, Output, Slot, each_node, with_dims
 from aibench.runners.s5cmd import s3_endpoint
 from aibench.traits import Traits
 
@@ -170,10 +169,10 @@ class WarpRunner:
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
         endpoint = inv.client.env.get(ENDPOINT_ENV, "")
         try:
-            records = [_with(r, endpoint) for r in parse(out.stdout + "\n" + out.stderr)]
+            records = with_dims(parse(out.stdout + "\n" + out.stderr), endpoint=endpoint)
         except ToolFailure as exc:
             raise ToolFailure(
-                TOOL, exc.reason, partial=[_with(r, endpoint) for r in exc.partial]
+                TOOL, exc.reason, partial=with_dims(exc.partial, endpoint=endpoint)
             ) from None
         except ParseError:
             if out.exit_code != 0:  # warp refused to start or the driver failed: say why
@@ -182,14 +181,6 @@ class WarpRunner:
         if out.exit_code != 0:
             raise ToolFailure(TOOL, out.failure(), partial=list(records))
         return records
-
-
-def _with(r: Any, endpoint: str) -> Any:
-    if isinstance(r, Measurement):
-        return Measurement(
-            r.tool, r.metric, r.value, r.unit, FrozenDims({**r.dims, "endpoint": endpoint})
-        )
-    return r
 
 
 RUNNER = WarpRunner()

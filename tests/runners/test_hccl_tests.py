@@ -78,7 +78,7 @@ def test_hccl_environment_is_forwarded_by_name_never_in_argv() -> None:
         ({"bin_dir": "relative/bin"}, "absolute path"),
         ({"max_bytes": "1T"}, "not an hccl_test size"),
         ({"extra": ["; rm -rf /"]}, "must look like"),
-        ({"env": {"BAD NAME": "x"}}, "invalid name"),
+        ({"env": {"BAD NAME": "x"}}, "invalid environment variable name"),
     ],
 )
 def test_bad_options_are_refused_at_load(options: dict[str, object], message: str) -> None:

@@ -265,7 +265,7 @@ def test_json_output_file_is_per_step_label_and_repeat_with_its_directory_made_f
         ({"nccl_debug": "INFO; rm -rf /"}, "may hold"),
         ({"bin_dir": "relative/dir"}, "absolute path"),
         ({"extra": ["-b 8"]}, "must look like"),
-        ({"env": {"BAD-NAME": "1"}}, "invalid name"),
+        ({"env": {"BAD-NAME": "1"}}, "invalid environment variable name"),
         ({"step_bytes": "1M", "step_factor": 4}, "not both"),
         ({"iterations": 5}, "unknown key"),
     ],

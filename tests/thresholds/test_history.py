@@ -556,3 +556,28 @@ def test_earlier_runs_read_for_trends_keep_only_the_steps_a_section_reads(
         assert earlier.verdicts == old.verdicts
     whole = History(db).load_run(old.id)
     assert len(whole.steps) == len(old.steps)
+
+
+def test_compare_shows_no_absent_fact_missing_from_the_other_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fact absent on A's nodes (the tool is not installed) and not recorded in B (no
+    preflight) is no environment change; a real change beside it is still shown."""
+    from dataclasses import replace
+
+    runs = make_runs()
+    absent = {"nvidia-smi.driver_version": None, "nccl.version": None, "kernel": "Linux 6.8"}
+    a = replace(runs[1], environment={"g1": absent, "g2": absent})
+    b = replace(runs[2], environment={"g1": {"kernel": "Linux 6.9"}, "g2": {"kernel": "Linux 6.8"}})
+    assert env_diff(flatten_environment(a.environment), flatten_environment(b.environment)) == [
+        "kernel Linux 6.8 -> Linux 6.9 (g1)"
+    ]
+    da, db = tmp_path / "a", tmp_path / "b"
+    for d, r in ((da, a), (db, b)):
+        d.mkdir()
+        save_run(r, d)
+    assert main(["compare", str(da), str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "environment differs" in out
+    assert "absent" not in out
+    assert "(none)" not in out

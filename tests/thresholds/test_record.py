@@ -243,6 +243,7 @@ def test_a_waiver_is_judged_as_of_the_stored_instant_and_as_of_is_a_new_judgemen
     assert stored.judgements[-1]["as_of"] == "2026-12-02T23:00:00Z"
     assert {v.outcome.value for v in stored.verdicts} == {"WAIVED"}
     monkeypatch.setattr("aibench.judge.datetime", _Tomorrow)  # a day passes
+    monkeypatch.setattr("aibench.instants.datetime", _Tomorrow)  # and --as-of now
     rc, got = _check_json(capsys, str(run_dir))
     assert (rc, got["label"], got["as_of"]) == (0, "", "2026-12-02T23:00:00Z")
     assert got["verdicts"] == [v.to_dict() for v in stored.verdicts]
