@@ -23,7 +23,7 @@ from aibench.model import Fact
 from aibench.parsers import Record
 from aibench.parsers import parse as parse_tool
 from aibench.runners import _checks as checks
-from aibench.runners.base import Output, ProcessSpec
+from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
 from aibench.runners.nccl_tests import ssh_config
 
 
@@ -99,6 +99,34 @@ def client(
     launch = get(which).wrap(job)
     return ProcessSpec(
         head.name, launch.argv, env=dict(launch.env), role="launcher", timeout=o.timeout
+    )
+
+
+def invocation(
+    step: str,
+    tool: str,
+    options: MpiJobOptions,
+    group: Sequence[Node],
+    slot: Slot,
+    path: str,
+    program: tuple[str, ...],
+) -> Invocation:
+    """The one job of a placement group: the parent of ``path`` made first on the first
+    node, then ``program`` launched across the group (:func:`client`)."""
+    names = tuple(n.name for n in group)
+    parent = path.rsplit("/", 1)[0] or "/"
+    mkdir = ProcessSpec(group[0].name, ("mkdir", "-p", parent), role="setup", timeout=60)
+    return Invocation(
+        step=step,
+        tool=tool,
+        nodes=names,
+        label=label_for(names),
+        repeat=slot.repeat,
+        round=slot.round,
+        parser=tool,
+        network=True,
+        setup=(mkdir,),
+        client=client(step, tool, options, group, program),
     )
 
 

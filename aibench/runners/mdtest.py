@@ -34,8 +34,8 @@ from aibench.config import Strict
 from aibench.inventory import Node
 from aibench.parsers import Record
 from aibench.runners import _checks as checks
-from aibench.runners._mpi_job import MpiJobOptions, client, collect_output
-from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
+from aibench.runners._mpi_job import MpiJobOptions, collect_output, invocation
+from aibench.runners.base import Invocation, Output, Slot
 from aibench.traits import Traits
 
 TOOL = "mdtest"
@@ -134,25 +134,9 @@ class MdtestRunner:
     def invocations(
         self, step: str, options: MdtestOptions, group: Sequence[Node], slot: Slot
     ) -> list[Invocation]:
-        names = tuple(n.name for n in group)
         path = directory(options, slot)
         program = argv(options, group[0], path)
-        parent = path.rsplit("/", 1)[0] or "/"
-        mkdir = ProcessSpec(group[0].name, ("mkdir", "-p", parent), role="setup", timeout=60)
-        return [
-            Invocation(
-                step=step,
-                tool=self.tool,
-                nodes=names,
-                label=label_for(names),
-                repeat=slot.repeat,
-                round=slot.round,
-                parser=TOOL,
-                network=True,
-                setup=(mkdir,),
-                client=client(step, self.tool, options, group, program),
-            )
-        ]
+        return [invocation(step, self.tool, options, group, slot, path, program)]
 
     def version_argv(self) -> tuple[str, ...] | None:
         return None  # no --version: the "mdtest-X was launched" line names it
