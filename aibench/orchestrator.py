@@ -6,7 +6,8 @@
   (:mod:`aibench.versions`);
 * rounds run one after another, each made from the plan when its turn comes (a plan of
   a million runs is never held whole); the invocations of a round run concurrently, capped by
-  the inventory's ``max_parallel`` and, for network tests, ``max_network_parallel``;
+  the inventory's ``max_parallel`` (left out: the whole round, up to what the controller
+  holds, its open-file limit raised first) and, for network tests, ``max_network_parallel``;
 * servers are started first, waited on until ready, and always stopped, also when the
   client fails or the run is interrupted;
 * every finished invocation is interpreted at once (:mod:`aibench.interpret`) and
@@ -47,6 +48,7 @@ from aibench.executors.base import (
     scrub_files,
     secret_values,
 )
+from aibench.executors.capacity import raise_open_files
 from aibench.interpret import interpret, version_fact
 from aibench.inventory import Node
 from aibench.model import (
@@ -546,10 +548,11 @@ async def execute(ex: Execution) -> None:
     ``ex.results()``, read back from the journal)."""
     raw = ex.run_dir / "raw"
     raw.mkdir(parents=True, exist_ok=True)
+    raise_open_files()  # a round of 512 pairs keeps 2048 log files open
     await check_nodes(ex)
     await capture_versions(ex, raw)
-    limits = ex.plan.inventory.limits
-    sem = asyncio.Semaphore(max(1, limits.max_parallel))
+    limits = ex.plan.limits
+    sem = asyncio.Semaphore(max(1, limits.max_parallel or 1))
     net = asyncio.Semaphore(limits.max_network_parallel) if limits.max_network_parallel else None
     total = ex.plan.run_count()
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from aibench.placement import PairRounds, Round, rounds_of
 
 if TYPE_CHECKING:
+    from aibench.executors.capacity import Capacity
     from aibench.inventory import Inventory, Limits, Node
     from aibench.runners.base import Invocation
     from aibench.suite import Step, Suite
@@ -166,12 +167,29 @@ class PlannedStep:
         return self.repeats * len(self.schedule)
 
 
+def parallel(limits: Limits) -> int:
+    """``max_parallel`` of limits whose default has been filled in (:func:`with_capacity`)."""
+    return max(1, limits.max_parallel or 1)
+
+
+def with_capacity(limits: Limits, hosts: int) -> tuple[Limits, Capacity | None]:
+    """``limits`` with ``max_parallel`` filled in when the inventory leaves it out: what
+    the controller holds at once over ``hosts`` nodes (:mod:`aibench.executors.capacity`),
+    and that capacity (None when the inventory sets it)."""
+    if limits.max_parallel is not None:
+        return limits, None
+    from aibench.executors.capacity import capacity
+
+    cap = capacity(hosts)
+    return replace(limits, max_parallel=cap.invocations), cap
+
+
 def at_once(shape: RoundShape, limits: Limits) -> int:
     """How many runs of a round of ``shape`` run at the same time under ``max_parallel``
     and ``max_network_parallel`` (the network ones count against both)."""
     net = shape.network
     capped = min(net, limits.max_network_parallel) if limits.max_network_parallel else net
-    return min(max(1, limits.max_parallel), shape.runs - net + capped)
+    return min(parallel(limits), shape.runs - net + capped)
 
 
 def round_seconds(shape: RoundShape, limits: Limits) -> float:
@@ -179,7 +197,7 @@ def round_seconds(shape: RoundShape, limits: Limits) -> float:
     concurrency limits make of it."""
     if not shape.runs:
         return 0.0
-    t = math.ceil(shape.runs / max(1, limits.max_parallel)) * shape.longest
+    t = math.ceil(shape.runs / parallel(limits)) * shape.longest
     if shape.network and limits.max_network_parallel:
         waves = math.ceil(shape.network / limits.max_network_parallel)
         t = max(t, waves * shape.longest_network)
@@ -196,6 +214,21 @@ class Plan:
     suite: Suite
     inventory: Inventory
     steps: tuple[PlannedStep, ...]
+
+    @cached_property
+    def _limits(self) -> tuple[Limits, Capacity | None]:
+        return with_capacity(self.inventory.limits, len(self.inventory))
+
+    @property
+    def limits(self) -> Limits:
+        """The inventory's limits, ``max_parallel`` filled in from the controller's
+        capacity when the inventory leaves it out."""
+        return self._limits[0]
+
+    @property
+    def capacity(self) -> Capacity | None:
+        """What the controller holds at once, when it set ``max_parallel``."""
+        return self._limits[1]
 
     def iter_rounds(self) -> Iterator[PlannedRound]:
         for step in self.steps:
@@ -238,16 +271,30 @@ class Plan:
     def at_once(self, rnd: PlannedRound) -> int:
         """How many invocations of the round run at the same time under the inventory's
         ``max_parallel`` and ``max_network_parallel`` (the network ones count against both)."""
-        return at_once(RoundShape.of(rnd.invocations), self.inventory.limits)
+        return at_once(RoundShape.of(rnd.invocations), self.limits)
 
     def step_seconds(self, step: PlannedStep) -> float:
-        limits = self.inventory.limits
+        limits = self.limits
         return step.repeats * sum(round_seconds(s, limits) for s in step.shapes())
 
     def estimated_seconds(self) -> float:
         """Rough wall time: per round, the longest expected run, times the waves the
         concurrency limits make of the round (rounds run one after another)."""
         return sum(self.step_seconds(s) for s in self.steps)
+
+    def warnings(self) -> list[str]:
+        """What the plan's reader must know before running it: a round the controller
+        cannot hold whole."""
+        out: list[str] = []
+        cap = self.capacity
+        biggest = max((s.runs for st in self.steps for s in st.shapes()), default=0)
+        if cap is not None and biggest > cap.invocations:
+            out.append(
+                f"the controller cannot hold a round of {biggest} runs: {cap.describe()}; "
+                "rounds run in waves (raise the hard open-file limit, ulimit -Hn, or use "
+                "a controller with more memory)"
+            )
+        return out
 
     def estimate_basis(self) -> list[str]:
         """How each step's duration was estimated (the runners' own words), once a step."""
@@ -371,13 +418,15 @@ def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
     run: each process's node, role and command line (secret-looking environment values as
     ``***``). ``full``: instead of the example, every round and every run of it, made one
     round at a time."""
-    limits = plan.inventory.limits
+    limits = plan.limits
     marked = tuple(plan.suite.settings.secret_env)
     yield (
         f"suite {plan.suite.name} ({plan.suite.source}) on {len(plan.inventory)} node(s) "
         f"of {plan.inventory.name}: {plan.run_count()} runs in {plan.round_count()} rounds, "
         f"about {fmt_seconds(plan.estimated_seconds())}"
     )
+    for line in plan.warnings():
+        yield f"warning: {line}"
     for step in plan.steps:
         if not step.round_count():
             continue

@@ -101,7 +101,7 @@ def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import pipeline, store
-    from aibench.plan import build_plan, fmt_seconds
+    from aibench.plan import build_plan
     from aibench.progress import Reporter
 
     resume_dir: Path | None = Path(args.resume) if args.resume else None
@@ -130,12 +130,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir = store.new_run_dir(Path(args.output_dir), inputs.suite.name)
         store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs))
     if not args.quiet:
-        print(
-            f"aibench: {inputs.suite.name}: {runs} runs on "
-            f"{len(inputs.inventory)} node(s), about {fmt_seconds(plan.estimated_seconds())}; "
-            f"results in {run_dir}",
-            file=sys.stderr,
-        )
+        _announce(plan, run_dir)
     reporter = Reporter(runs, quiet=args.quiet)
     with reporter:
         result = pipeline.run_suite(
@@ -159,6 +154,20 @@ def run(args: argparse.Namespace) -> int:
     if result.exit_code == EXIT_CANNOT_RUN:
         print("aibench: error: nothing could be run (see the reasons above)", file=sys.stderr)
     return result.exit_code
+
+
+def _announce(plan: Any, run_dir: Path) -> None:
+    """What is about to run, how long it should take and where it goes; the plan's warnings."""
+    from aibench.plan import fmt_seconds
+
+    print(
+        f"aibench: {plan.suite.name}: {plan.run_count()} runs on "
+        f"{len(plan.inventory)} node(s), about {fmt_seconds(plan.estimated_seconds())}; "
+        f"results in {run_dir}",
+        file=sys.stderr,
+    )
+    for line in plan.warnings():
+        print(f"aibench: warning: {line}", file=sys.stderr)
 
 
 def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
