@@ -161,6 +161,13 @@ class Execution:
                 f.flush()
             self.recorded += 1
 
+    def results_of(self, step: str) -> Iterator[StepResult]:
+        """The results of ``step`` the journal holds so far, read from it now: what the
+        second phase of a ``cover`` step is planned from when its turn comes."""
+        for _, d in self._finished_lines():
+            if d.get("step") == step:
+                yield StepResult.from_dict(d)
+
     def results(self) -> list[StepResult]:
         """Every planned invocation's result, in plan order (not_run where missing), read
         back from the journal and held (see :meth:`results_log` for a large run)."""
@@ -569,7 +576,7 @@ async def execute(ex: Execution) -> None:
             ex.progress("done", res, ex.finished, total)
 
     first = 0  # the plan index of the round's first invocation
-    for rnd in ex.plan.iter_rounds():  # each round made when it is its turn
+    for rnd in ex.plan.iter_rounds(ex.results_of):  # each round made when it is its turn
         todo = [
             (first + k, inv) for k, inv in enumerate(rnd.invocations) if inv.step_id not in ex.done
         ]

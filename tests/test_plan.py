@@ -197,7 +197,7 @@ def test_schedule_dispatch_and_errors() -> None:
     assert placement.schedule("groups", nodes, labels=lab) == placement.groups(nodes, lab)
     # labels given for another placement are ignored (group_by applies to groups only)
     assert placement.schedule("pairs", nodes, labels=lab) == placement.pairs(nodes)
-    with pytest.raises(ValueError, match="unknown placement 'rings'; valid: all, each"):
+    with pytest.raises(ValueError, match="unknown placement 'rings'; valid: all, cover, each"):
         placement.schedule("rings", nodes)
     with pytest.raises(ValueError, match="needs k"):
         placement.schedule("sample", nodes)
