@@ -328,8 +328,9 @@ class Plan:
 
     def warnings(self) -> list[str]:
         """What the plan's reader must know before running it: a round the controller
-        cannot hold whole."""
-        out: list[str] = []
+        cannot hold whole; an estimate past the suite's ``max_hours``, with the options
+        that would shorten it."""
+        out: list[str] = self._too_long()
         cap = self.capacity
         biggest = max((s.runs for st in self.steps for s in st.shapes()), default=0)
         if cap is not None and biggest > cap.invocations:
@@ -339,6 +340,47 @@ class Plan:
                 "a controller with more memory)"
             )
         return out
+
+    def _too_long(self) -> list[str]:
+        limit = self.suite.settings.max_hours * 3600.0
+        total = self.estimated_seconds()
+        if total <= limit:
+            return []
+        options = list(self._shorter())
+        return [
+            f"the estimate, {fmt_seconds(total)}, passes the suite's limit of "
+            f"{fmt_seconds(limit)} (settings.max_hours); "
+            + ("to shorten it: " + "; ".join(options) if options else "no option shortens it")
+        ]
+
+    def _shorter(self) -> Iterator[str]:
+        """The options that would shorten the longest steps (those over a tenth of the
+        total), each with what it would bring the step to."""
+        total = self.estimated_seconds()
+        key = {s.name: _step_key(self.suite, s.step) for s in self.steps}
+        for s in self.steps:
+            took = self.step_seconds(s)
+            if took < total / 10:
+                continue
+            where = f"{key[s.name]} ({s.name}, {fmt_seconds(took)})"
+            if isinstance(s.schedule, PairRounds) and len(s.schedule) > s.step.model.partners:
+                k = s.step.model.partners
+                cover = took * k / len(s.schedule)
+                yield (
+                    f"{where}: placement: auto or cover, each node against {k} partners "
+                    f"and then the suspects pairwise, about {fmt_seconds(cover)}"
+                )
+            if s.repeats > 1:
+                yield f"{where}: repeats: 1, about {fmt_seconds(took / s.repeats)}"
+            limits = self.inventory.limits
+            biggest = max((x.runs for x in s.shapes()), default=0)
+            if limits.max_parallel is not None and limits.max_parallel < biggest:
+                yield (
+                    f"the inventory's limits.max_parallel ({limits.max_parallel}) runs the "
+                    f"{biggest} runs of a round of {s.name} in waves: leave it out (a whole "
+                    "round at once)"
+                )
+        yield "--steps to run part of the suite"
 
     def estimate_basis(self) -> list[str]:
         """How each step's duration was estimated (the runners' own words), once a step."""

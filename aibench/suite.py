@@ -62,6 +62,11 @@ class Settings(Strict):
         description="language of report.html and summary.md (en, zh); aibench run --lang "
         "overrides it",
     )
+    max_hours: Annotated[float, Field(gt=0, le=10_000)] = Field(
+        8.0,
+        description="the longest a run of the suite should take: `aibench plan` and `aibench "
+        "run` warn when the estimate passes it and name the options that would shorten it",
+    )
     secret_env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
         default_factory=list,
         description="environment variables (of the steps' env) whose values are secret: "

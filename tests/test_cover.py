@@ -140,3 +140,30 @@ def test_the_second_phase_is_planned_from_the_first_phases_results(tmp_path: Pat
     assert len(chosen - expected) == 2  # two good references
     assert len(rounds) == 2 * 4 + 2 * len(sched)
     assert second.runs() == 2 * len(chosen) * (len(chosen) - 1) // 2
+
+
+def test_the_plan_warns_past_the_suites_limit_and_names_what_shortens_it(
+    tmp_path: Path,
+) -> None:
+    from aibench.plan import build_plan, plan_lines
+    from aibench.suite import load_suite
+
+    path = tmp_path / "long.yaml"
+    path.write_text(
+        "schema_version: 1\nname: long\nsettings: {max_hours: 0.5}\nsteps:\n"
+        "  - {name: net, tool: iperf3, placement: pairs, repeats: 3, options: {duration: 5}}\n"
+    )
+    nodes = tuple(Node(f"n{i:03d}") for i in range(200))
+    plan = build_plan(load_suite(str(path)), Inventory("c", nodes, limits=Limits(max_parallel=50)))
+    (warning,) = [x for x in plan_lines(plan) if x.startswith("warning:")]
+    # 199 rounds of 100 pairs, 50 at once: 2 waves of 6 s, 3 times
+    assert "the estimate, 2.0 h, passes the suite's limit of 30 min (settings.max_hours)" in warning
+    assert (
+        "steps[0] (net, 2.0 h): placement: auto or cover, each node against 16 partners" in warning
+    )
+    assert "pairwise, about 10 min" in warning  # 16 of the 199 rounds
+    assert "steps[0] (net, 2.0 h): repeats: 1, about 40 min" in warning
+    assert "limits.max_parallel (50) runs the 100 runs of a round of net in waves" in warning
+    path.write_text(path.read_text().replace("max_hours: 0.5", "max_hours: 8"))
+    plan = build_plan(load_suite(str(path)), Inventory("c", nodes, limits=Limits(max_parallel=50)))
+    assert not [x for x in plan_lines(plan) if x.startswith("warning:")]
