@@ -346,7 +346,6 @@ async def _main(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    print(f"most sessions at once: {fleet.most_sessions}", flush=True)
     await fleet.stop()
 
 
