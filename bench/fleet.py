@@ -14,11 +14,11 @@ read with ``wait4`` of that process alone. It prints:
    checkout and for ``--before`` (``git archive REF`` into a temporary folder);
 2. a round: the ``iperf3 --bidir`` over a ring of the hosts (two rounds of hosts/2 disjoint
    pairs, ``-t DURATION``) with each checkout's defaults (here a whole round at once;
-   main: ``max_parallel: 64``): the wall time, the most invocations and SSH sessions at
-   once (from the run's journal: each pair is a server and a client session), the
-   controller's CPU seconds and peak RSS, both per 1000 concurrent sessions (the RSS over
-   that of a one-pair run, the same for both), and the gap between the two rounds (the
-   first start of the second round after the last end of the first);
+   main: ``max_parallel: 64``): the wall time, the most iperf3 sessions open at once (the
+   fleet counts them; each pair is a server and a client session), the controller's CPU
+   seconds per 1000 sessions run and its peak RSS over that of a one-pair run per 1000
+   concurrent sessions, and the gap between the two rounds (from the run's progress
+   lines: the last result of the first round to the start of the second);
 3. the acceptance suite with the covering placement at that size (its steps' repeats set
    to 1 unless ``--full-acceptance``): wall, CPU, peak RSS, the pairs its second phase
    measured and the suspects the report names (the slow host and the bad link, which is
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,17 @@ def journal(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in lines if x.strip()]
 
 
+def fleet_sessions(fleet: subprocess.Popen[str], root: Path) -> int:
+    """The most SSH sessions the fleet held at once since it was last asked."""
+    (root / "sessions").unlink(missing_ok=True)
+    fleet.send_signal(signal.SIGUSR1)
+    for _ in range(600):
+        if (root / "sessions").is_file() and (root / "sessions").read_text().endswith("\n"):
+            return int((root / "sessions").read_text())
+        time.sleep(0.1)
+    raise SystemExit("the simulated fleet did not say how many sessions it held")
+
+
 def concurrency(steps: list[dict[str, Any]]) -> int:
     """The most invocations at once (each from its client's start over its duration)."""
     events: list[tuple[float, int]] = []
@@ -184,17 +196,19 @@ def round_bench(args: argparse.Namespace, codes: dict[str, Path], work: Path) ->
     try:
         for label, code in codes.items():
             base = run_aibench(code, suite, one, work / f"runs-one-{label}")[2]
+            sessions = fleet_sessions(fleet, work / "hosts")  # counted from here
             wall, cpu, rss, run_dir, text = run_aibench(
                 code, suite, inventory, work / f"runs-{label}"
             )
+            sessions = fleet_sessions(fleet, work / "hosts")
             steps = journal(run_dir)
             ok = sum(s["status"] == "ok" for s in steps)
             most = concurrency(steps)
             gap = max(round_gaps(text), default=float("nan"))
-            sessions = 2 * most
             print(
-                f"  {label:<8} {len(steps)} pairs ({ok} ok) in {wall:.0f} s; at most {most} "
-                f"pairs ({sessions} sessions) at once; controller {cpu:.1f} s CPU "
+                f"  {label:<8} {len(steps)} pairs ({ok} ok) in {wall:.0f} s; at most {sessions} "
+                f"iperf3 sessions open at once (the fleet's count; {most} pairs overlap in the "
+                f"journal, each from its client's start over its whole duration); controller {cpu:.1f} s CPU "
                 f"({cpu / len(steps) * 1000 / 2:.2f} s per 1000 sessions), peak RSS "
                 f"{rss / 2**20:.0f} MiB ({(rss - base) / 2**20 / sessions * 1000:.0f} MiB over a "
                 f"one-pair run per 1000 concurrent sessions); gap between the rounds {gap:.2f} s"

@@ -26,7 +26,8 @@ its stdin ends the process). What runs is simulated:
 
 ``python -m tests.fleetsim --hosts N --dir D`` writes ``D/inventory.yaml`` (and the keys,
 ``known_hosts``) and serves until it is stopped; it prints ``ready`` when every host
-listens.
+listens. ``kill -USR1`` writes the most sessions running iperf3 or fio it held at once
+since the last time to ``D/sessions``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import os
 import re
 import shlex
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +169,12 @@ class Fleet:
             )
         return inventory
 
+    def note_sessions(self) -> None:
+        """Write the most sessions open at once since the last note to ``<root>/sessions``
+        (``kill -USR1``), and start counting again."""
+        (self.root / "sessions").write_text(f"{self.most_sessions}\n")
+        self.most_sessions = self.sessions
+
     async def stop(self) -> None:
         for s in self._servers:
             s.close()
@@ -177,12 +185,18 @@ class Fleet:
     # ------------------------------------------------------------------ sessions
 
     async def serve(self, host: str, process: Any) -> None:
-        self.sessions += 1
-        self.most_sessions = max(self.most_sessions, self.sessions)
         try:
             process.exit(await self._session(host, process))
         except (asyncssh.Error, OSError, BrokenPipeError):
             process.close()
+
+    @contextlib.contextmanager
+    def _busy(self) -> Iterator[None]:
+        """Counts the sessions running a tool (iperf3, fio) at once."""
+        self.sessions += 1
+        self.most_sessions = max(self.most_sessions, self.sessions)
+        try:
+            yield
         finally:
             self.sessions -= 1
 
@@ -233,11 +247,14 @@ class Fleet:
         out, err = process.stdout, process.stderr
         prog = argv[0] if argv else ""
         if prog == "iperf3" and "-s" in argv:
-            return await self.iperf3_server(host, argv, out)
+            with self._busy():
+                return await self.iperf3_server(host, argv, out)
         if prog == "iperf3" and "-c" in argv:
-            return await self.iperf3_client(host, argv, out)
+            with self._busy():
+                return await self.iperf3_client(host, argv, out)
         if prog == "fio" and argv[1:2] != ["--version"]:
-            return await self.fio(argv, out)
+            with self._busy():
+                return await self.fio(argv, out)
         if prog == "mkdir":
             return 0
         if self._replayed(argv):
@@ -345,6 +362,7 @@ async def _main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, fleet.note_sessions)
     await stop.wait()
     await fleet.stop()
 
