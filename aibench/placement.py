@@ -314,17 +314,23 @@ def suspect_nodes(
     values: Mapping[tuple[str, str], float],
     failed: Sequence[tuple[str, str]] = (),
     drop: float = 0.15,
+    limit: int | None = None,
 ) -> list[str]:
     """The nodes to measure again pairwise: both ends of every pair more than ``drop``
     below the median of ``values`` (one value per pair, higher is better) and of every
-    pair in ``failed``, sorted."""
-    found: set[str] = {n for p in failed for n in p}
+    pair in ``failed``, sorted; at most ``limit`` of them, those of the failed and then
+    the slowest pairs first (every pair among many suspects is nearly every pair)."""
+    worst: dict[str, float] = {n: float("-inf") for p in failed for n in p}
     if values:
         ordered = sorted(values.values())
         mid = len(ordered) // 2
         median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-        found.update(n for p, v in values.items() if v < median * (1 - drop) for n in p)
-    return sorted(found)
+        for p, v in values.items():
+            if v < median * (1 - drop):
+                for n in p:
+                    worst[n] = min(worst.get(n, v), v)
+    kept = sorted(worst, key=lambda n: (worst[n], n))[:limit]
+    return sorted(kept)
 
 
 class SuspectRounds(SequenceABC[Round]):
@@ -339,6 +345,7 @@ class SuspectRounds(SequenceABC[Round]):
         self.after = after  # the step whose results name the suspects
         self.references = references
         self.assumed = 8
+        self.limit = 64  # the most suspects measured pairwise (2016 pairs, 63 rounds)
         self.suspects: tuple[str, ...] | None = None
         self._rounds: PairRounds = PairRounds(())
 

@@ -576,7 +576,7 @@ def resolve_suspects(step: PlannedStep, results: Iterable[StepResult]) -> None:
                     key = tuple(sorted((k, str(v)) for k, v in m.dims.items()))
                     seen.setdefault(p, {}).setdefault(key, []).append(m.value)
     values = {p: min(_median(v) for v in by.values()) for p, by in seen.items()}
-    suspects = suspect_nodes(values, failed)
+    suspects = suspect_nodes(values, failed, limit=sched.limit)
     best = sorted(values, key=lambda p: -values[p])
     good = [n for p in best for n in p if n not in set(suspects)]
     sched.resolve(suspects, list(dict.fromkeys(good)))

@@ -70,6 +70,15 @@ def test_suspects_are_the_nodes_of_slow_and_failed_pairs(
     assert placement.suspect_nodes(values, failed) == expected
 
 
+def test_at_most_limit_suspects_the_failed_and_slowest_first() -> None:
+    values = {(f"a{i:02d}", f"b{i:02d}"): 10.0 - i * 0.5 for i in range(12)}
+    # pairs 8..11 are under 85 % of the median (7.25): 8 nodes, and the failed pair's 2
+    assert len(placement.suspect_nodes(values, [("x", "y")])) == 10
+    # 5 of them: the failed pair's, then the slowest pair's, then the next slowest
+    got = placement.suspect_nodes(values, [("x", "y")], limit=5)
+    assert got == ["a10", "a11", "b11", "x", "y"]
+
+
 def _suite(tmp_path: Path, above: int) -> Path:
     path = tmp_path / "cover.yaml"
     path.write_text(
