@@ -140,7 +140,9 @@ class Node:
 
 @dataclass(frozen=True)
 class Limits:
-    max_parallel: int = 64  # steps running at once
+    # invocations running at once; None: a whole round, up to what the controller holds
+    # (aibench.executors.capacity)
+    max_parallel: int | None = None
     max_network_parallel: int = 0  # simultaneous network tests (0 = no extra cap)
     # the SSH connection policy (aibench.executors.policy; see LimitsModel for each)
     ssh_retries: int = 3

@@ -509,8 +509,11 @@ class NodeModel(NodeFields):
 class LimitsModel(Strict):
     """How much runs at once."""
 
-    max_parallel: Annotated[int, Field(ge=1, le=100_000)] = Field(
-        64, description="invocations running at once, over all nodes"
+    max_parallel: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        None,
+        description="invocations running at once, over all nodes; left out: a whole round "
+        "at once (its pairs share no node), up to what the controller holds (its open-file "
+        "limit, raised to the hard limit, and its memory; `aibench plan` says which)",
     )
     max_network_parallel: Annotated[int, Field(ge=0, le=100_000)] = Field(
         0, description="network tests running at once (a fabric-load cap); 0 = no extra cap"

@@ -6,7 +6,8 @@
   (:mod:`aibench.versions`);
 * rounds run one after another, each made from the plan when its turn comes (a plan of
   a million runs is never held whole); the invocations of a round run concurrently, capped by
-  the inventory's ``max_parallel`` and, for network tests, ``max_network_parallel``;
+  the inventory's ``max_parallel`` (left out: the whole round, up to what the controller
+  holds, its open-file limit raised first) and, for network tests, ``max_network_parallel``;
 * servers are started first, waited on until ready, and always stopped, also when the
   client fails or the run is interrupted;
 * every finished invocation is interpreted at once (:mod:`aibench.interpret`) and
@@ -45,6 +46,7 @@ from aibench.executors.base import (
     ReadyCheck,
     ServerNotReady,
 )
+from aibench.executors.capacity import raise_open_files
 from aibench.interpret import interpret, version_fact
 from aibench.inventory import Node
 from aibench.model import (
@@ -180,6 +182,13 @@ class Execution:
                 f.write(line)
                 f.flush()
             self.recorded += 1
+
+    def results_of(self, step: str) -> Iterator[StepResult]:
+        """The results of ``step`` the journal holds so far, read from it now: what the
+        second phase of a ``cover`` step is planned from when its turn comes."""
+        for _, d in self._finished_lines():
+            if d.get("step") == step:
+                yield StepResult.from_dict(d)
 
     def results(self) -> list[StepResult]:
         """Every planned invocation's result, in plan order (not_run where missing), read
@@ -638,10 +647,11 @@ async def execute(ex: Execution) -> None:
     ``ex.results()``, read back from the journal)."""
     raw = ex.run_dir / "raw"
     raw.mkdir(parents=True, exist_ok=True)
+    raise_open_files()  # a round of 512 pairs keeps 2048 log files open
     await check_nodes(ex)
     await capture_versions(ex, raw)
-    limits = ex.plan.inventory.limits
-    sem = asyncio.Semaphore(max(1, limits.max_parallel))
+    limits = ex.plan.limits
+    sem = asyncio.Semaphore(max(1, limits.max_parallel or 1))
     net = asyncio.Semaphore(limits.max_network_parallel) if limits.max_network_parallel else None
     total = ex.plan.run_count()
 
@@ -662,7 +672,7 @@ async def execute(ex: Execution) -> None:
             ex.progress("done", res, ex.finished, total)
 
     first = 0  # the plan index of the round's first invocation
-    for rnd in ex.plan.iter_rounds():  # each round made when it is its turn
+    for rnd in ex.plan.iter_rounds(ex.results_of):  # each round made when it is its turn
         todo = [
             (first + k, inv) for k, inv in enumerate(rnd.invocations) if inv.step_id not in ex.done
         ]

@@ -21,6 +21,15 @@ endpoint. A pair is ordered: the first node is the client, the second the server
   inter-group pairs would be nearly every pair of the cluster (``pairs`` does that);
   the matching finds a node whose path out of its group is bad at the cost of one pair
   per node. Nodes without the label form one group.
+* ``cover``: every node against ``k`` partners, for fleets too large for all pairs
+  (:func:`cover`): when the nodes carry a group label (leaf switch, rack, rail), first a
+  matching of every two groups, so that every node has a partner in every other group,
+  then random perfect matchings (a union of random matchings is an expander: a slow
+  node or link cannot hide behind a few neighbours) until each node has ``k`` partners;
+  every round is a set of disjoint pairs. What it finds is measured again pairwise:
+  :func:`suspect_nodes` picks the nodes of the slow and failed pairs, and
+  :class:`SuspectRounds` plans every pair among them (with a few good nodes for
+  reference) once those results exist.
 * ``all``: one group of every node.
 * ``sweep``: the first 1, 2, 4 ... nodes and then all of them, one group per round.
 """
@@ -228,4 +237,139 @@ def rounds_of(
         return groups(nodes, labels)
     if placement == "pairs":
         return PairRounds(tuple(nodes))
+    if placement == "cover":
+        return fn(nodes, k if k is not None else 16, labels, seed)
     return fn(nodes)
+
+
+def cover(
+    nodes: Sequence[str], k: int, labels: Mapping[str, str] | None = None, seed: int = 0
+) -> list[Round]:
+    """Rounds of disjoint pairs in which every node meets at least ``k`` distinct partners
+    (all the others when there are fewer), and, when ``labels`` name groups, a partner in
+    every other group. The same nodes, labels and seed give the same rounds."""
+    import random
+
+    if k < 1:
+        raise ValueError(f"cover: k must be at least 1, got {k}")
+    if len(nodes) <= max(2, k + 1):
+        return pairs(nodes)
+    rng = random.Random(seed)
+    rounds = _across_groups(nodes, labels) if labels else []
+    met: dict[str, set[str]] = {n: set() for n in nodes}
+    for rnd in rounds:
+        for a, b in rnd:
+            met[a].add(b)
+            met[b].add(a)
+    while min(len(m) for m in met.values()) < k:
+        rnd = _matching(nodes, met, rng)
+        if not rnd:
+            break
+        rounds.append(rnd)
+    return rounds
+
+
+def _across_groups(nodes: Sequence[str], labels: Mapping[str, str]) -> list[Round]:
+    """Every two groups matched node to node (the i-th of the larger group with the
+    i mod m-th of the smaller), packed into rounds of disjoint pairs; the groups meet in
+    the order of a round-robin over the groups, so equal groups take one round each."""
+    by: dict[str, list[str]] = {}
+    for n in nodes:
+        by.setdefault(labels.get(n, ""), []).append(n)
+    members = list(by.values())
+    if len(members) < 2:
+        return []
+    order = [i for rnd in pairs([str(i) for i in range(len(members))]) for i in rnd]
+    cross: list[Group] = []
+    for gi, hi in order:
+        g, h = members[int(gi)], members[int(hi)]
+        big, small = (g, h) if len(g) >= len(h) else (h, g)
+        cross.extend((n, small[i % len(small)]) for i, n in enumerate(big))
+    return pack(cross)
+
+
+def _matching(nodes: Sequence[str], met: Mapping[str, set[str]], rng: Any) -> Round:
+    """A random set of disjoint pairs of nodes that have not met, the nodes with the
+    fewest partners first; the pairs are noted in ``met``."""
+    order = list(nodes)
+    rng.shuffle(order)
+    order.sort(key=lambda n: len(met[n]))
+    free = set(order)
+    rnd: Round = []
+    for i, a in enumerate(order):
+        if a not in free:
+            continue
+        free.discard(a)
+        for b in order[i + 1 :]:
+            if b in free and b not in met[a]:
+                free.discard(b)
+                rnd.append((a, b))
+                met[a].add(b)
+                met[b].add(a)
+                break
+    return rnd
+
+
+def suspect_nodes(
+    values: Mapping[tuple[str, str], float],
+    failed: Sequence[tuple[str, str]] = (),
+    drop: float = 0.15,
+    limit: int | None = None,
+) -> list[str]:
+    """The nodes to measure again pairwise: both ends of every pair more than ``drop``
+    below the median of ``values`` (one value per pair, higher is better) and of every
+    pair in ``failed``, sorted; at most ``limit`` of them, those of the failed and then
+    the slowest pairs first (every pair among many suspects is nearly every pair)."""
+    worst: dict[str, float] = {n: float("-inf") for p in failed for n in p}
+    if values:
+        ordered = sorted(values.values())
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        for p, v in values.items():
+            if v < median * (1 - drop):
+                for n in p:
+                    worst[n] = min(worst.get(n, v), v)
+    kept = sorted(worst, key=lambda n: (worst[n], n))[:limit]
+    return sorted(kept)
+
+
+class SuspectRounds(SequenceABC[Round]):
+    """The second phase of ``cover``: every pair among the suspects of the first phase
+    and ``references`` nodes that it found good (so that a node slow with everyone is
+    told from a link slow with one partner). It holds no round until :meth:`resolve` is
+    given the first phase's suspects (the orchestrator does, when the phase before has
+    run); :attr:`assumed` suspects are what a plan's estimate counts on until then."""
+
+    def __init__(self, nodes: tuple[str, ...], after: str, references: int = 2) -> None:
+        self.nodes = nodes
+        self.after = after  # the step whose results name the suspects
+        self.references = references
+        self.assumed = 8
+        self.limit = 64  # the most suspects measured pairwise (2016 pairs, 63 rounds)
+        self.suspects: tuple[str, ...] | None = None
+        self._rounds: PairRounds = PairRounds(())
+
+    def resolve(self, suspects: Sequence[str], good: Sequence[str] = ()) -> None:
+        """Plan the pairs among ``suspects`` and the first ``references`` of ``good``."""
+        self.suspects = tuple(suspects)
+        chosen = list(self.suspects)
+        if chosen:
+            chosen += [n for n in good if n not in set(chosen)][: self.references]
+        self._rounds = PairRounds(tuple(chosen) if len(chosen) > 1 else ())
+
+    @property
+    def resolved(self) -> bool:
+        return self.suspects is not None
+
+    def __len__(self) -> int:
+        return len(self._rounds)
+
+    @overload
+    def __getitem__(self, r: int) -> Round: ...
+    @overload
+    def __getitem__(self, r: slice) -> list[Round]: ...
+    def __getitem__(self, r: int | slice) -> Round | list[Round]:
+        return self._rounds[r]
+
+
+PLACEMENTS["cover"] = cover  # k: the partners (rounds_of), labels: the groups to cross

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from aibench.placement import PairRounds, Round, rounds_of
+from aibench.placement import PairRounds, Round, SuspectRounds, rounds_of
 from aibench.secret import REDACTED, Secrets
 
 if TYPE_CHECKING:
+    from aibench.executors.capacity import Capacity
     from aibench.inventory import Inventory, Limits, Node
+    from aibench.model import StepResult
     from aibench.runners.base import Invocation
     from aibench.suite import Step, Suite
 
@@ -73,6 +75,10 @@ class PlannedStep:
     base_port: int
     workdir: str
     estimate: tuple[float, str] | None = None
+    # placement auto: which placement it chose and why, and every pair's step (its
+    # estimate is printed beside the choice)
+    choice: str = ""
+    alternative: PlannedStep | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -132,6 +138,22 @@ class PlannedStep:
 
     @cached_property
     def _measured(self) -> tuple[list[RoundShape], Invocation | None]:
+        return self._measure()
+
+    def _assumed(self) -> list[RoundShape]:
+        """The rounds of a second phase not planned yet: every pair among as many nodes
+        as its schedule assumes (suspects and references)."""
+        sched = self.schedule
+        assert isinstance(sched, SuspectRounds)
+        n = min(len(sched.nodes), sched.assumed + sched.references)
+        if n < 2:
+            return []
+        g = RoundShape.of(list(self._invocations(0, 0, [(sched.nodes[0], sched.nodes[1])])))
+        per = n // 2
+        shape = RoundShape(g.runs * per, g.network * per, g.longest, g.longest_network)
+        return [shape] * (n - 1 if n % 2 == 0 else n)
+
+    def _measure(self) -> tuple[list[RoundShape], Invocation | None]:
         """The shape of every round of the first repeat, and the first invocation."""
         n_rounds = len(self.schedule)
         if not n_rounds:
@@ -152,12 +174,27 @@ class PlannedStep:
         ]
         return shapes, first
 
+    @property
+    def pending(self) -> bool:
+        """A second phase whose rounds wait for the results of the step before it."""
+        return isinstance(self.schedule, SuspectRounds) and not self.schedule.resolved
+
     def shapes(self) -> list[RoundShape]:
-        """The shape of each round of one repeat (every repeat has the same)."""
+        """The shape of each round of one repeat (every repeat has the same); a second
+        phase not planned yet has none (:meth:`expected_shapes`)."""
+        if isinstance(self.schedule, SuspectRounds):
+            return [] if self.pending else self._measure()[0]
         return self._measured[0]
+
+    def expected_shapes(self) -> list[RoundShape]:
+        """:meth:`shapes`, or for a second phase not planned yet the rounds it assumes:
+        what the estimate counts."""
+        return self._assumed() if self.pending else self.shapes()
 
     def example(self) -> Invocation | None:
         """The step's first invocation (repeat 1, round 1), or None when it plans none."""
+        if isinstance(self.schedule, SuspectRounds):
+            return None if self.pending else self._measure()[1]
         return self._measured[1]
 
     def runs(self) -> int:
@@ -167,12 +204,29 @@ class PlannedStep:
         return self.repeats * len(self.schedule)
 
 
+def parallel(limits: Limits) -> int:
+    """``max_parallel`` of limits whose default has been filled in (:func:`with_capacity`)."""
+    return max(1, limits.max_parallel or 1)
+
+
+def with_capacity(limits: Limits, hosts: int) -> tuple[Limits, Capacity | None]:
+    """``limits`` with ``max_parallel`` filled in when the inventory leaves it out: what
+    the controller holds at once over ``hosts`` nodes (:mod:`aibench.executors.capacity`),
+    and that capacity (None when the inventory sets it)."""
+    if limits.max_parallel is not None:
+        return limits, None
+    from aibench.executors.capacity import capacity
+
+    cap = capacity(hosts)
+    return replace(limits, max_parallel=cap.invocations), cap
+
+
 def at_once(shape: RoundShape, limits: Limits) -> int:
     """How many runs of a round of ``shape`` run at the same time under ``max_parallel``
     and ``max_network_parallel`` (the network ones count against both)."""
     net = shape.network
     capped = min(net, limits.max_network_parallel) if limits.max_network_parallel else net
-    return min(max(1, limits.max_parallel), shape.runs - net + capped)
+    return min(parallel(limits), shape.runs - net + capped)
 
 
 def round_seconds(shape: RoundShape, limits: Limits) -> float:
@@ -180,7 +234,7 @@ def round_seconds(shape: RoundShape, limits: Limits) -> float:
     concurrency limits make of it."""
     if not shape.runs:
         return 0.0
-    t = math.ceil(shape.runs / max(1, limits.max_parallel)) * shape.longest
+    t = math.ceil(shape.runs / parallel(limits)) * shape.longest
     if shape.network and limits.max_network_parallel:
         waves = math.ceil(shape.network / limits.max_network_parallel)
         t = max(t, waves * shape.longest_network)
@@ -202,8 +256,31 @@ class Plan:
         """The secret names of this run: :func:`run_secrets`."""
         return run_secrets(self.suite, self.inventory)
 
-    def iter_rounds(self) -> Iterator[PlannedRound]:
+    @cached_property
+    def _limits(self) -> tuple[Limits, Capacity | None]:
+        return with_capacity(self.inventory.limits, len(self.inventory))
+
+    @property
+    def limits(self) -> Limits:
+        """The inventory's limits, ``max_parallel`` filled in from the controller's
+        capacity when the inventory leaves it out."""
+        return self._limits[0]
+
+    @property
+    def capacity(self) -> Capacity | None:
+        """What the controller holds at once, when it set ``max_parallel``."""
+        return self._limits[1]
+
+    def iter_rounds(
+        self, results_of: Callable[[str], Iterable[StepResult]] | None = None
+    ) -> Iterator[PlannedRound]:
+        """Every round, made when it is its turn. A second phase (the suspects of a
+        ``cover`` step) is planned when its turn comes, from ``results_of(step)``: the
+        results the first phase has left by then (without it, it keeps what it has)."""
         for step in self.steps:
+            if step.pending and results_of is not None:
+                assert isinstance(step.schedule, SuspectRounds)
+                resolve_suspects(step, results_of(step.schedule.after))
             yield from step.rounds()
 
     def iter_invocations(self) -> Iterator[Invocation]:
@@ -243,16 +320,72 @@ class Plan:
     def at_once(self, rnd: PlannedRound) -> int:
         """How many invocations of the round run at the same time under the inventory's
         ``max_parallel`` and ``max_network_parallel`` (the network ones count against both)."""
-        return at_once(RoundShape.of(rnd.invocations), self.inventory.limits)
+        return at_once(RoundShape.of(rnd.invocations), self.limits)
 
     def step_seconds(self, step: PlannedStep) -> float:
-        limits = self.inventory.limits
-        return step.repeats * sum(round_seconds(s, limits) for s in step.shapes())
+        limits = self.limits
+        return step.repeats * sum(round_seconds(s, limits) for s in step.expected_shapes())
 
     def estimated_seconds(self) -> float:
         """Rough wall time: per round, the longest expected run, times the waves the
         concurrency limits make of the round (rounds run one after another)."""
         return sum(self.step_seconds(s) for s in self.steps)
+
+    def warnings(self) -> list[str]:
+        """What the plan's reader must know before running it: a round the controller
+        cannot hold whole; an estimate past the suite's ``max_hours``, with the options
+        that would shorten it."""
+        out: list[str] = self._too_long()
+        cap = self.capacity
+        biggest = max((s.runs for st in self.steps for s in st.shapes()), default=0)
+        if cap is not None and biggest > cap.invocations:
+            out.append(
+                f"the controller cannot hold a round of {biggest} runs: {cap.describe()}; "
+                "rounds run in waves (raise the hard open-file limit, ulimit -Hn, or use "
+                "a controller with more memory)"
+            )
+        return out
+
+    def _too_long(self) -> list[str]:
+        limit = self.suite.settings.max_hours * 3600.0
+        total = self.estimated_seconds()
+        if total <= limit:
+            return []
+        options = list(self._shorter())
+        return [
+            f"the estimate, {fmt_seconds(total)}, passes the suite's limit of "
+            f"{fmt_seconds(limit)} (settings.max_hours); "
+            + ("to shorten it: " + "; ".join(options) if options else "no option shortens it")
+        ]
+
+    def _shorter(self) -> Iterator[str]:
+        """The options that would shorten the longest steps (those over a tenth of the
+        total), each with what it would bring the step to."""
+        total = self.estimated_seconds()
+        key = {s.name: _step_key(self.suite, s.step) for s in self.steps}
+        for s in self.steps:
+            took = self.step_seconds(s)
+            if took < total / 10:
+                continue
+            where = f"{key[s.name]} ({s.name}, {fmt_seconds(took)})"
+            if isinstance(s.schedule, PairRounds) and len(s.schedule) > s.step.model.partners:
+                k = s.step.model.partners
+                cover = took * k / len(s.schedule)
+                yield (
+                    f"{where}: placement: auto or cover, each node against {k} partners "
+                    f"and then the suspects pairwise, about {fmt_seconds(cover)}"
+                )
+            if s.repeats > 1:
+                yield f"{where}: repeats: 1, about {fmt_seconds(took / s.repeats)}"
+            limits = self.inventory.limits
+            biggest = max((x.runs for x in s.shapes()), default=0)
+            if limits.max_parallel is not None and limits.max_parallel < biggest:
+                yield (
+                    f"the inventory's limits.max_parallel ({limits.max_parallel}) runs the "
+                    f"{biggest} runs of a round of {s.name} in waves: leave it out (a whole "
+                    "round at once)"
+                )
+        yield "--steps to run part of the suite"
 
     def estimate_basis(self) -> list[str]:
         """How each step's duration was estimated (the runners' own words), once a step."""
@@ -327,7 +460,9 @@ def _step_key(suite: Suite | None, step: Step) -> str:
 
 def build_plan(suite: Suite, inventory: Inventory) -> Plan:
     """The steps of every enabled step of ``suite`` over ``inventory`` (pure); their rounds
-    are made when iterated, their shapes (counts, estimate) measured here."""
+    are made when iterated, their shapes (counts, estimate) measured here. A ``cover``
+    step (placement ``cover``, or ``auto`` above ``cover_above`` nodes) is followed by its
+    second phase, ``<step>-suspects``, planned when the first has run."""
     from aibench.runners import RUNNERS
 
     steps: list[PlannedStep] = []
@@ -338,27 +473,130 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
         nodes = select_nodes(step, inventory, suite)
         if step.model.requires and not nodes:
             continue  # the inventory declares nothing this step measures
-        placement = step.model.placement or runner.default_placement
-        kwargs: dict[str, Any] = {}
-        if step.model.sample is not None:
-            kwargs["k"] = step.model.sample
-        if step.model.group_by is not None:
-            kwargs["labels"] = {n.name: n.labels.get(step.model.group_by, "") for n in nodes}
-        own = getattr(runner, "expected_seconds", None)
-        planned = PlannedStep(
-            step=step,
-            runner=runner,
-            schedule=rounds_of(placement, [n.name for n in nodes], **kwargs),
-            inventory=inventory,
-            base_port=suite.settings.base_port,
-            workdir=suite.settings.workdir,
-            estimate=own(step.options) if own is not None else None,
-        )
+        placement, why = choose_placement(step, nodes)
+        planned = _planned(suite, inventory, step, runner, _schedule(step, nodes, placement))
+        if step.model.placement == "auto":
+            every = _planned(suite, inventory, step, runner, PairRounds(_names(nodes)))
+            planned = replace(planned, choice=why, alternative=every)
         # measured now: a step the runner refuses to plan is an error here, before
         # anything runs, as when every run was made up front
         planned.shapes()
         steps.append(planned)
+        if placement == "cover":
+            second = replace(
+                step,
+                model=step.model.model_copy(
+                    update={"name": f"{step.name}-suspects", "placement": "pairs"}
+                ),
+            )
+            schedule = SuspectRounds(_names(nodes), after=step.name)
+            steps.append(_planned(suite, inventory, second, runner, schedule))
     return Plan(suite=suite, inventory=inventory, steps=tuple(steps))
+
+
+COVER_LABELS = ("leaf", "switch", "rack", "rail")  # the group labels cover looks for
+
+
+def _names(nodes: Sequence[Node]) -> tuple[str, ...]:
+    return tuple(n.name for n in nodes)
+
+
+def _cover_label(step: Step, nodes: Sequence[Node]) -> str | None:
+    """The label whose groups ``cover`` crosses: the step's ``group_by``, else the first
+    of :data:`COVER_LABELS` that some node carries."""
+    if step.model.group_by is not None:
+        return step.model.group_by
+    return next((k for k in COVER_LABELS if any(k in n.labels for n in nodes)), None)
+
+
+def choose_placement(step: Step, nodes: Sequence[Node]) -> tuple[str, str]:
+    """The step's placement (``auto`` decided by the number of nodes) and, for ``auto``,
+    why."""
+    m = step.model
+    if m.placement != "auto":
+        return m.placement or "", ""  # none: the runner's default (_schedule)
+    n = len(nodes)
+    if n <= m.cover_above:
+        return "pairs", f"{n} nodes, at most cover_above ({m.cover_above}): every pair"
+    label = _cover_label(step, nodes)
+    across = f", one at least in every other {label}" if label else ""
+    return "cover", (
+        f"{n} nodes, more than cover_above ({m.cover_above}): each node against "
+        f"{m.partners} partners{across}, then every pair among the suspects"
+    )
+
+
+def _schedule(step: Step, nodes: Sequence[Node], placement: str) -> Sequence[Round]:
+    from aibench.placement import cover
+
+    names = [n.name for n in nodes]
+    if not placement:
+        from aibench.runners import RUNNERS
+
+        placement = RUNNERS.get(step.tool).default_placement
+    if placement == "cover":
+        label = _cover_label(step, nodes)
+        labels = {n.name: n.labels.get(label, "") for n in nodes} if label else None
+        return cover(names, step.model.partners, labels)
+    kwargs: dict[str, Any] = {}
+    if step.model.sample is not None:
+        kwargs["k"] = step.model.sample
+    if step.model.group_by is not None:
+        kwargs["labels"] = {n.name: n.labels.get(step.model.group_by, "") for n in nodes}
+    return rounds_of(placement, names, **kwargs)
+
+
+def _planned(
+    suite: Suite, inventory: Inventory, step: Step, runner: Any, schedule: Sequence[Round]
+) -> PlannedStep:
+    own = getattr(runner, "expected_seconds", None)
+    return PlannedStep(
+        step=step,
+        runner=runner,
+        schedule=schedule,
+        inventory=inventory,
+        base_port=suite.settings.base_port,
+        workdir=suite.settings.workdir,
+        estimate=own(step.options) if own is not None else None,
+    )
+
+
+def resolve_suspects(step: PlannedStep, results: Iterable[StepResult]) -> None:
+    """Plan the second phase ``step`` from the first phase's ``results``: its pairs'
+    values as the tool's fault localization reads them (the runner's pair series, the
+    median over repeats, the slowest direction), and its failed pairs."""
+    from aibench.placement import suspect_nodes
+
+    sched = step.schedule
+    assert isinstance(sched, SuspectRounds)
+    wanted = step.runner.traits.pair_series
+    seen: dict[tuple[str, str], dict[object, list[float]]] = {}
+    failed: list[tuple[str, str]] = []
+    for r in results:
+        if len(set(r.nodes)) != 2:
+            continue
+        p = (min(r.nodes), max(r.nodes))
+        if not r.ok:
+            failed.append(p)
+            continue
+        for m in r.measurements:
+            for ps in wanted:
+                if m.metric == ps.metric and all(
+                    m.dims.get(k) == v for k, v in (ps.dims or {}).items()
+                ):
+                    key = tuple(sorted((k, str(v)) for k, v in m.dims.items()))
+                    seen.setdefault(p, {}).setdefault(key, []).append(m.value)
+    values = {p: min(_median(v) for v in by.values()) for p, by in seen.items()}
+    suspects = suspect_nodes(values, failed, limit=sched.limit)
+    best = sorted(values, key=lambda p: -values[p])
+    good = [n for p in best for n in p if n not in set(suspects)]
+    sched.resolve(suspects, list(dict.fromkeys(good)))
+
+
+def _median(xs: list[float]) -> float:
+    ordered = sorted(xs)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _with_timeout(inv: Invocation, timeout: float) -> Invocation:
@@ -392,14 +630,18 @@ def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
     run: each process's node, role and command line (secret-looking environment values as
     ``***``). ``full``: instead of the example, every round and every run of it, made one
     round at a time."""
-    limits = plan.inventory.limits
     marked = plan.secrets()
     yield (
         f"suite {plan.suite.name} ({plan.suite.source}) on {len(plan.inventory)} node(s) "
         f"of {plan.inventory.name}: {plan.run_count()} runs in {plan.round_count()} rounds, "
         f"about {fmt_seconds(plan.estimated_seconds())}"
     )
+    for line in plan.warnings():
+        yield f"warning: {line}"
     for step in plan.steps:
+        if step.pending:
+            yield from _pending_lines(plan, step)
+            continue
         if not step.round_count():
             continue
         head = f"\nstep {step.name} ({step.step.tool})"
@@ -416,25 +658,52 @@ def plan_lines(plan: Plan, full: bool = False) -> Iterator[str]:
                 for inv in rnd.invocations:
                     yield from _run_lines(inv, "    ", marked)
             continue
-        shapes = step.shapes()
-        repeats = f" ({step.repeats} repeats of {len(shapes)})" if step.repeats > 1 else ""
-        yield (
-            f"  {_count(step.runs(), 'run')} in {_count(step.round_count(), 'round')}{repeats}, "
-            f"about {fmt_seconds(plan.step_seconds(step))}"
-        )
-        sizes = sorted({s.runs for s in shapes})
-        most = max(at_once(s, limits) for s in shapes)
-        if len(sizes) == 1:
-            n = sizes[0]
-            concurrency = f"{n} run(s) at once" if most >= n else f"{n} run(s), {most} at once"
-            yield f"  each round: {concurrency}"
-        else:
-            yield f"  rounds of {sizes[0]} to {sizes[-1]} run(s), at most {most} at once"
+        yield from _summary_lines(plan, step)
         if first is not None:
             yield "  for example:"
             yield from _run_lines(first, "    ", marked)
     if not full:
         yield "\n(aibench plan --full lists every run of every round)"
+
+
+def _summary_lines(plan: Plan, step: PlannedStep) -> Iterator[str]:
+    """A step's placement choice, runs, rounds, estimate and concurrency."""
+    if step.choice:
+        yield f"  placement auto: {step.choice}"
+    if step.alternative is not None and step.alternative.schedule is not step.schedule:
+        every = step.alternative
+        yield (
+            f"  (every pair instead: {_count(every.runs(), 'run')} in "
+            f"{_count(every.round_count(), 'round')}, about "
+            f"{fmt_seconds(plan.step_seconds(every))})"
+        )
+    shapes = step.shapes()
+    repeats = f" ({step.repeats} repeats of {len(shapes)})" if step.repeats > 1 else ""
+    yield (
+        f"  {_count(step.runs(), 'run')} in {_count(step.round_count(), 'round')}{repeats}, "
+        f"about {fmt_seconds(plan.step_seconds(step))}"
+    )
+    sizes = sorted({s.runs for s in shapes})
+    most = max(at_once(s, plan.limits) for s in shapes)
+    if len(sizes) == 1:
+        n = sizes[0]
+        concurrency = f"{n} run(s) at once" if most >= n else f"{n} run(s), {most} at once"
+        yield f"  each round: {concurrency}"
+    else:
+        yield f"  rounds of {sizes[0]} to {sizes[-1]} run(s), at most {most} at once"
+
+
+def _pending_lines(plan: Plan, step: PlannedStep) -> Iterator[str]:
+    """A second phase: what it will run, once the first phase's results exist."""
+    sched = step.schedule
+    assert isinstance(sched, SuspectRounds)
+    yield f"\nstep {step.name} ({step.step.tool}): planned from the results of {sched.after}"
+    yield (
+        f"  every pair among the nodes of its slow and failed pairs, and {sched.references} "
+        f"good nodes for reference; for {sched.assumed} suspects: "
+        f"{_count(step.repeats * sum(x.runs for x in step.expected_shapes()), 'run')}, "
+        f"about {fmt_seconds(plan.step_seconds(step))}"
+    )
 
 
 def _count(n: int, what: str) -> str:

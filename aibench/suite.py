@@ -64,6 +64,11 @@ class Settings(Strict):
         description="language of report.html and summary.md (en, zh); aibench run --lang "
         "overrides it",
     )
+    max_hours: Annotated[float, Field(gt=0, le=10_000)] = Field(
+        8.0,
+        description="the longest a run of the suite should take: `aibench plan` and `aibench "
+        "run` warn when the estimate passes it and name the options that would shorten it",
+    )
     secret_env: list[Annotated[str, Field(pattern=envnames.PATTERN)]] = Field(
         default_factory=list,
         description="environment variables (of the steps' env) whose values are secret: "
@@ -76,9 +81,26 @@ class StepModel(Strict):
     name: str = Field(pattern=_NAME, description="unique step name (lowercase, digits, -_.)")
     tool: str = Field(description="runner name")
     description: str = ""
-    placement: str | None = Field(None, description="each | pairs | all | ...")
+    placement: str | None = Field(
+        None,
+        description="each | pairs | cover | auto (pairs up to cover_above nodes, else "
+        "cover) | ring | sample | groups | all | sweep",
+    )
     sample: Annotated[int, Field(ge=1)] | None = Field(None, description="placement sample: k")
-    group_by: str | None = Field(None, description="placement groups: the label")
+    group_by: str | None = Field(
+        None,
+        description="placement groups: the label; placement cover: the label whose every "
+        "other group each node meets (default: the first of leaf, switch, rack, rail that "
+        "the nodes carry)",
+    )
+    partners: Annotated[int, Field(ge=1, le=1024)] = Field(
+        16, description="placement cover: the partners each node is measured against"
+    )
+    cover_above: Annotated[int, Field(ge=2)] = Field(
+        128,
+        description="placement auto: every pair up to this many nodes, cover above (the "
+        "plan prints which, why, and the time of every pair)",
+    )
     repeats: Annotated[int, Field(ge=1, le=1000)] = 1
     timeout: Annotated[float, Field(gt=0)] | None = None
     nodes: list[str] | None = None
@@ -149,8 +171,8 @@ def load_suite(name_or_path: str) -> Suite:
             raise ConfigError(
                 display, f"{where}.tool", f"unknown tool {sm.tool!r}; valid: {valid}"
             ) from None
-        if sm.placement is not None and sm.placement not in PLACEMENTS:
-            valid = ", ".join(sorted(PLACEMENTS))
+        if sm.placement is not None and sm.placement not in {*PLACEMENTS, "auto"}:
+            valid = ", ".join(sorted({*PLACEMENTS, "auto"}))
             raise ConfigError(
                 display, f"{where}.placement", f"unknown placement {sm.placement!r}; valid: {valid}"
             )

@@ -34,11 +34,7 @@ steps:
   - name: iperf3-tcp
     tool: iperf3
     placement: pairs
-    options: {{duration: 1, streams: 2}}
-  - name: iperf3-tcp-reverse
-    tool: iperf3
-    placement: pairs
-    options: {{duration: 1, streams: 1, reverse: true}}
+    options: {{duration: 1, streams: 2, bidir: true}}
 """
 
 pytestmark = pytest.mark.skipif(
@@ -61,7 +57,7 @@ def test_cli_run_numbers_equal_the_tools_own_json(tmp_path: Path) -> None:
     for name in ("run.json", "report.html", "junit.xml", "summary.md", "steps.jsonl"):
         assert (run_dir / name).is_file(), name
     assert run.spec == "default"
-    assert len(run.steps) == 5
+    assert len(run.steps) == 4
     assert all(s.ok for s in run.steps), [s.reason for s in run.steps]
     assert run.verdicts, "the default spec judged something"
     checked = 0
@@ -77,13 +73,12 @@ def test_cli_run_numbers_equal_the_tools_own_json(tmp_path: Path) -> None:
             assert got[("bw", direction, None)] == job[direction]["bw"]
             assert got[("iops", direction, None)] == job[direction]["iops"]
             checked += 2
-        else:
-            assert (
-                got[("throughput", None, "receiver")]
-                == raw["end"]["sum_received"]["bits_per_second"]
-            )
-            assert got[("throughput", None, "sender")] == raw["end"]["sum_sent"]["bits_per_second"]
-            checked += 2
+        else:  # --bidir: each direction's sums, the reverse ones under _bidir_reverse
+            for direction, suffix in (("forward", ""), ("reverse", "_bidir_reverse")):
+                for side, key in (("receiver", "sum_received"), ("sender", "sum_sent")):
+                    value = raw["end"][key + suffix]["bits_per_second"]
+                    assert got[("throughput", direction, side)] == value
+                    checked += 1
         assert step.tool_version, "tool version recorded"
         assert step.processes[-1].argv[0] == step.tool
     assert checked == 10

@@ -197,7 +197,7 @@ def test_schedule_dispatch_and_errors() -> None:
     assert placement.schedule("groups", nodes, labels=lab) == placement.groups(nodes, lab)
     # labels given for another placement are ignored (group_by applies to groups only)
     assert placement.schedule("pairs", nodes, labels=lab) == placement.pairs(nodes)
-    with pytest.raises(ValueError, match="unknown placement 'rings'; valid: all, each"):
+    with pytest.raises(ValueError, match="unknown placement 'rings'; valid: all, cover, each"):
         placement.schedule("rings", nodes)
     with pytest.raises(ValueError, match="needs k"):
         placement.schedule("sample", nodes)
@@ -424,7 +424,7 @@ def test_a_plan_of_all_pairs_is_counted_without_making_its_runs(
     """All pairs of 400 nodes are 79800 runs in 399 rounds: the summary and the
     estimate come from the two rounds in which every node runs, not from 79800 calls
     of the runner; the orchestrator then makes one round at a time."""
-    from aibench.inventory import Inventory, Node
+    from aibench.inventory import Inventory, Limits, Node
     from aibench.plan import build_plan, plan_lines
     from aibench.runners import RUNNERS
     from aibench.suite import load_suite
@@ -434,7 +434,8 @@ def test_a_plan_of_all_pairs_is_counted_without_making_its_runs(
         "schema_version: 1\nname: pairs\nsteps:\n"
         "  - {name: net, tool: iperf3, placement: pairs, options: {duration: 5}}\n"
     )
-    inventory = Inventory("scale", tuple(Node(f"n{i:04d}", executor="ssh") for i in range(400)))
+    nodes = tuple(Node(f"n{i:04d}", executor="ssh") for i in range(400))
+    inventory = Inventory("scale", nodes, limits=Limits(max_parallel=64))
     runner = RUNNERS.get("iperf3")
     calls = 0
     real = runner.invocations

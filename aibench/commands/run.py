@@ -197,6 +197,8 @@ def _print_banner(inputs: Any, plan: Any, run_dir: Path, *, quiet: bool) -> None
             f"results in {run_dir}",
             file=sys.stderr,
         )
+        for line in plan.warnings():
+            print(f"aibench: warning: {line}", file=sys.stderr)
 
 
 def _inputs(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, Path | None]:

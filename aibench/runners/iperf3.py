@@ -6,6 +6,9 @@ once and readiness can be seen), the client ``iperf3 -c SERVER -p PORT -t DURATI
 STREAMS -J`` (plus ``-R``, ``--bidir``, ``-u -b RATE`` ...). Ports are ``base_port +
 slot index``, so the pairs of one round never collide. On a one-node cluster the pair is
 the node with itself, over the loopback. Output is parsed by the ``iperf3`` parser.
+``bidir`` (``--bidir``, iperf3 >= 3.7; the built-in suites use it) measures both
+directions in one run, so all pairs need one run per pair instead of two: the parser
+splits its records by ``direction`` (``forward``: client to server; ``reverse``).
 Tested with iperf3 3.12.
 """
 

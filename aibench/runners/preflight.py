@@ -22,6 +22,15 @@ amd-*, npu-*   AMD Instinct (amd-smi, rocm-smi) and Huawei Ascend (npu-smi, hccn
 hccn, ...      CANN files) commands: :mod:`aibench.preflight.vendor`
 =============  ==========================================================  ================
 
+With ``batch: true`` (the acceptance and nightly suites) a node's commands run in one
+process, so one SSH session a node instead of one per command (21 per node with every
+vendor tool, 21,504 sessions for 1024 nodes): a fixed ``sh`` driver (:data:`BATCH_SCRIPT`)
+takes every command as arguments, runs each in turn under ``timeout`` and frames its
+stdout, stderr and exit status; ``collect`` reads each frame as if the command had run on
+its own, keeps its output beside the batch's and records its argv and exit code among the
+step's processes. A command that failed fails the node's step, naming it, with the facts
+of every command kept.
+
 ``collect`` turns each output into Facts. A command that is not on the node (the local
 executor's "X: command not found", exit 127 over SSH) gives the invocation's key facts with
 value None and the reason "X: not installed": a fact, never a crash and never a pass.
@@ -42,9 +51,9 @@ from pydantic import Field, field_validator
 
 from aibench import parsers
 from aibench.config import Strict
-from aibench.errors import ToolFailure, UserError
+from aibench.errors import ParseError, ToolFailure, UserError
 from aibench.inventory import Node
-from aibench.model import Fact, FrozenDims
+from aibench.model import Fact, FrozenDims, Measurement, Note, ProcessRecord
 from aibench.parsers import Record
 from aibench.parsers.sysinfo import NODE_FILES, TOOLS_SCRIPT
 from aibench.preflight import vendor
@@ -113,6 +122,12 @@ class PreflightOptions(Strict):
     tool_path: list[str] = Field(
         default_factory=list,
         description="directories searched first for the AMD and Ascend tools (absolute)",
+    )
+    batch: bool = Field(
+        False,
+        description="every fact command of a node in one process (one SSH session a node "
+        "instead of one per command): a fixed driver runs each in turn and frames its "
+        "output; each command is still recorded with its own exit code, stdout and stderr",
     )
 
     @field_validator("ascend_root")
@@ -290,6 +305,8 @@ class PreflightRunner:
     def invocations(
         self, step: str, options: PreflightOptions, group: Sequence[Node], slot: Slot
     ) -> list[Invocation]:
+        if options.batch:
+            return [self._batch(step, options, node, slot) for node in group]
         out = []
         for node in group:
             for kind, argv, parser, timeout in self.commands(node, options):
@@ -307,7 +324,62 @@ class PreflightRunner:
                 )
         return out
 
+    def _batch(self, step: str, o: PreflightOptions, node: Node, slot: Slot) -> Invocation:
+        """One invocation running every fact command of ``node`` through the driver."""
+        cmds = self.commands(node, o)
+        return Invocation(
+            step=step,
+            tool=self.tool,
+            nodes=(node.name,),
+            label=f"{node.name}.{BATCH_KIND}",
+            repeat=slot.repeat,
+            round=slot.round,
+            parser=BATCH_KIND,
+            client=ProcessSpec(
+                node.name,
+                batch_argv(cmds, batch_mark(step, node.name, str(slot.repeat))),
+                timeout=sum(t + BATCH_KILL_S for *_x, t in cmds),
+            ),
+        )
+
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
+        if kind_of(inv) == BATCH_KIND:
+            return self._collect_batch(inv, out)
+        return self._collect_one(inv, out)
+
+    def _collect_batch(self, inv: Invocation, out: Output) -> list[Record]:
+        """Each command of a batch collected as if it had run on its own (its output
+        kept beside the batch's as ``<node>.<kind>.r<repeat>.stdout``/``.stderr``, its
+        argv and exit code among the step's processes); a command that failed fails the
+        step, naming it, with every command's records kept."""
+        node = inv.nodes[0]
+        frames = unframe(out.stdout, out.stderr, inv.client.argv[4])
+        records: list[Record] = []
+        failed: list[str] = []
+        for c in framed(inv.client.argv):
+            one = dataclasses.replace(
+                inv,
+                label=f"{node}.{c.kind}",
+                parser=c.parser,
+                client=ProcessSpec(node, c.argv, timeout=c.timeout),
+            )
+            sub = _frame_output(frames.get(c.kind), c, out)
+            for suffix, text in (("stdout", sub.stdout), ("stderr", sub.stderr)):
+                path = out.raw_dir / f"{node}.{c.kind}.r{inv.repeat}.{suffix}"
+                path.write_text(text, encoding="utf-8")
+            out.processes.append(ProcessRecord(node, c.argv, exit_code=sub.exit_code))
+            try:
+                records += self._collect_one(one, sub)
+            except ToolFailure as exc:
+                records += [r for r in exc.partial if isinstance(r, Measurement | Fact | Note)]
+                failed.append(f"{c.kind}: {exc.reason}")
+            except ParseError as exc:
+                failed.append(f"{c.kind}: {exc}")
+        if failed:
+            raise ToolFailure("preflight", "; ".join(failed), partial=list[object](records))
+        return records
+
+    def _collect_one(self, inv: Invocation, out: Output) -> list[Record]:
         kind = kind_of(inv)
         prefix = kind.split("-")[0] if kind.startswith("mount-") else kind
         argv = inv.client.argv
@@ -353,6 +425,100 @@ class PreflightRunner:
 
     def parse_version(self, text: str) -> str:
         return ""
+
+
+# --------------------------------------------------------------------------- batches
+
+BATCH_KIND = "facts"  # the label of a node's batch: <node>.facts
+BATCH_KILL_S = 5.0  # timeout -k: a command that ignores TERM is killed this much later
+# The driver of a batch. Its first argument is the frame's marker; then, per command: the
+# kind, the parser (not read here), the timeout in seconds, the number of argv elements,
+# and the argv. It runs each command in turn (stdin from /dev/null, under coreutils
+# timeout) and frames what it printed: on stdout "MARK out KIND", the command's stdout,
+# "MARK end KIND STATUS"; on stderr "MARK err KIND", its stderr, "MARK end KIND", each
+# marker on a line of its own. It needs nothing but sh and timeout. No inventory value
+# is ever part of this text: they are its arguments.
+BATCH_SCRIPT = (
+    'm=$1; shift; printf "%s\\n" "$m"; printf "%s\\n" "$m" >&2; '
+    'while [ "$#" -gt 0 ]; do k=$1; s=$3; n=$4; shift 4; '
+    'printf "%s out %s\\n" "$m" "$k"; printf "%s err %s\\n" "$m" "$k" >&2; '
+    '( i=0; for a do if [ "$i" -eq 0 ]; then set --; fi; '
+    'if [ "$i" -lt "$n" ]; then set -- "$@" "$a"; fi; i=$((i + 1)); done; '
+    'exec timeout -k 5 "$s" "$@" ) </dev/null; r=$?; '
+    'printf "\\n%s end %s %s\\n" "$m" "$k" "$r"; printf "\\n%s end %s\\n" "$m" "$k" >&2; '
+    'shift "$n"; done'
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Framed:
+    """One command of a batch, as its driver was given it."""
+
+    kind: str
+    parser: str
+    timeout: float
+    argv: tuple[str, ...]
+
+
+def batch_argv(
+    cmds: Sequence[tuple[str, tuple[str, ...], str, float]], mark: str
+) -> tuple[str, ...]:
+    """The driver's argv for ``cmds`` (kind, argv, parser, timeout) framed by ``mark``:
+    every value an argument of its own."""
+    args = ["sh", "-c", BATCH_SCRIPT, "aibench-preflight", mark]
+    for kind, argv, parser, timeout in cmds:
+        args += [kind, parser, f"{timeout:g}", str(len(argv)), *argv]
+    return tuple(args)
+
+
+def batch_mark(*parts: str) -> str:
+    """A marker no command prints but by chance: a hash of the batch's place in the plan."""
+    import hashlib
+
+    return "@@aibench-batch-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+
+def framed(argv: Sequence[str]) -> list[Framed]:
+    """The commands of a driver's argv (:func:`batch_argv` read back)."""
+    rest = list(argv[5:])
+    out = []
+    while rest:
+        kind, parser, timeout, n = rest[:4]
+        out.append(Framed(kind, parser, float(timeout), tuple(rest[4 : 4 + int(n)])))
+        rest = rest[4 + int(n) :]
+    return out
+
+
+def unframe(stdout: str, stderr: str, mark: str) -> dict[str, tuple[str, str, int | None]]:
+    """kind -> (stdout, stderr, exit status) of each command whose frame the driver
+    finished (a command cut off by the end of the batch is left out)."""
+    errs: dict[str, str] = {}
+    for chunk in stderr.split(f"{mark} err ")[1:]:
+        kind, _, rest = chunk.partition("\n")
+        text, sep, _ = rest.partition(f"\n{mark} end {kind}\n")
+        if sep:
+            errs[kind] = text
+    out: dict[str, tuple[str, str, int | None]] = {}
+    for chunk in stdout.split(f"{mark} out ")[1:]:
+        kind, _, rest = chunk.partition("\n")
+        text, sep, end = rest.partition(f"\n{mark} end {kind} ")
+        status = end.split("\n", 1)[0].strip()
+        if sep and status.isdigit():
+            out[kind] = (text, errs.get(kind, ""), int(status))
+    return out
+
+
+def _frame_output(frame: tuple[str, str, int | None] | None, c: Framed, batch: Output) -> Output:
+    """What one command of a batch left, as an Output of its own: a status 124 or 137
+    (coreutils timeout) is a command that did not finish in its time; a command with no
+    frame never ran or was cut off with the batch."""
+    if frame is None:
+        why = batch.reason or batch.failure()
+        return Output("", "", None, batch.raw_dir, f"did not run to its end in the batch ({why})")
+    stdout, stderr, status = frame
+    if status in (124, 137):
+        return Output(stdout, stderr, None, batch.raw_dir, f"did not finish in {c.timeout:g} s")
+    return Output(stdout, stderr, status, batch.raw_dir)
 
 
 def absent(prefix: str, reason: str, argv: Sequence[str] = ()) -> list[Record]:

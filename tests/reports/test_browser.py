@@ -176,11 +176,7 @@ steps:
   - name: iperf3-tcp
     tool: iperf3
     placement: pairs
-    options: {{duration: 1, streams: 2}}
-  - name: iperf3-tcp-reverse
-    tool: iperf3
-    placement: pairs
-    options: {{duration: 1, streams: 2, reverse: true}}
+    options: {{duration: 1, streams: 2, bidir: true}}
 """
 FIO_STEP = """\
   - name: {name}

@@ -411,7 +411,9 @@ def test_output_disk_full(
     with one line that says so and how to go on (exit 3), writes no run.json (so none is
     corrupt), keeps every finished step in steps.jsonl; with space made, ``--resume``
     finishes it and every host is measured."""
-    inv = write_inventory(big, tmp_path / "inv.yaml")
+    # 64 at once, so that steps finish before the disk is full: a whole round at once (the
+    # default) fills it with the raw output of every command before any has ended
+    inv = write_inventory(big, tmp_path / "inv.yaml", max_parallel=64)
     code, text = finish(start(inv, small_disk, "abx-h[1-16]"))
     assert code == 3, text
     lines = [ln for ln in text.splitlines() if ln.strip()]

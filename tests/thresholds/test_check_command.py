@@ -29,15 +29,17 @@ def _run_dir(tmp_path: Path, seq_kib: float) -> Path:
             )
     for a, b in itertools.combinations(nodes, 2):
         gbit = 2.0 if "n4" in (a, b) else 9.4
-        for name in ("iperf3-tcp", "iperf3-tcp-reverse"):
-            steps.append(
-                step(
-                    name,
-                    "iperf3",
-                    (a, b),
-                    [m("iperf3", "throughput", gbit * 1e9, "bit/s", (), side="receiver")],
-                )
+        steps.append(
+            step(
+                "iperf3-tcp",
+                "iperf3",
+                (a, b),
+                [
+                    m("iperf3", "throughput", gbit * 1e9, "bit/s", (), side="receiver", direction=d)
+                    for d in ("forward", "reverse")
+                ],
             )
+        )
     d = tmp_path / "run"
     d.mkdir()
     save_run(run(steps, nodes).replace(spec="default"), d)
