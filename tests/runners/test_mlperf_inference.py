@@ -139,8 +139,11 @@ def test_a_server_run_too_short_for_early_stopping_is_invalid_and_says_so(tmp_pa
     assert res.status is StepStatus.OK, res.reason
     f = facts(res)
     assert f["scenario"] == "Server"
-    assert f["result"] == "INVALID: early_stopping_met not satisfied"
-    assert f["perf_constraints_met"] is True
+    # early stopping is never met this short; on a loaded machine the latency bound may be
+    # missed as well, and LoadGen then names both
+    assert f["result"].startswith("INVALID: ")
+    assert f["result"].endswith("early_stopping_met not satisfied")
+    assert "early_stopping_met" in f["failed_constraints"]
     assert f["primary_metric"].startswith("completed_samples_per_second = ")
 
 
