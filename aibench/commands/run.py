@@ -188,12 +188,13 @@ def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> None:
 
 def _label_kubernetes_nodes(inventory: Any, run: Any, run_dir: Path) -> None:
     """With ``label_results`` in the inventory's kubernetes block: each node's verdict as a
-    node label (aibench/executors/kubernetes_labels.py)."""
+    node label after a full run (aibench/executors/kubernetes_labels.py); a partial run
+    says that it labelled nothing."""
     if not any(n.kubernetes is not None and n.kubernetes.label_results for n in inventory):
         return
     from aibench.executors.kubernetes_labels import label_nodes
 
-    for line in label_nodes(inventory, run.verdicts, run_dir.name):
+    for line in label_nodes(inventory, run, run_dir.name):
         print(f"aibench: warning: {line}", file=sys.stderr)
 
 

@@ -127,6 +127,8 @@ def test_nightly_fio_and_iperf3_on_the_cluster(
         assert got["metadata"]["labels"]["aibench.io/acceptance"] == "PASS"
         until = got["metadata"]["annotations"]["aibench.io/valid-until"]
         assert until > time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        assert got["metadata"]["annotations"]["aibench.io/suite"] == "k8s-nightly"
+        assert got["metadata"]["annotations"]["aibench.io/run"] == run["id"]
         assert not got["spec"].get("unschedulable")  # never cordoned
 
 
