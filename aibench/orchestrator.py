@@ -341,7 +341,7 @@ async def _probe_version(ex: Execution, raw: Path, p: VersionProbe, k: int) -> N
     node = ex.plan.inventory.node(p.host)
     stem = f"{p.host}.{p.name}" + (f".{k}" if k else "")
     out, err = raw / "versions" / f"{stem}.out", raw / "versions" / f"{stem}.err"
-    cmd = Command(p.argv, env=dict(p.env), timeout=20)
+    cmd = Command(p.argv, env=dict(p.env), timeout=20, role="probe")
     res = await ex.executor_for(node).run(node, cmd, out, err)
     text = read_text(out) + read_text(err)
     version = parser.parse_version(text) if res.exit_code in ok_codes else ""
@@ -432,6 +432,11 @@ class _Outcome:
         )
 
 
+def _marked(ex: Execution) -> tuple[str, ...]:
+    """The variables the suite marks secret (``settings.secret_env``)."""
+    return tuple(getattr(ex.plan.suite.settings, "secret_env", ()))
+
+
 def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:
     """The values of secret variables (by name, or marked by the suite's
     ``settings.secret_env``) scrubbed from the invocation's raw output and its reason."""
@@ -470,7 +475,13 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
         node = ex.plan.inventory.node(inv.client.host)
         proc = await ex.executor_for(node).run(
             node,
-            Command(inv.client.argv, env=inv.client.env, timeout=inv.client.timeout),
+            Command(
+                inv.client.argv,
+                env=inv.client.env,
+                timeout=inv.client.timeout,
+                role="preflight" if inv.tool == "preflight" else "work",
+                marked=_marked(ex),
+            ),  # fmt: skip
             out.out_path,
             out.err_path,
         )
@@ -486,7 +497,9 @@ async def _run_setup(out: _Outcome) -> StepResult | None:
         node = out.ex.plan.inventory.node(spec.host)
         r = await out.ex.executor_for(node).run(
             node,
-            Command(spec.argv, env=spec.env, timeout=spec.timeout),
+            Command(
+                spec.argv, env=spec.env, timeout=spec.timeout, role="setup", marked=_marked(out.ex)
+            ),  # fmt: skip
             out.raw / f"{out.stem}.setup{i}.stdout",
             out.raw / f"{out.stem}.setup{i}.stderr",
         )
@@ -512,7 +525,7 @@ async def _start_servers(
         try:
             server = await out.ex.executor_for(node).start(
                 node,
-                Command(spec.argv, env=spec.env, timeout=spec.timeout),
+                Command(spec.argv, env=spec.env, timeout=spec.timeout, marked=_marked(out.ex)),
                 s_out,
                 s_err,
                 spec.ready or ReadyCheck(timeout=5.0),

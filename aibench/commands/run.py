@@ -101,6 +101,7 @@ def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import pipeline, store
+    from aibench.executors import select
     from aibench.plan import build_plan
     from aibench.progress import Reporter
 
@@ -122,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     started = pipeline.now_text()
+    select.expect(inputs.inventory, plan.estimated_seconds())
     if resume_dir is not None:
         run_dir = resume_dir
         prev = _previous_run(run_dir)

@@ -24,10 +24,16 @@ SECRET_NAME = re.compile(
 REDACTED = "***"
 
 
+def is_secret(name: str, marked: Iterable[str] = ()) -> bool:
+    """A secret variable: its name looks secret, or the suite marks it
+    (``settings.secret_env``)."""
+    return bool(SECRET_NAME.search(name)) or name in set(marked)
+
+
 def redact_env(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:
     """``env`` with the values of secret-looking names, and of ``marked`` ones, as ***."""
     names = set(marked)
-    return {k: (REDACTED if SECRET_NAME.search(k) or k in names else v) for k, v in env.items()}
+    return {k: (REDACTED if is_secret(k, names) else v) for k, v in env.items()}
 
 
 def secret_values(envs: Iterable[Mapping[str, str]], marked: Iterable[str] = ()) -> list[str]:
@@ -36,7 +42,7 @@ def secret_values(envs: Iterable[Mapping[str, str]], marked: Iterable[str] = ())
     (they would blank ordinary output); the longest first, so that one holding another
     is replaced whole."""
     names = set(marked)
-    found = {v for env in envs for k, v in env.items() if (SECRET_NAME.search(k) or k in names)}
+    found = {v for env in envs for k, v in env.items() if is_secret(k, names)}
     return sorted((v for v in found if len(v) >= 4), key=len, reverse=True)
 
 
@@ -72,17 +78,28 @@ class ReadyCheck:
     timeout: float = 10.0
 
 
+# What a command is for; an executor may place it by its role (the kubernetes executor
+# gives the step's devices only to "work" and runs "preflight", "probe" and "setup"
+# commands one after another in one Pod per node).
+ROLES = ("work", "preflight", "probe", "sampler", "setup")
+
+
 @dataclass(frozen=True)
 class Command:
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)  # added to the host's environment
     cwd: str | None = None
     timeout: float = 600.0
+    role: str = "work"  # one of ROLES
+    marked: tuple[str, ...] = ()  # variables the suite marks secret (settings.secret_env)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
         if not self.argv or not all(isinstance(a, str) for a in self.argv):
             raise TypeError(f"argv must be a non-empty sequence of str, got {self.argv!r}")
+        if self.role not in ROLES:
+            raise ValueError(f"unknown command role {self.role!r}; valid: {', '.join(ROLES)}")
+        object.__setattr__(self, "marked", tuple(self.marked))
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,13 @@ Contract:
   run in the namespace deletes it and its Pods before it starts.
 * **Secrets** never appear in a Pod spec or argv: a variable the inventory maps to a
   Secret key (``secret_env``) is a ``secretKeyRef``; a step variable whose name marks it
-  secret (``*_TOKEN``, ``*PASSWORD``...) is put into a Secret of the run, owned by the
-  Lease, and referenced the same way.
+  secret (``*_TOKEN``, ``*PASSWORD``...) or that the suite marks (its
+  ``settings.secret_env``, carried by :attr:`Command.marked`) is put into a Secret of the
+  run, owned by the Lease, and referenced the same way.
+* **Per role** (:attr:`Command.role`): only ``work`` Pods get the inventory's devices
+  (kubernetes_spec.py); ``preflight``, ``probe`` and ``setup`` commands without a secret
+  run one at a time through ``exec`` in one helper Pod per node, each with its own output
+  files and exit code (the exec stream's status).
 * **Unreachable**: the API server not answering, or the node missing or not ``Ready``,
   gives ``ProcResult(unreachable=True)`` (``NodeUnreachable`` from ``start``).
 
@@ -55,7 +60,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from aibench.executors.base import (
-    SECRET_NAME,
     Command,
     NodeUnreachable,
     ProcResult,
@@ -65,7 +69,10 @@ from aibench.executors.base import (
 from aibench.executors.kubernetes_spec import (
     MANAGED,
     RUN_LABEL,
+    exec_argv,
+    helper_manifest,
     pod_manifest,
+    secret_env_of,
     secret_manifest,
 )
 from aibench.executors.local import now_iso, wait_ready
@@ -77,6 +84,12 @@ if TYPE_CHECKING:
 LEASE_S = 60  # a run's Lease expires this long after its last renewal
 RENEW_S = 15.0
 START_ALLOWANCE_S = 30  # activeDeadlineSeconds beyond the step's own timeout
+# Pods that last the whole run (the sampler's, the helpers) end this long after the plan's
+# estimate times RUN_MARGIN; without an estimate, after UNPLANNED_S
+RUN_MARGIN = 1.5
+RUN_SLACK_S = 1800
+UNPLANNED_S = 6 * 3600
+BATCHED = ("preflight", "probe", "setup")  # roles run in the node's helper Pod
 # Waiting reasons after which a container will not start by waiting longer.
 FATAL_WAITING = {
     "ErrImageNeverPull",
@@ -108,10 +121,12 @@ class _Attached:
     err: IO[bytes]
     tail: bytearray = field(default_factory=bytearray)
     write_error: OSError | None = None
+    release: bool = True  # an attached step's wrapper waits for a line on stdin
 
     def pump(self, stop: threading.Event) -> None:
         """Copy stdout and stderr until the container's streams end (thread body)."""
-        self.ws.write_stdin("go\n")
+        if self.release:
+            self.ws.write_stdin("go\n")
         while self.ws.is_open() and not stop.is_set():
             self.ws.update(timeout=0.5)
             self._take()
@@ -138,14 +153,26 @@ class _Attached:
             self.write_error = OSError(exc.errno, exc.strerror, getattr(f, "name", None))
 
 
+@dataclass
+class _Helper:
+    """A node's helper Pod: batched commands run in it one at a time."""
+
+    name: str
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    started: bool = False
+
+
 class KubernetesExecutor:
     """Runs every step of a run's Kubernetes nodes as Pods; one per inventory."""
 
     name = "kubernetes"
 
-    def __init__(self, settings: KubernetesSettings, kill_grace: int = 3) -> None:
+    def __init__(
+        self, settings: KubernetesSettings, kill_grace: int = 3, expected_s: float | None = None
+    ) -> None:
         self.settings = settings
         self.kill_grace = kill_grace
+        self.expected_s = expected_s
         self.run_id = f"aibench-{datetime.now(UTC):%m%d%H%M}-{secrets.token_hex(3)}"
         self._api: Any = None
         self._lease_uid: str | None = None
@@ -153,6 +180,7 @@ class KubernetesExecutor:
         self._lock = asyncio.Lock()
         self._renewer: asyncio.Task[None] | None = None
         self._pods: set[str] = set()
+        self._helpers: dict[str, _Helper] = {}  # node name -> its helper Pod
         self._swept = False
         # blocking API calls run here, not in the loop's default pool (a few threads on a
         # small machine, which long calls could fill)
@@ -253,27 +281,48 @@ class KubernetesExecutor:
 
     # ------------------------------------------------------------------ pods
 
+    def run_deadline(self) -> int:
+        """activeDeadlineSeconds of the Pods that last the whole run: the plan's estimate
+        with a margin."""
+        if self.expected_s is None:
+            return UNPLANNED_S
+        return int(self.expected_s * RUN_MARGIN) + RUN_SLACK_S
+
+    def deadline(self, cmd: Command) -> int:
+        """activeDeadlineSeconds of a command's Pod: its timeout and a start-up allowance,
+        at most the run's deadline for the sampler (which runs until stopped)."""
+        own = int(cmd.timeout) + START_ALLOWANCE_S
+        return min(own, self.run_deadline()) if cmd.role == "sampler" else own
+
     async def _create_pod(self, node: Node, cmd: Command) -> str:
         env_names_ok(cmd.env)
         await self._ensure_lease()
         self._seq += 1
         name = pod_name(self.run_id, self._seq, cmd.argv[0])
         ns = self.settings.namespace
-        secret_env = {k: v for k, v in cmd.env.items() if SECRET_NAME.search(k)}
+        secret_env = secret_env_of(cmd)
         if secret_env:
             body = secret_manifest(name, self.run_id, secret_env, self._owner())
             await self._call(self._core().create_namespaced_secret, ns, body, _request_timeout=30)
         manifest = pod_manifest(
             name, node, cmd, self.settings, self.run_id, self._owner(), secret_env,
-            deadline=int(cmd.timeout) + START_ALLOWANCE_S,
+            deadline=self.deadline(cmd),
         )  # fmt: skip
+        await self._submit(name, manifest)
+        return name
+
+    async def _submit(self, name: str, manifest: dict[str, Any]) -> None:
         self._pods.add(name)
         try:
-            await self._call(self._core().create_namespaced_pod, ns, manifest, _request_timeout=30)
+            await self._call(
+                self._core().create_namespaced_pod,
+                self.settings.namespace,
+                manifest,
+                _request_timeout=30,
+            )
         except BaseException:
             self._pods.discard(name)
             raise
-        return name
 
     async def _delete(self, name: str) -> None:
         """Delete a Pod (and the Secret of the same name, if any); never raises."""
@@ -303,6 +352,12 @@ class KubernetesExecutor:
         return "timeout"
 
     async def _attach(self, name: str, out: IO[bytes], err: IO[bytes]) -> _Attached:
+        return _Attached(await self._open_stream(name), out, err)
+
+    async def _open_stream(
+        self, name: str, command: list[str] | None = None, stdin: bool = True
+    ) -> Any:
+        """A websocket to the container: ``attach``, or ``exec`` of ``command``."""
         from kubernetes import client
         from kubernetes.stream import stream
 
@@ -310,20 +365,24 @@ class KubernetesExecutor:
         # client of its own, so that the other threads' calls are not sent over websockets
         self._core()
         core = client.CoreV1Api(client.ApiClient(self._api.configuration))
-        ws = await self._call(
+        call: Any = core.connect_get_namespaced_pod_attach
+        extra: dict[str, Any] = {}
+        if command is not None:
+            call, extra = core.connect_get_namespaced_pod_exec, {"command": command}
+        return await self._call(
             stream,
-            core.connect_get_namespaced_pod_attach,
+            call,
             name,
             self.settings.namespace,
             container="step",
-            stdin=True,
+            stdin=stdin,
             stdout=True,
             stderr=True,
             tty=False,
             _preload_content=False,
             binary=True,
+            **extra,
         )
-        return _Attached(ws, out, err)
 
     async def _terminated(self, name: str, wait: float) -> tuple[int | None, str]:
         """The container's exit code and reason, once the kubelet reports them."""
@@ -350,6 +409,8 @@ class KubernetesExecutor:
             return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
 
         stdout.parent.mkdir(parents=True, exist_ok=True)
+        if cmd.role in BATCHED and not secret_env_of(cmd):
+            return await self._run_batched(node, cmd, stdout, stderr, result)
         with stdout.open("wb") as out, stderr.open("wb") as err:
             try:
                 name = await self._create_pod(node, cmd)
@@ -407,6 +468,96 @@ class KubernetesExecutor:
         if code is None:
             return result(reason=f"pod {name} on {node.name}: {reason}")
         return result(exit_code=code, reason=reason)
+
+    # ------------------------------------------------------------------ helper Pods
+
+    async def _run_batched(
+        self,
+        node: Node,
+        cmd: Command,
+        stdout: Path,
+        stderr: Path,
+        result: Callable[..., ProcResult],
+    ) -> ProcResult:
+        """Run a preflight, probe or setup command in the node's helper Pod, after the
+        ones before it: one Pod per node instead of one per command."""
+        helper = self._helpers.get(node.name)
+        if helper is None:
+            self._seq += 1
+            helper = self._helpers[node.name] = _Helper(pod_name(self.run_id, self._seq, "node"))
+        t0 = time.monotonic()
+        async with helper.lock:
+            try:
+                why = await self._helper_ready(node, helper, t0 + cmd.timeout)
+            except Exception as exc:
+                return result(unreachable=True, reason=f"{node.name}: {api_error(exc)}")
+            if why == "timeout":
+                return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
+                              f"pod {helper.name} never started on {node.name}")  # fmt: skip
+            if why:
+                return result(reason=f"pod {helper.name} on {node.name}: {why}")
+            with stdout.open("wb") as out, stderr.open("wb") as err:
+                try:
+                    return await self._exec(node, helper, cmd, (out, err), result)
+                except asyncio.CancelledError:
+                    await asyncio.shield(self._drop_helper(node.name))
+                    raise
+
+    async def _helper_ready(self, node: Node, helper: _Helper, deadline: float) -> str | None:
+        """Create the node's helper Pod if needed and wait until it runs (None) or cannot."""
+        if helper.started:
+            return None
+        await self._ensure_lease()
+        manifest = helper_manifest(
+            helper.name, node, self.settings, self.run_id, self._owner(), self.run_deadline()
+        )
+        await self._submit(helper.name, manifest)
+        why = await self._wait_started(helper.name, deadline)
+        if why:
+            await self._drop_helper(node.name)
+            return why
+        helper.started = True
+        return None
+
+    async def _drop_helper(self, node_name: str) -> None:
+        """Delete a node's helper Pod (a command in it outlived its timeout, or it is
+        gone); the next batched command starts a new one."""
+        helper = self._helpers.pop(node_name, None)
+        if helper is not None:
+            await self._delete(helper.name)
+
+    async def _exec(
+        self,
+        node: Node,
+        helper: _Helper,
+        cmd: Command,
+        files: tuple[IO[bytes], IO[bytes]],
+        result: Callable[..., ProcResult],
+    ) -> ProcResult:
+        t0 = time.monotonic()
+        try:
+            ws = await self._open_stream(helper.name, command=exec_argv(cmd), stdin=False)
+        except Exception as exc:
+            await self._drop_helper(node.name)
+            return result(reason=f"pod {helper.name} on {node.name}: exec: {api_error(exc)}")
+        attached = _Attached(ws, *files, release=False)
+        stop = threading.Event()
+        pump = in_thread(attached.pump, stop)
+        left = max(0.0, cmd.timeout - (time.monotonic() - t0))
+        try:
+            await asyncio.wait_for(asyncio.shield(pump), left)
+        except TimeoutError:
+            await self._drop_helper(node.name)
+            return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
+                          f"pod {helper.name} deleted")  # fmt: skip
+        finally:
+            await _end_pump(attached, pump, stop)
+        if attached.write_error is not None:
+            raise attached.write_error
+        from kubernetes.stream.ws_client import ERROR_CHANNEL
+
+        code, why = exec_status(ws.read_channel(ERROR_CHANNEL))
+        return result(exit_code=code, reason=why)
 
     async def start(
         self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
@@ -517,6 +668,36 @@ def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
         fut.set_result(None)
     else:
         fut.set_exception(exc)
+
+
+async def _end_pump(attached: _Attached, pump: asyncio.Future[None], stop: threading.Event) -> None:
+    stop.set()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(pump), 5.0)
+    with contextlib.suppress(Exception):
+        attached.ws.close()
+
+
+def exec_status(text: str | bytes) -> tuple[int | None, str]:
+    """(exit code, reason) from the status an exec stream ends with (a v1 Status on its
+    error channel): Success is 0; a NonZeroExitCode names the code in its causes; any
+    other failure (the argv's program not found ...) has no exit code and its message."""
+    import json
+
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not text.strip():
+        return None, "the exec stream ended without an exit status"
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None, f"unreadable exec status: {text.strip()[:200]}"
+    if doc.get("status") == "Success":
+        return 0, ""
+    for cause in (doc.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode" and str(cause.get("message", "")).isdigit():
+            return int(cause["message"]), ""
+    return None, str(doc.get("message") or doc.get("reason") or "exec failed")
 
 
 def _container_state(pod: Any) -> Any:

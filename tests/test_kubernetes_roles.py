@@ -1,0 +1,190 @@
+"""What each kind of Pod the kubernetes executor makes asks of its node, and which
+variables never reach a Pod spec (no cluster needed: the Pods are data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aibench.executors.base import Command
+from aibench.executors.kubernetes import KubernetesExecutor, exec_status
+from aibench.executors.kubernetes_spec import (
+    EXEC_WRAPPER,
+    exec_argv,
+    helper_manifest,
+    pod_manifest,
+    secret_env_of,
+)
+from aibench.inventory import Node
+from aibench.inventory_file import load_inventory
+
+BLOCK: dict[str, object] = {
+    "namespace": "aibench",
+    "image": "registry.example/aibench-tools:1.4",
+    "resources": {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "1", "memory": "64Gi"}},
+    "shm_size": "32Gi",
+    "runtime_class": "nvidia",
+    "image_pull_secrets": ["regcred"],
+    "priority_class": "acceptance",
+    "host_ipc": True,
+    "annotations": {"k8s.v1.cni.cncf.io/networks": "rdma-net-a,rdma-net-b"},
+    "observer_env": {"NVIDIA_VISIBLE_DEVICES": "all"},
+    "secret_env": {"S3_SECRET_KEY": {"secret": "s3", "key": "secret"}},
+}
+OWNER = [{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "name": "r", "uid": "u"}]
+
+
+def _node(tmp_path: Path, **change: object) -> Node:
+    doc = {
+        "schema_version": 1,
+        "kubernetes": {**BLOCK, **change},
+        "nodes": [{"name": "gpu01", "address": "10.0.0.1", "data_dirs": ["/scratch"]}],
+    }
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(doc))
+    return load_inventory(tmp_path / "inv.yaml").nodes[0]
+
+
+def _pod(node: Node, cmd: Command) -> dict[str, Any]:
+    assert node.kubernetes is not None
+    return pod_manifest("p", node, cmd, node.kubernetes, "r", OWNER, secret_env_of(cmd), 90)
+
+
+def test_only_the_work_pod_holds_devices_annotations_and_shm(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    work = _pod(node, Command(("all_reduce_perf", "-g", "8"), timeout=60))
+    c = work["spec"]["containers"][0]
+    assert c["resources"] == {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "1", "memory": "64Gi"}}
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in work["spec"][
+        "volumes"
+    ]
+    assert work["metadata"]["annotations"] == {
+        "k8s.v1.cni.cncf.io/networks": "rdma-net-a,rdma-net-b"
+    }
+    assert work["metadata"]["labels"]["aibench.io/role"] == "work"
+    assert "NVIDIA_VISIBLE_DEVICES" not in {e["name"] for e in c["env"]}
+    for role in ("sampler", "preflight", "probe", "setup"):
+        pod = _pod(node, Command(("nvidia-smi", "-q"), timeout=60, role=role))
+        c = pod["spec"]["containers"][0]
+        assert c["resources"] == {}, role
+        assert "annotations" not in pod["metadata"], role
+        assert all(m["mountPath"] != "/dev/shm" for m in c["volumeMounts"]), role
+        assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"} in c["env"], role
+        assert pod["metadata"]["labels"]["aibench.io/role"] == role
+
+
+def test_every_pod_gets_the_inventory_pod_settings(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    assert node.kubernetes is not None
+    helper = helper_manifest("h", node, node.kubernetes, "r", OWNER, 5400)
+    for pod in (_pod(node, Command(("fio",))), helper):
+        spec = pod["spec"]
+        assert spec["runtimeClassName"] == "nvidia"
+        assert spec["priorityClassName"] == "acceptance"
+        assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+        assert spec["hostIPC"] is True
+        assert spec["nodeName"] == "gpu01"
+        assert pod["metadata"]["ownerReferences"] == OWNER
+    (tmp_path / "plain").mkdir()
+    plain = _node(tmp_path / "plain", shm_size=None, runtime_class=None, image_pull_secrets=[],
+                  priority_class=None, host_ipc=False, annotations={})  # fmt: skip
+    spec = _pod(plain, Command(("fio",)))["spec"]
+    assert not {"runtimeClassName", "priorityClassName", "imagePullSecrets", "hostIPC"} & set(spec)
+    assert all(v["name"] != "dshm" for v in spec["volumes"])
+
+
+def test_the_helper_pod_requests_nothing_and_runs_commands_by_argv(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    assert node.kubernetes is not None
+    helper = helper_manifest("h", node, node.kubernetes, "r", OWNER, 5400)
+    c = helper["spec"]["containers"][0]
+    assert c["command"] == ["sleep", "5400"]
+    assert c["resources"] == {}
+    assert helper["spec"]["activeDeadlineSeconds"] == 5400
+    assert helper["metadata"]["labels"]["aibench.io/role"] == "helper"
+    cmd = Command(("sh", "-c", "$(reboot)"), env={"LC_ALL": "C"}, cwd="/scratch", role="probe")
+    argv = exec_argv(cmd)
+    assert argv == ["/bin/sh", "-c", EXEC_WRAPPER, "aibench", "/scratch", "LC_ALL=C",
+                    "sh", "-c", "$(reboot)"]  # fmt: skip
+    assert exec_argv(Command(("true",)))[4:] == ["/", "true"]
+
+
+@pytest.mark.parametrize(
+    ("status", "want"),
+    [
+        ('{"metadata":{},"status":"Success"}', (0, "")),
+        (
+            '{"metadata":{},"status":"Failure","message":"command terminated with non-zero '
+            'exit code: error executing command [sh -c exit 3], exit code 3","reason":'
+            '"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}',
+            (3, ""),
+        ),
+        (
+            '{"metadata":{},"status":"Failure","message":"OCI runtime exec failed: exec '
+            "failed: container_linux.go:380: starting container process caused: exec: "
+            '\\"nope\\": executable file not found in $PATH: unknown","reason":"InternalError"}',
+            (
+                None,
+                "OCI runtime exec failed: exec failed: container_linux.go:380: starting "
+                'container process caused: exec: "nope": executable file not found in $PATH: '
+                "unknown",
+            ),
+        ),
+        ("", (None, "the exec stream ended without an exit status")),
+    ],
+)
+def test_exec_status(status: str, want: tuple[int | None, str]) -> None:
+    assert exec_status(status) == want
+
+
+def test_marked_and_secret_looking_variables_never_reach_a_pod_spec(tmp_path: Path) -> None:
+    """A variable the suite marks (settings.secret_env) and one whose name looks secret
+    are secretKeyRefs to the run's Secret; none of their values is in any Pod spec, and a
+    command holding one is not run by exec in a helper (its argv would carry the value)."""
+    node = _node(tmp_path)
+    env = {"HF_READ": "hf_abcdef123", "DB_PASSWORD": "pw-9876", "NCCL_DEBUG": "INFO"}
+    for role in ("work", "preflight", "probe", "sampler", "setup"):
+        cmd = Command(("fio",), env=env, role=role, marked=("HF_READ",))
+        assert secret_env_of(cmd) == {"HF_READ": "hf_abcdef123", "DB_PASSWORD": "pw-9876"}
+        pod = _pod(node, cmd)
+        text = json.dumps(pod)
+        assert "hf_abcdef123" not in text, role
+        assert "pw-9876" not in text, role
+        refs = {
+            e["name"]: e["valueFrom"]["secretKeyRef"]
+            for e in pod["spec"]["containers"][0]["env"]
+            if "valueFrom" in e
+        }
+        assert refs == {
+            "S3_SECRET_KEY": {"name": "s3", "key": "secret"},
+            "HF_READ": {"name": "p", "key": "HF_READ"},
+            "DB_PASSWORD": {"name": "p", "key": "DB_PASSWORD"},
+        }
+    assert secret_env_of(Command(("fio",), env={"NCCL_DEBUG": "INFO"})) == {}
+
+
+def test_deadlines_follow_the_plan(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    assert node.kubernetes is not None
+    ex = KubernetesExecutor(node.kubernetes, expected_s=3600)
+    try:
+        assert ex.run_deadline() == 3600 * 3 // 2 + 1800
+        assert ex.deadline(Command(("fio",), timeout=300)) == 330
+        sampler = Command(("nvidia-smi", "-l", "2"), timeout=10 * 86400.0, role="sampler")
+        assert ex.deadline(sampler) == 3600 * 3 // 2 + 1800  # not 10 days
+    finally:
+        ex._pool.shutdown(wait=False)
+    unplanned = KubernetesExecutor(node.kubernetes)
+    try:
+        assert unplanned.deadline(sampler) == 6 * 3600
+    finally:
+        unplanned._pool.shutdown(wait=False)
+
+
+def test_unknown_role_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown command role 'gpu'"):
+        Command(("fio",), role="gpu")
