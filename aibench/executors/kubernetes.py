@@ -33,6 +33,11 @@ Contract:
   (kubernetes_spec.py); ``preflight``, ``probe`` and ``setup`` commands without a secret
   run one at a time through ``exec`` in one helper Pod per node, each with its own output
   files and exit code (the exec stream's status).
+* **Watched, not polled**: one watch per run of its Pods (kubernetes_watch.py) wakes the
+  steps waiting on a Pod's start or exit; if it breaks for good each waiting step reads
+  its Pod every 2 s. A Lease that cannot be renewed for 45 s stops the run cleanly: its
+  Pods are deleted and every later step is unreachable with that reason. Expiry of a
+  killed run's Lease is judged by the API server's clock (its ``Date`` header).
 * **Unreachable**: the API server not answering, or the node missing or not ``Ready``,
   gives ``ProcResult(unreachable=True)`` (``NodeUnreachable`` from ``start``).
 
@@ -74,6 +79,14 @@ from aibench.executors.kubernetes_spec import (
     pod_manifest,
     secret_env_of,
     secret_manifest,
+)
+from aibench.executors.kubernetes_watch import (
+    SLOW_POLL_S,
+    WATCH_S,
+    PodWatch,
+    ServerClock,
+    WatchGone,
+    lease_expired,
 )
 from aibench.executors.local import now_iso, wait_ready
 from aibench.kubeapi import api_client, api_error
@@ -182,6 +195,9 @@ class KubernetesExecutor:
         self._pods: set[str] = set()
         self._helpers: dict[str, _Helper] = {}  # node name -> its helper Pod
         self._swept = False
+        self._watch: PodWatch | None = None
+        self.clock = ServerClock()  # the API server's time (Date headers)
+        self.lease_lost = ""  # why the run's Lease could not be kept; then nothing runs
         # blocking API calls run here, not in the loop's default pool (a few threads on a
         # small machine, which long calls could fill)
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="aibench-k8s")
@@ -210,7 +226,7 @@ class KubernetesExecutor:
         Pod, or when the nodes are checked)."""
         if not self._swept:
             self._swept = True
-            await self._call(sweep_stale, self._core(), self._coord(), self.settings)
+            await self._call(sweep_stale, self._core(), self._coord(), self.settings, self.clock)
 
     async def _ensure_lease(self) -> str:
         async with self._lock:
@@ -218,12 +234,13 @@ class KubernetesExecutor:
                 await self._sweep_once()
                 self._lease_uid = await self._call(self._create_lease)
                 self._renewer = asyncio.ensure_future(self._renew())
+                self._start_watch()
             return self._lease_uid
 
     def _create_lease(self) -> str:
         from kubernetes import client
 
-        now = datetime.now(UTC)
+        now = self.clock.now()
         body = client.V1Lease(
             metadata=client.V1ObjectMeta(
                 name=self.run_id, labels={**MANAGED, RUN_LABEL: self.run_id}
@@ -241,17 +258,97 @@ class KubernetesExecutor:
         return str(lease.metadata.uid)
 
     async def _renew(self) -> None:
+        """Renew the run's Lease every RENEW_S; when it cannot be renewed for longer than
+        the Lease lasts minus one period, the run stops cleanly: ``lease_lost`` says why,
+        the Pods still running are deleted and no new one is made."""
+        last_ok = time.monotonic()
         while True:
             await asyncio.sleep(RENEW_S)
-            patch = {"spec": {"renewTime": datetime.now(UTC).isoformat().replace("+00:00", "Z")}}
-            with contextlib.suppress(Exception):
-                await self._call(
-                    self._coord().patch_namespaced_lease,
+            renewed = self.clock.now().isoformat().replace("+00:00", "Z")
+            try:
+                _, _, headers = await self._call(
+                    self._coord().patch_namespaced_lease_with_http_info,
                     self.run_id,
                     self.settings.namespace,
-                    patch,
+                    {"spec": {"renewTime": renewed}},
                     _request_timeout=10,
                 )
+            except Exception as exc:
+                late = time.monotonic() - last_ok
+                if late < LEASE_S - RENEW_S:
+                    continue
+                self.lease_lost = (f"the run's Lease {self.run_id} was not renewed for "
+                                   f"{late:.0f} s: {api_error(exc)}")  # fmt: skip
+                await self._stop_pods()
+                return
+            self.clock.saw(headers)
+            last_ok = time.monotonic()
+
+    async def _stop_pods(self) -> None:
+        for name in list(self._pods):
+            await self._delete(name)
+        self._helpers.clear()
+
+    def _start_watch(self) -> None:
+        """One watch of the run's Pods (their phases and container states)."""
+        loop = asyncio.get_running_loop()
+        self._watch = PodWatch(loop, self._list_pods, self._pod_events)
+        threading.Thread(target=self._watch.run, name="aibench-k8s-watch", daemon=True).start()
+
+    def _list_pods(self) -> tuple[list[Any], str]:
+        pods = self._core().list_namespaced_pod(
+            self.settings.namespace, label_selector=f"{RUN_LABEL}={self.run_id}",
+            _request_timeout=30,
+        )  # fmt: skip
+        return list(pods.items), str(pods.metadata.resource_version)
+
+    def _pod_events(self, version: str) -> Any:
+        from kubernetes import watch
+        from kubernetes.client.exceptions import ApiException
+
+        watcher: Any = watch.Watch()  # type: ignore[no-untyped-call]
+        try:
+            yield from watcher.stream(
+                self._core().list_namespaced_pod,
+                self.settings.namespace,
+                label_selector=f"{RUN_LABEL}={self.run_id}",
+                resource_version=version,
+                timeout_seconds=WATCH_S,
+                _request_timeout=WATCH_S + 30,
+            )
+        except ApiException as exc:
+            if exc.status == 410:
+                raise WatchGone() from None
+            raise
+
+    def _changes(self, name: str) -> asyncio.Event | None:
+        """The event the watch sets on the next change of Pod ``name``, cleared; None
+        when there is no watch (or it broke): then the Pod is read every SLOW_POLL_S."""
+        w = self._watch
+        if w is None or w.broken is not None:
+            return None
+        ev = w.event(name)
+        ev.clear()
+        return ev
+
+    async def _latest(self, name: str) -> Any:
+        """The Pod as last seen by the watch, or read when the watch has not seen it."""
+        w = self._watch
+        if w is not None and w.broken is None and name in w.pods:
+            return w.pods[name]
+        core = self._core()
+        return await self._call(
+            core.read_namespaced_pod, name, self.settings.namespace, _request_timeout=20
+        )
+
+    @staticmethod
+    async def _next_change(ev: asyncio.Event | None, deadline: float) -> None:
+        left = max(0.0, deadline - time.monotonic())
+        if ev is None:
+            await asyncio.sleep(min(SLOW_POLL_S, left))
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ev.wait(), min(left, 10.0))
 
     def _owner(self) -> list[dict[str, Any]]:
         return [
@@ -266,6 +363,8 @@ class KubernetesExecutor:
     # ------------------------------------------------------------------ nodes
 
     async def check(self, node: Node) -> str | None:
+        if self.lease_lost:
+            return self.lease_lost
         try:
             async with self._lock:
                 await self._sweep_once()
@@ -335,20 +434,22 @@ class KubernetesExecutor:
             with contextlib.suppress(Exception):
                 await self._call(call, name, ns, body=opts, _request_timeout=20)
         self._pods.discard(name)
+        if self._watch is not None:
+            self._watch.forget(name)
 
     async def _wait_started(self, name: str, deadline: float) -> str | None:
-        """Wait until the container runs (None) or cannot (the reason)."""
-        core = self._core()
-        ns = self.settings.namespace
+        """Wait until the container runs (None) or cannot (the reason), woken by the
+        watch."""
         while time.monotonic() < deadline:
-            pod = await self._call(core.read_namespaced_pod, name, ns, _request_timeout=20)
+            ev = self._changes(name)
+            pod = await self._latest(name)
             state = _container_state(pod)
             if state is not None and (state.running or state.terminated):
                 return None
             why = _not_starting(pod, state)
             if why:
                 return why
-            await asyncio.sleep(0.25)
+            await self._next_change(ev, deadline)
         return "timeout"
 
     async def _attach(self, name: str, out: IO[bytes], err: IO[bytes]) -> _Attached:
@@ -386,11 +487,10 @@ class KubernetesExecutor:
 
     async def _terminated(self, name: str, wait: float) -> tuple[int | None, str]:
         """The container's exit code and reason, once the kubelet reports them."""
-        core = self._core()
-        ns = self.settings.namespace
         deadline = time.monotonic() + wait
         while True:
-            pod = await self._call(core.read_namespaced_pod, name, ns, _request_timeout=20)
+            ev = self._changes(name)
+            pod = await self._latest(name)
             state = _container_state(pod)
             if state is not None and state.terminated is not None:
                 return exit_and_reason(pod, state.terminated)
@@ -398,7 +498,7 @@ class KubernetesExecutor:
                 return None, f"DeadlineExceeded: {pod.status.message or 'pod deadline passed'}"
             if time.monotonic() > deadline:
                 return None, "the kubelet reported no exit status"
-            await asyncio.sleep(0.2)
+            await self._next_change(ev, deadline)
 
     async def run(self, node: Node, cmd: Command, stdout: Path, stderr: Path) -> ProcResult:
         started = now_iso()
@@ -409,6 +509,10 @@ class KubernetesExecutor:
             return ProcResult(started=started, duration_s=time.monotonic() - t0, **kw)
 
         stdout.parent.mkdir(parents=True, exist_ok=True)
+        if self.lease_lost:
+            stdout.touch()
+            stderr.touch()
+            return result(unreachable=True, reason=self.lease_lost)
         if cmd.role in BATCHED and not secret_env_of(cmd):
             return await self._run_batched(node, cmd, stdout, stderr, result)
         with stdout.open("wb") as out, stderr.open("wb") as err:
@@ -563,6 +667,8 @@ class KubernetesExecutor:
         self, node: Node, cmd: Command, stdout: Path, stderr: Path, ready: ReadyCheck
     ) -> KubernetesServer:
         stdout.parent.mkdir(parents=True, exist_ok=True)
+        if self.lease_lost:
+            raise NodeUnreachable(self.lease_lost)
         try:
             name = await self._create_pod(node, cmd)
         except Exception as exc:
@@ -583,6 +689,8 @@ class KubernetesExecutor:
         """Delete every Pod still here and the run's Lease (which owns its Secrets)."""
         if self._renewer is not None:
             self._renewer.cancel()
+        if self._watch is not None:
+            self._watch.stop.set()
         for name in list(self._pods):
             await self._delete(name)
         if self._lease_uid is not None:
@@ -753,22 +861,26 @@ def _holder_gone(identity: str) -> bool:
     return _start_ticks(int(pid)) != ticks
 
 
-def sweep_stale(core: Any, coord: Any, settings: KubernetesSettings) -> list[str]:
+def sweep_stale(
+    core: Any, coord: Any, settings: KubernetesSettings, clock: ServerClock | None = None
+) -> list[str]:
     """Delete the Leases (and so the Pods and Secrets) of runs that ended without
-    cleaning up: expired, or held by a process of this host that is gone."""
+    cleaning up: expired by the API server's clock (the list's Date header), or held by
+    a process of this host that is gone."""
     from kubernetes.client import V1DeleteOptions
 
     ns = settings.namespace
     selector = ",".join(f"{k}={v}" for k, v in MANAGED.items())
-    leases = coord.list_namespaced_lease(ns, label_selector=selector, _request_timeout=30).items
-    now = datetime.now(UTC)
+    found, _status, headers = coord.list_namespaced_lease_with_http_info(
+        ns, label_selector=selector, _request_timeout=30
+    )
+    clock = clock or ServerClock()
+    clock.saw(headers)
+    now = clock.now()
     removed = []
-    for lease in leases:
+    for lease in found.items:
         spec = lease.spec
-        renewed = spec.renew_time or spec.acquire_time
-        expired = renewed is None or (now - renewed).total_seconds() > (
-            spec.lease_duration_seconds or LEASE_S
-        )
+        expired = lease_expired(spec, now, LEASE_S)
         if not expired and not _holder_gone(spec.holder_identity or ""):
             continue
         run = lease.metadata.name
