@@ -346,8 +346,34 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
         # measured now: a step the runner refuses to plan is an error here, before
         # anything runs, as when every run was made up front
         planned.shapes()
+        refuse_kubernetes_launch(planned)
         steps.append(planned)
     return Plan(suite=suite, inventory=inventory, steps=tuple(steps))
+
+
+def refuse_kubernetes_launch(planned: PlannedStep) -> None:
+    """A run across Kubernetes nodes whose processes do not each sit on their own node (a
+    launcher such as mpirun reaching the others from one Pod) cannot run: the kubernetes
+    executor makes one Pod per process and no launch across Pods yet. Refused with one
+    line when the step is planned, not at run time."""
+    from aibench.errors import UserError
+
+    first = planned._measured[1]
+    if first is None or len(first.nodes) < 2:
+        return
+    if not any(planned.inventory.node(n).executor == "kubernetes" for n in first.nodes):
+        return
+    placed = {p.host for p in (first.client, *first.servers)}
+    left = [n for n in first.nodes if n not in placed]
+    if left:
+        raise UserError(
+            f"step {planned.name}: {planned.step.tool} across {len(first.nodes)} Kubernetes "
+            f"nodes is launched from {first.client.host} onto {', '.join(left[:3])}"
+            f"{' ...' if len(left) > 3 else ''}, which the kubernetes executor cannot do "
+            "yet (one Pod per process, no launcher Pod)",
+            hint="run it on one node per group (placement: each, node_count: 1), or with "
+            "these nodes as executor: ssh or slurm",
+        )
 
 
 def _with_timeout(inv: Invocation, timeout: float) -> Invocation:

@@ -188,3 +188,39 @@ def test_deadlines_follow_the_plan(tmp_path: Path) -> None:
 def test_unknown_role_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown command role 'gpu'"):
         Command(("fio",), role="gpu")
+
+
+@pytest.mark.parametrize(
+    ("step", "refused"),
+    [
+        ("{name: nccl, tool: nccl-tests, placement: all, options: {op: all_reduce}}", True),
+        ("{name: nccl, tool: nccl-tests, placement: each, options: {op: all_reduce}}", False),
+        ("{name: net, tool: iperf3, placement: pairs, options: {duration: 5}}", False),
+    ],
+)
+def test_plan_refuses_a_launch_across_kubernetes_nodes(
+    tmp_path: Path, step: str, refused: bool
+) -> None:
+    """nccl-tests over every node is mpirun from one node onto the others: no Pod can
+    do that yet, so the plan refuses it with one line; one node per run, or a pair with
+    a process on each node (iperf3), plans."""
+    from aibench.errors import UserError
+    from aibench.inventory import Inventory, KubernetesSettings
+    from aibench.plan import build_plan
+    from aibench.suite import load_suite
+
+    path = tmp_path / "suite.yaml"
+    path.write_text(f"schema_version: 1\nname: k\nsteps:\n  - {step}\n")
+    k8s = KubernetesSettings(image="tools:1")
+    nodes = tuple(Node(f"gpu0{i}", executor="kubernetes", kubernetes=k8s) for i in (1, 2, 3))
+    inventory = Inventory("k", nodes)
+    if not refused:
+        assert build_plan(load_suite(str(path)), inventory).run_count() >= 2
+        return
+    with pytest.raises(UserError) as err:
+        build_plan(load_suite(str(path)), inventory)
+    assert str(err.value).startswith(
+        "step nccl: nccl-tests across 3 Kubernetes nodes is launched from gpu01 onto gpu02, "
+        "gpu03, which the kubernetes executor cannot do yet"
+    )
+    assert "\n" not in str(err.value)
