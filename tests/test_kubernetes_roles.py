@@ -224,3 +224,64 @@ def test_plan_refuses_a_launch_across_kubernetes_nodes(
         "gpu03, which the kubernetes executor cannot do yet"
     )
     assert "\n" not in str(err.value)
+
+
+def test_a_pod_security_refusal_is_reported_as_such() -> None:
+    """The 403 Pod Security admission answers for a hostNetwork/hostPath Pod in a
+    baseline namespace is a refusal with the fix, not "unreachable"."""
+    from kubernetes.client.exceptions import ApiException
+
+    from aibench.kubeapi import api_error, pod_security_refusal
+
+    message = (
+        'pods "aibench-12050140-abc123-0001-fio" is forbidden: violates PodSecurity '
+        '"baseline:latest": host namespaces (hostNetwork=true), hostPath volumes '
+        '(volume "host-0")'
+    )
+    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+              "reason": "Forbidden", "code": 403}  # fmt: skip
+    exc = ApiException(status=403, reason="Forbidden")
+    exc.body = json.dumps(status)
+    got = pod_security_refusal(exc, "aibench")
+    assert got.startswith(f"refused by Pod Security admission in namespace aibench: {message}")
+    assert "pod-security.kubernetes.io/enforce=privileged" in got
+    assert api_error(exc) == f"Kubernetes API: 403 Forbidden: {message}"
+    rbac = ApiException(status=403, reason="Forbidden")
+    rbac.body = json.dumps({**status, "message": 'pods is forbidden: User "x" cannot create'})
+    assert pod_security_refusal(rbac, "aibench") == ""
+    assert api_error(ConnectionRefusedError("[Errno 111] Connection refused")) == (
+        "Kubernetes API unreachable: [Errno 111] Connection refused"
+    )
+
+
+def test_the_cronjob_example_runs_with_the_rbac_example_rights(tmp_path: Path) -> None:
+    """examples/kubernetes-cronjob.yaml: the service account and namespace of
+    examples/kubernetes-rbac.yaml (whose namespace allows privileged Pods), an inventory
+    this aibench loads, results on a volume, metrics to the Pushgateway."""
+    root = Path(__file__).resolve().parent.parent / "examples"
+    rbac = list(yaml.safe_load_all((root / "kubernetes-rbac.yaml").read_text()))
+    docs = {
+        d["kind"]: d for d in yaml.safe_load_all((root / "kubernetes-cronjob.yaml").read_text())
+    }
+    (ns,) = [d for d in rbac if d["kind"] == "Namespace"]
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    (sa,) = [d for d in rbac if d["kind"] == "ServiceAccount"]
+    (role,) = [d for d in rbac if d["kind"] == "Role"]
+    verbs = {r: rule["verbs"] for rule in role["rules"] for r in rule["resources"]}
+    assert "create" in verbs["pods/exec"]
+    job = docs["CronJob"]
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert job["metadata"]["namespace"] == sa["metadata"]["namespace"]
+    assert pod["serviceAccountName"] == sa["metadata"]["name"]
+    script = pod["containers"][0]["args"][0]
+    assert "aibench run --suite nightly --inventory /etc/aibench/inventory.yaml" in script
+    assert 'aibench metrics "$run_dir" --pushgateway "$PUSHGATEWAY"' in script
+    mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts == {"/etc/aibench": "inventory", "/results": "results"}
+    inv = yaml.safe_load(docs["ConfigMap"]["data"]["inventory.yaml"])
+    assert "kubeconfig" not in inv["kubernetes"]  # in-cluster
+    inv["nodes"] = [{"name": "gpu01", "address": "10.0.0.1"}]  # else read from the API
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv))
+    node = load_inventory(tmp_path / "inv.yaml").nodes[0]
+    assert node.kubernetes is not None
+    assert node.kubernetes.namespace == sa["metadata"]["namespace"]

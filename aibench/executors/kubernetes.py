@@ -89,7 +89,7 @@ from aibench.executors.kubernetes_watch import (
     lease_expired,
 )
 from aibench.executors.local import now_iso, wait_ready
-from aibench.kubeapi import api_client, api_error
+from aibench.kubeapi import api_client, api_error, pod_security_refusal
 
 if TYPE_CHECKING:
     from aibench.inventory import KubernetesSettings, Node
@@ -519,7 +519,7 @@ class KubernetesExecutor:
             try:
                 name = await self._create_pod(node, cmd)
             except Exception as exc:
-                return result(unreachable=True, reason=f"{node.name}: {api_error(exc)}")
+                return self._not_created(node, exc, result)
             try:
                 return await self._run_pod(node, name, cmd, out, err, result)
             except asyncio.CancelledError:
@@ -527,6 +527,17 @@ class KubernetesExecutor:
                 raise
             finally:
                 await asyncio.shield(self._delete(name))
+
+    def _not_created(
+        self, node: Node, exc: Exception, result: Callable[..., ProcResult]
+    ) -> ProcResult:
+        """A Pod the API server did not take: refused by Pod Security admission (a
+        failure with the fix), else the API unreachable or refusing (the node is
+        unreachable)."""
+        refused = pod_security_refusal(exc, self.settings.namespace)
+        if refused:
+            return result(reason=f"{node.name}: {refused}")
+        return result(unreachable=True, reason=f"{node.name}: {api_error(exc)}")
 
     async def _run_pod(
         self,
@@ -594,7 +605,7 @@ class KubernetesExecutor:
             try:
                 why = await self._helper_ready(node, helper, t0 + cmd.timeout)
             except Exception as exc:
-                return result(unreachable=True, reason=f"{node.name}: {api_error(exc)}")
+                return self._not_created(node, exc, result)
             if why == "timeout":
                 return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
                               f"pod {helper.name} never started on {node.name}")  # fmt: skip
@@ -672,6 +683,9 @@ class KubernetesExecutor:
         try:
             name = await self._create_pod(node, cmd)
         except Exception as exc:
+            refused = pod_security_refusal(exc, self.settings.namespace)
+            if refused:
+                raise ServerNotReady(f"{node.name}: {refused}") from None
             raise NodeUnreachable(f"{node.name}: {api_error(exc)}") from None
         server = KubernetesServer(self, name, stdout.open("wb"), stderr.open("wb"))
         try:
