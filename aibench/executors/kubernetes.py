@@ -275,7 +275,8 @@ class KubernetesExecutor:
                 )
             except Exception as exc:
                 late = time.monotonic() - last_ok
-                if late < LEASE_S - RENEW_S:
+                gone = getattr(exc, "status", None) == 404  # deleted (by another run's sweep)
+                if late < LEASE_S - RENEW_S and not gone:
                     continue
                 self.lease_lost = (f"the run's Lease {self.run_id} was not renewed for "
                                    f"{late:.0f} s: {api_error(exc)}")  # fmt: skip

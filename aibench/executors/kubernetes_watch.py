@@ -92,7 +92,8 @@ class PodWatch:
             raise RuntimeError(f"watch error: {obj}")
         if obj is None:
             return None
-        if kind == "DELETED":
+        if kind == "DELETED":  # what is kept is the Pods that exist
+            self.pods.pop(obj.metadata.name, None)
             self._loop.call_soon_threadsafe(self._wake, obj.metadata.name)
         else:
             self._seen(obj)
