@@ -106,6 +106,9 @@ class KubernetesSettings:
     host_ipc: bool = False
     annotations: Mapping[str, str] = field(default_factory=dict)  # of the work Pods
     observer_env: Mapping[str, str] = field(default_factory=dict)  # Pods with no device
+    mpi_launch: str = "none"  # none | ssh: launches across nodes (kubernetes_mpi.py)
+    mpi_ssh_port: int = 2222
+    mpi_sshd: str = "/usr/sbin/sshd"
     label_results: bool = False
     result_valid_h: float = 24.0
 

@@ -237,6 +237,15 @@ class KubernetesModel(Strict):
         description="environment of the Pods that request no device (preflight, probes, the "
         "sampler), e.g. {NVIDIA_VISIBLE_DEVICES: all} to let nvidia-smi see the GPUs",
     )
+    mpi_launch: Literal["none", "ssh"] = Field(
+        "none",
+        description="launches across nodes (mpirun): none (refused when planned) or ssh "
+        "(worker Pods with sshd and a launcher Pod, as the MPI operator v2 does)",
+    )
+    mpi_ssh_port: Annotated[int, Field(ge=1, le=65535)] = Field(
+        2222, description="the workers' sshd port (on the node's network: must be free)"
+    )
+    mpi_sshd: SafePath = Field("/usr/sbin/sshd", description="sshd in the image")
     label_results: bool = Field(
         False, description="label each node aibench.io/acceptance=PASS|FAIL after a run"
     )
@@ -294,6 +303,9 @@ class KubernetesModel(Strict):
             host_ipc=self.host_ipc,
             annotations=dict(self.annotations),
             observer_env=dict(self.observer_env),
+            mpi_launch=self.mpi_launch,
+            mpi_ssh_port=self.mpi_ssh_port,
+            mpi_sshd=self.mpi_sshd,
             label_results=self.label_results,
             result_valid_h=self.result_valid_h,
         )

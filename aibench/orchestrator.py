@@ -432,6 +432,17 @@ class _Outcome:
         )
 
 
+def _client_command(ex: Execution, inv: Invocation) -> Command:
+    """The command of an invocation's client, with its role: preflight, a launch across
+    the invocation's nodes (a launcher over more than one node), else work."""
+    c = inv.client
+    role = "preflight" if inv.tool == "preflight" else "work"
+    hosts: tuple[str, ...] = ()
+    if c.role == "launcher" and len(inv.nodes) > 1:
+        role, hosts = "launch", inv.nodes
+    return Command(c.argv, env=c.env, timeout=c.timeout, role=role, marked=_marked(ex), hosts=hosts)
+
+
 def _marked(ex: Execution) -> tuple[str, ...]:
     """The variables the suite marks secret (``settings.secret_env``)."""
     return tuple(getattr(ex.plan.suite.settings, "secret_env", ()))
@@ -475,13 +486,7 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
         node = ex.plan.inventory.node(inv.client.host)
         proc = await ex.executor_for(node).run(
             node,
-            Command(
-                inv.client.argv,
-                env=inv.client.env,
-                timeout=inv.client.timeout,
-                role="preflight" if inv.tool == "preflight" else "work",
-                marked=_marked(ex),
-            ),  # fmt: skip
+            _client_command(ex, inv),
             out.out_path,
             out.err_path,
         )
@@ -499,7 +504,7 @@ async def _run_setup(out: _Outcome) -> StepResult | None:
             node,
             Command(
                 spec.argv, env=spec.env, timeout=spec.timeout, role="setup", marked=_marked(out.ex)
-            ),  # fmt: skip
+            ),
             out.raw / f"{out.stem}.setup{i}.stdout",
             out.raw / f"{out.stem}.setup{i}.stderr",
         )

@@ -353,9 +353,9 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
 
 def refuse_kubernetes_launch(planned: PlannedStep) -> None:
     """A run across Kubernetes nodes whose processes do not each sit on their own node (a
-    launcher such as mpirun reaching the others from one Pod) cannot run: the kubernetes
-    executor makes one Pod per process and no launch across Pods yet. Refused with one
-    line when the step is planned, not at run time."""
+    launcher such as mpirun reaching the others from one Pod) runs only as an mpirun
+    launch with ``mpi_launch: ssh`` (a launcher Pod and a worker Pod per node); anything
+    else is refused with one line when the step is planned, not at run time."""
     from aibench.errors import UserError
 
     first = planned._measured[1]
@@ -365,14 +365,19 @@ def refuse_kubernetes_launch(planned: PlannedStep) -> None:
         return
     placed = {p.host for p in (first.client, *first.servers)}
     left = [n for n in first.nodes if n not in placed]
+    settings = planned.inventory.node(first.client.host).kubernetes
+    mpirun = first.client.role == "launcher" and first.client.argv[0] == "mpirun"
+    if left and mpirun and settings is not None and settings.mpi_launch == "ssh":
+        return  # worker Pods with sshd and a launcher Pod (executors/kubernetes_mpi.py)
     if left:
         raise UserError(
             f"step {planned.name}: {planned.step.tool} across {len(first.nodes)} Kubernetes "
             f"nodes is launched from {first.client.host} onto {', '.join(left[:3])}"
             f"{' ...' if len(left) > 3 else ''}, which the kubernetes executor cannot do "
-            "yet (one Pod per process, no launcher Pod)",
-            hint="run it on one node per group (placement: each, node_count: 1), or with "
-            "these nodes as executor: ssh or slurm",
+            "without mpi_launch: ssh in the inventory's kubernetes block",
+            hint="set kubernetes.mpi_launch: ssh (mpirun in a launcher Pod, sshd in a worker "
+            "Pod per node), run it on one node per group (placement: each), or with these "
+            "nodes as executor: ssh or slurm",
         )
 
 

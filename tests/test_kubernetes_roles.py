@@ -201,9 +201,9 @@ def test_unknown_role_is_refused() -> None:
 def test_plan_refuses_a_launch_across_kubernetes_nodes(
     tmp_path: Path, step: str, refused: bool
 ) -> None:
-    """nccl-tests over every node is mpirun from one node onto the others: no Pod can
-    do that yet, so the plan refuses it with one line; one node per run, or a pair with
-    a process on each node (iperf3), plans."""
+    """nccl-tests over every node is mpirun from one node onto the others: without
+    mpi_launch: ssh no Pod can do that, so the plan refuses it with one line; one node
+    per run, or a pair with a process on each node (iperf3), plans."""
     from aibench.errors import UserError
     from aibench.inventory import Inventory, KubernetesSettings
     from aibench.plan import build_plan
@@ -221,7 +221,7 @@ def test_plan_refuses_a_launch_across_kubernetes_nodes(
         build_plan(load_suite(str(path)), inventory)
     assert str(err.value).startswith(
         "step nccl: nccl-tests across 3 Kubernetes nodes is launched from gpu01 onto gpu02, "
-        "gpu03, which the kubernetes executor cannot do yet"
+        "gpu03, which the kubernetes executor cannot do without mpi_launch: ssh"
     )
     assert "\n" not in str(err.value)
 

@@ -81,7 +81,8 @@ class ReadyCheck:
 # What a command is for; an executor may place it by its role (the kubernetes executor
 # gives the step's devices only to "work" and runs "preflight", "probe" and "setup"
 # commands one after another in one Pod per node).
-ROLES = ("work", "preflight", "probe", "sampler", "setup")
+# "launch" is a launcher (mpirun) reaching ``hosts``: on Kubernetes, worker Pods there.
+ROLES = ("work", "preflight", "probe", "sampler", "setup", "launch")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Command:
     timeout: float = 600.0
     role: str = "work"  # one of ROLES
     marked: tuple[str, ...] = ()  # variables the suite marks secret (settings.secret_env)
+    hosts: tuple[str, ...] = ()  # role "launch": the nodes the launcher starts ranks on
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
@@ -100,6 +102,7 @@ class Command:
         if self.role not in ROLES:
             raise ValueError(f"unknown command role {self.role!r}; valid: {', '.join(ROLES)}")
         object.__setattr__(self, "marked", tuple(self.marked))
+        object.__setattr__(self, "hosts", tuple(self.hosts))
 
 
 @dataclass(frozen=True)

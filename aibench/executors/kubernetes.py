@@ -50,14 +50,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
+import itertools
 import os
 import re
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -181,9 +183,14 @@ class KubernetesExecutor:
     name = "kubernetes"
 
     def __init__(
-        self, settings: KubernetesSettings, kill_grace: int = 3, expected_s: float | None = None
+        self,
+        settings: KubernetesSettings,
+        kill_grace: int = 3,
+        expected_s: float | None = None,
+        nodes: Mapping[str, Node] | None = None,
     ) -> None:
         self.settings = settings
+        self.nodes = dict(nodes or {})  # name -> Node: the workers of a launch
         self.kill_grace = kill_grace
         self.expected_s = expected_s
         self.run_id = f"aibench-{datetime.now(UTC):%m%d%H%M}-{secrets.token_hex(3)}"
@@ -516,6 +523,13 @@ class KubernetesExecutor:
             return result(unreachable=True, reason=self.lease_lost)
         if cmd.role in BATCHED and not secret_env_of(cmd):
             return await self._run_batched(node, cmd, stdout, stderr, result)
+        if cmd.role == "launch" and self.settings.mpi_launch == "ssh":
+            with stdout.open("wb") as out, stderr.open("wb") as err:
+                launch = _Launch(self, node, cmd)
+                try:
+                    return await launch.run((out, err), result)
+                finally:
+                    await asyncio.shield(launch.remove())
         with stdout.open("wb") as out, stderr.open("wb") as err:
             try:
                 name = await self._create_pod(node, cmd)
@@ -767,6 +781,132 @@ class KubernetesServer:
         return self._code
 
 
+class _Launch:
+    """One mpirun launch across nodes (kubernetes_mpi.py): a Secret with its keys, a
+    ConfigMap with its hostfile, a worker Pod per node, then the launcher Pod, whose
+    output and exit code are the step's; a worker that ended early is named with its
+    reason. ``remove`` deletes them all."""
+
+    def __init__(self, ex: KubernetesExecutor, node: Node, cmd: Command) -> None:
+        ex._seq += 1
+        self.ex, self.node, self.cmd = ex, node, cmd
+        self.base = pod_name(ex.run_id, ex._seq, "mpi")
+        self.workers: list[tuple[str, Node]] = []
+        self.made: list[tuple[str, str]] = []  # (kind, name) of the Secret and ConfigMap
+
+    async def run(
+        self, files: tuple[IO[bytes], IO[bytes]], result: Callable[..., ProcResult]
+    ) -> ProcResult:
+        ex, t0 = self.ex, time.monotonic()
+        missing = [h for h in self.cmd.hosts if h not in ex.nodes]
+        if missing:
+            return result(reason=f"launch across {', '.join(missing)}: not in the inventory")
+        try:
+            await self._prepare()
+            for name, worker in self.workers:
+                why = await ex._wait_started(name, t0 + self.cmd.timeout)
+                if why:
+                    return result(timed_out=why == "timeout",
+                                  reason=f"worker pod {name} on {worker.name}: {why}")  # fmt: skip
+            launcher = f"{self.base}-launcher"
+            await self._launcher(launcher)
+        except Exception as exc:
+            return ex._not_created(self.node, exc, result)
+        res = await ex._run_pod(self.node, launcher, self.cmd, *files, result)
+        if res.exit_code != 0:
+            ended = await self._workers_ended()
+            if ended:
+                reason = "; ".join(x for x in (res.reason, *ended) if x)
+                res = dataclasses.replace(res, reason=reason)
+        return res
+
+    async def _prepare(self) -> None:
+        from aibench.executors.kubernetes_mpi import Keys, hostfile_configmap, keys_secret
+
+        ex, ns = self.ex, self.ex.settings.namespace
+        await ex._ensure_lease()
+        core, owner = ex._core(), ex._owner()
+        nodes = [ex.nodes[h] for h in self.cmd.hosts]
+        slots = _slots_of(self.cmd.argv)
+        secret, hosts = f"{self.base}-ssh", f"{self.base}-hosts"
+        keys = await ex._call(Keys.generate)
+        self.made.append(("secret", secret))
+        body = keys_secret(secret, ex.run_id, keys, owner)
+        await ex._call(core.create_namespaced_secret, ns, body, _request_timeout=30)
+        self.made.append(("config_map", hosts))
+        table = [(n.host, slots.get(n.host, 1)) for n in nodes]
+        body = hostfile_configmap(hosts, ex.run_id, table, owner)
+        await ex._call(core.create_namespaced_config_map, ns, body, _request_timeout=30)
+        await self._workers(nodes, secret, hosts)
+
+    async def _workers(self, nodes: list[Node], secret: str, hosts: str) -> None:
+        from aibench.executors.kubernetes_mpi import worker_manifest
+
+        ex = self.ex
+        for i, worker in enumerate(nodes):
+            name = f"{self.base}-w{i}"
+            self.workers.append((name, worker))
+            manifest = worker_manifest(name, worker, ex.settings, ex.run_id, ex._owner(),
+                                       ex.deadline(self.cmd), secret, hosts)  # fmt: skip
+            await ex._submit(name, manifest)
+
+    async def _launcher(self, name: str) -> None:
+        from aibench.executors.kubernetes_mpi import launcher_manifest
+
+        ex, cmd = self.ex, self.cmd
+        secret_env = secret_env_of(cmd)
+        if secret_env:
+            body = secret_manifest(name, ex.run_id, secret_env, ex._owner())
+            await ex._call(ex._core().create_namespaced_secret, ex.settings.namespace, body,
+                           _request_timeout=30)  # fmt: skip
+        manifest = launcher_manifest(name, self.node, cmd, ex.settings, ex.run_id, ex._owner(),
+                                     secret_env, ex.deadline(cmd), f"{self.base}-ssh",
+                                     f"{self.base}-hosts")  # fmt: skip
+        await ex._submit(name, manifest)
+
+    async def _workers_ended(self) -> list[str]:
+        """The workers whose container ended or whose Pod is gone, with the reason."""
+        out = []
+        for name, worker in self.workers:
+            try:
+                pod = await self.ex._latest(name)
+            except Exception as exc:
+                out.append(f"worker pod {name} on {worker.name}: {api_error(exc)}")
+                continue
+            state = _container_state(pod)
+            if pod.metadata.deletion_timestamp is not None:
+                out.append(f"worker pod {name} on {worker.name}: deleted")
+            elif state is not None and state.terminated is not None:
+                code, why = exit_and_reason(pod, state.terminated)
+                out.append(f"worker pod {name} on {worker.name}: " + (why or f"exit {code}"))
+        return out
+
+    async def remove(self) -> None:
+        from kubernetes.client import V1DeleteOptions
+
+        ex = self.ex
+        for name, _ in self.workers:
+            await ex._delete(name)
+        await ex._delete(f"{self.base}-launcher")
+        opts = V1DeleteOptions(grace_period_seconds=0)
+        for kind, name in self.made:
+            call = getattr(ex._core(), f"delete_namespaced_{kind}")
+            with contextlib.suppress(Exception):
+                await ex._call(call, name, ex.settings.namespace, body=opts, _request_timeout=20)
+
+
+def _slots_of(argv: Sequence[str]) -> dict[str, int]:
+    """Host -> ranks from an mpirun argv's ``--host h1:2,h2:2`` (1 when a host names no
+    count)."""
+    out: dict[str, int] = {}
+    for flag, value in itertools.pairwise(argv):
+        if flag in ("--host", "-host", "-H"):
+            for item in value.split(","):
+                host, _, n = item.rpartition(":") if ":" in item else (item, "", "1")
+                out[host] = int(n) if n.isdigit() else 1
+    return out
+
+
 def in_thread(fn: Callable[[threading.Event], None], stop: threading.Event) -> asyncio.Future[None]:
     """Run a stream pump in a thread of its own (it lasts as long as its container)."""
     loop = asyncio.get_running_loop()
@@ -904,7 +1044,7 @@ def sweep_stale(
                 run, ns, body=V1DeleteOptions(propagation_policy="Background")
             )
         sel = f"{RUN_LABEL}={run}"
-        for kind in ("pod", "secret"):
+        for kind in ("pod", "secret", "config_map"):
             with contextlib.suppress(Exception):
                 getattr(core, f"delete_collection_namespaced_{kind}")(
                     ns, label_selector=sel, grace_period_seconds=0

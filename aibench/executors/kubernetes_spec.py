@@ -156,6 +156,12 @@ def helper_manifest(
     return _pod(name, node, settings, run, owner, container, volumes, deadline, role="helper")
 
 
+def helper_volumes(pod: dict[str, Any], volumes: list[Any], mounts: list[Any]) -> None:
+    """Add volumes to a Pod and their mounts to its container."""
+    pod["spec"]["volumes"].extend(volumes)
+    pod["spec"]["containers"][0]["volumeMounts"].extend(mounts)
+
+
 def exec_argv(cmd: Command) -> list[str]:
     """What a helper Pod executes for ``cmd`` (which holds no secret variable): the fixed
     wrapper, the working directory, the variables as NAME=VALUE arguments of env(1), and

@@ -64,7 +64,8 @@ def _make(kind: str, inventory: Inventory | None) -> Any:
         if settings is None:
             raise UserError("executor kubernetes needs the inventory's kubernetes block")
         expected = _EXPECTED.get(id(inventory)) if inventory is not None else None
-        return KubernetesExecutor(settings, expected_s=expected)
+        nodes = {n.name: n for n in inventory or ()}
+        return KubernetesExecutor(settings, expected_s=expected, nodes=nodes)
     from aibench.executors.slurm import SlurmExecutor
 
     return SlurmExecutor(inventory)
