@@ -440,7 +440,16 @@ def _client_command(ex: Execution, inv: Invocation) -> Command:
     hosts: tuple[str, ...] = ()
     if c.role == "launcher" and len(inv.nodes) > 1:
         role, hosts = "launch", inv.nodes
-    return Command(c.argv, env=c.env, timeout=c.timeout, role=role, marked=_marked(ex), hosts=hosts)
+    shm = getattr(ex.plan.suite.settings, "shm_size", None)
+    return Command(
+        c.argv,
+        env=c.env,
+        timeout=c.timeout,
+        role=role,
+        marked=_marked(ex),
+        hosts=hosts,
+        shm_size=shm,
+    )
 
 
 def _marked(ex: Execution) -> tuple[str, ...]:

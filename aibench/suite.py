@@ -62,6 +62,13 @@ class Settings(Strict):
         description="language of report.html and summary.md (en, zh); aibench run --lang "
         "overrides it",
     )
+    shm_size: str | None = Field(
+        None,
+        pattern=r"^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk]|e[0-9]+)?$",
+        description="/dev/shm of the processes that do the steps' work where the executor "
+        "sets it (kubernetes: a memory emptyDir of this size, e.g. 64Gi; over the "
+        "inventory's kubernetes.shm_size)",
+    )
     secret_env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
         default_factory=list,
         description="environment variables (of the steps' env) whose values are secret: "

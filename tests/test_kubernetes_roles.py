@@ -285,3 +285,19 @@ def test_the_cronjob_example_runs_with_the_rbac_example_rights(tmp_path: Path) -
     node = load_inventory(tmp_path / "inv.yaml").nodes[0]
     assert node.kubernetes is not None
     assert node.kubernetes.namespace == sa["metadata"]["namespace"]
+
+
+def test_the_suite_sizes_dev_shm_over_the_inventory(tmp_path: Path) -> None:
+    from aibench.suite import load_suite
+
+    path = tmp_path / "suite.yaml"
+    path.write_text("schema_version: 1\nname: k\nsettings: {shm_size: 128Gi}\n"
+                    "steps:\n  - {name: f, tool: fio, options: {rw: read}}\n")  # fmt: skip
+    size = load_suite(str(path)).settings.shm_size
+    assert size == "128Gi"
+    node = _node(tmp_path)
+    pod = _pod(node, Command(("all_reduce_perf",), shm_size=size))
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "128Gi"}
+    probe = _pod(node, Command(("nvidia-smi",), role="probe", shm_size=size))
+    assert "dshm" not in {v["name"] for v in probe["spec"]["volumes"]}

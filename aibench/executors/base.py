@@ -94,6 +94,7 @@ class Command:
     role: str = "work"  # one of ROLES
     marked: tuple[str, ...] = ()  # variables the suite marks secret (settings.secret_env)
     hosts: tuple[str, ...] = ()  # role "launch": the nodes the launcher starts ranks on
+    shm_size: str | None = None  # the suite's /dev/shm size (settings.shm_size), if any
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))

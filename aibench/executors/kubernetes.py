@@ -847,7 +847,8 @@ class _Launch:
             name = f"{self.base}-w{i}"
             self.workers.append((name, worker))
             manifest = worker_manifest(name, worker, ex.settings, ex.run_id, ex._owner(),
-                                       ex.deadline(self.cmd), secret, hosts)  # fmt: skip
+                                       ex.deadline(self.cmd), secret, hosts,
+                                       self.cmd.shm_size)  # fmt: skip
             await ex._submit(name, manifest)
 
     async def _launcher(self, name: str) -> None:

@@ -115,13 +115,15 @@ def worker_manifest(
     deadline: int,
     secret: str,
     configmap: str,
+    shm_size: str | None = None,
 ) -> dict[str, Any]:
-    """A worker: the step's devices, sshd in the foreground on ``mpi_ssh_port``."""
+    """A worker: the step's devices and /dev/shm (``shm_size``: the suite's, over the
+    inventory's), sshd in the foreground on ``mpi_ssh_port``."""
     from aibench.executors.base import Command
 
-    sshd = Command(
-        ("/bin/sh", "-c", SSHD_WRAPPER, "aibench", settings.mpi_sshd, str(settings.mpi_ssh_port))
-    )
+    port = str(settings.mpi_ssh_port)
+    sshd = Command(("/bin/sh", "-c", SSHD_WRAPPER, "aibench", settings.mpi_sshd, port),
+                   shm_size=shm_size)  # fmt: skip
     pod = pod_manifest(name, node, sshd, settings, run, owner, {}, deadline)
     container = pod["spec"]["containers"][0]
     # no wrapper waiting for a release on stdin: sshd starts at once

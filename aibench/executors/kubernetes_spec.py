@@ -8,7 +8,8 @@ command is the fixed wrapper followed by the argv as given.
 
 Per role (:data:`aibench.executors.base.ROLES`): only a ``work`` Pod (the tool a step
 measures with, or its server) gets the inventory's ``resources``, its ``annotations``
-(Multus networks ...) and ``/dev/shm`` as a memory ``emptyDir`` of ``shm_size``; so one
+(Multus networks ...) and ``/dev/shm`` as a memory ``emptyDir`` of ``shm_size`` (the
+suite's ``settings.shm_size`` over the inventory's); so one
 device-holding Pod per node and step is admitted. ``preflight``, ``probe`` and ``setup``
 commands run one after another in the node's helper Pod (:func:`helper_manifest`, no
 device, the ``observer_env``), and the telemetry sampler's Pod requests no device either.
@@ -91,9 +92,9 @@ def _security(settings: KubernetesSettings) -> dict[str, Any]:
     return sec
 
 
-def _shm(settings: KubernetesSettings, volumes: list[Any], mounts: list[Any]) -> None:
-    if settings.shm_size:
-        shm = {"medium": "Memory", "sizeLimit": settings.shm_size}
+def _shm(size: str | None, volumes: list[Any], mounts: list[Any]) -> None:
+    if size:
+        shm = {"medium": "Memory", "sizeLimit": size}
         volumes.append({"name": SHM_VOLUME, "emptyDir": shm})
         mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
 
@@ -112,8 +113,8 @@ def pod_manifest(
     the devices, annotations and /dev/shm only when its role is ``work``."""
     volumes, mounts = _volumes(node, settings)
     work = cmd.role == "work"
-    if work:
-        _shm(settings, volumes, mounts)
+    if work:  # the suite's size over the inventory's
+        _shm(cmd.shm_size or settings.shm_size, volumes, mounts)
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": settings.image,
