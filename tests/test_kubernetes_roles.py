@@ -14,8 +14,8 @@ from aibench.executors.base import Command
 from aibench.executors.kubernetes import KubernetesExecutor, exec_status
 from aibench.executors.kubernetes_spec import (
     EXEC_WRAPPER,
+    batch_manifest,
     exec_argv,
-    helper_manifest,
     pod_manifest,
     secret_env_of,
 )
@@ -80,8 +80,8 @@ def test_only_the_work_pod_holds_devices_annotations_and_shm(tmp_path: Path) -> 
 def test_every_pod_gets_the_inventory_pod_settings(tmp_path: Path) -> None:
     node = _node(tmp_path)
     assert node.kubernetes is not None
-    helper = helper_manifest("h", node, node.kubernetes, "r", OWNER, 5400)
-    for pod in (_pod(node, Command(("fio",))), helper):
+    batch = batch_manifest("h", node, node.kubernetes, "r", OWNER, 5400)
+    for pod in (_pod(node, Command(("fio",))), batch):
         spec = pod["spec"]
         assert spec["runtimeClassName"] == "nvidia"
         assert spec["priorityClassName"] == "acceptance"
@@ -97,15 +97,15 @@ def test_every_pod_gets_the_inventory_pod_settings(tmp_path: Path) -> None:
     assert all(v["name"] != "dshm" for v in spec["volumes"])
 
 
-def test_the_helper_pod_requests_nothing_and_runs_commands_by_argv(tmp_path: Path) -> None:
+def test_the_batch_pod_requests_nothing_and_runs_commands_by_argv(tmp_path: Path) -> None:
     node = _node(tmp_path)
     assert node.kubernetes is not None
-    helper = helper_manifest("h", node, node.kubernetes, "r", OWNER, 5400)
-    c = helper["spec"]["containers"][0]
+    batch = batch_manifest("h", node, node.kubernetes, "r", OWNER, 5400)
+    c = batch["spec"]["containers"][0]
     assert c["command"] == ["sleep", "5400"]
     assert c["resources"] == {}
-    assert helper["spec"]["activeDeadlineSeconds"] == 5400
-    assert helper["metadata"]["labels"]["aibench.io/role"] == "helper"
+    assert batch["spec"]["activeDeadlineSeconds"] == 5400
+    assert batch["metadata"]["labels"]["aibench.io/role"] == "batch"
     cmd = Command(("sh", "-c", "$(reboot)"), env={"LC_ALL": "C"}, cwd="/scratch", role="probe")
     argv = exec_argv(cmd)
     assert argv == ["/bin/sh", "-c", EXEC_WRAPPER, "aibench", "/scratch", "LC_ALL=C",
@@ -144,7 +144,7 @@ def test_exec_status(status: str, want: tuple[int | None, str]) -> None:
 def test_marked_and_secret_looking_variables_never_reach_a_pod_spec(tmp_path: Path) -> None:
     """A variable the suite marks (settings.secret_env) and one whose name looks secret
     are secretKeyRefs to the run's Secret; none of their values is in any Pod spec, and a
-    command holding one is not run by exec in a helper (its argv would carry the value)."""
+    command holding one is not run by exec in a batch (its argv would carry the value)."""
     node = _node(tmp_path)
     env = {"HF_READ": "hf_abcdef123", "DB_PASSWORD": "pw-9876", "NCCL_DEBUG": "INFO"}
     for role in ("work", "preflight", "probe", "sampler", "setup"):

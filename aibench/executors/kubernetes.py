@@ -31,7 +31,7 @@ Contract:
   run, owned by the Lease, and referenced the same way.
 * **Per role** (:attr:`Command.role`): only ``work`` Pods get the inventory's devices
   (kubernetes_spec.py); ``preflight``, ``probe`` and ``setup`` commands without a secret
-  run one at a time through ``exec`` in one helper Pod per node, each with its own output
+  run one at a time through ``exec`` in one batch Pod per node, each with its own output
   files and exit code (the exec stream's status).
 * **Watched, not polled**: one watch per run of its Pods (kubernetes_watch.py) wakes the
   steps waiting on a Pod's start or exit; if it breaks for good each waiting step reads
@@ -76,8 +76,8 @@ from aibench.executors.base import (
 from aibench.executors.kubernetes_spec import (
     MANAGED,
     RUN_LABEL,
+    batch_manifest,
     exec_argv,
-    helper_manifest,
     pod_manifest,
     secret_env_of,
     secret_manifest,
@@ -99,12 +99,12 @@ if TYPE_CHECKING:
 LEASE_S = 60  # a run's Lease expires this long after its last renewal
 RENEW_S = 15.0
 START_ALLOWANCE_S = 30  # activeDeadlineSeconds beyond the step's own timeout
-# Pods that last the whole run (the sampler's, the helpers) end this long after the plan's
+# Pods that last the whole run (the sampler's, the batch Pods) end this long after the plan's
 # estimate times RUN_MARGIN; without an estimate, after UNPLANNED_S
 RUN_MARGIN = 1.5
 RUN_SLACK_S = 1800
 UNPLANNED_S = 6 * 3600
-BATCHED = ("preflight", "probe", "setup")  # roles run in the node's helper Pod
+BATCHED = ("preflight", "probe", "setup")  # roles run in the node's batch Pod
 # Waiting reasons after which a container will not start by waiting longer.
 FATAL_WAITING = {
     "ErrImageNeverPull",
@@ -169,8 +169,8 @@ class _Attached:
 
 
 @dataclass
-class _Helper:
-    """A node's helper Pod: batched commands run in it one at a time."""
+class _BatchPod:
+    """A node's batch Pod: batched commands run in it one at a time."""
 
     name: str
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -200,7 +200,7 @@ class KubernetesExecutor:
         self._lock = asyncio.Lock()
         self._renewer: asyncio.Task[None] | None = None
         self._pods: set[str] = set()
-        self._helpers: dict[str, _Helper] = {}  # node name -> its helper Pod
+        self._batch_pods: dict[str, _BatchPod] = {}  # node name -> its batch Pod
         self._swept = False
         self._watch: PodWatch | None = None
         self.clock = ServerClock()  # the API server's time (Date headers)
@@ -295,7 +295,7 @@ class KubernetesExecutor:
     async def _stop_pods(self) -> None:
         for name in list(self._pods):
             await self._delete(name)
-        self._helpers.clear()
+        self._batch_pods.clear()
 
     def _start_watch(self) -> None:
         """One watch of the run's Pods (their phases and container states)."""
@@ -599,7 +599,7 @@ class KubernetesExecutor:
             return result(reason=f"pod {name} on {node.name}: {reason}")
         return result(exit_code=code, reason=reason)
 
-    # ------------------------------------------------------------------ helper Pods
+    # ------------------------------------------------------------------ batch Pods
 
     async def _run_batched(
         self,
@@ -609,67 +609,69 @@ class KubernetesExecutor:
         stderr: Path,
         result: Callable[..., ProcResult],
     ) -> ProcResult:
-        """Run a preflight, probe or setup command in the node's helper Pod, after the
+        """Run a preflight, probe or setup command in the node's batch Pod, after the
         ones before it: one Pod per node instead of one per command."""
-        helper = self._helpers.get(node.name)
-        if helper is None:
+        batch = self._batch_pods.get(node.name)
+        if batch is None:
             self._seq += 1
-            helper = self._helpers[node.name] = _Helper(pod_name(self.run_id, self._seq, "node"))
+            batch = self._batch_pods[node.name] = _BatchPod(
+                pod_name(self.run_id, self._seq, "node")
+            )
         t0 = time.monotonic()
-        async with helper.lock:
+        async with batch.lock:
             try:
-                why = await self._helper_ready(node, helper, t0 + cmd.timeout)
+                why = await self._batch_pod_ready(node, batch, t0 + cmd.timeout)
             except Exception as exc:
                 return self._not_created(node, exc, result)
             if why == "timeout":
                 return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
-                              f"pod {helper.name} never started on {node.name}")  # fmt: skip
+                              f"pod {batch.name} never started on {node.name}")  # fmt: skip
             if why:
-                return result(reason=f"pod {helper.name} on {node.name}: {why}")
+                return result(reason=f"pod {batch.name} on {node.name}: {why}")
             with stdout.open("wb") as out, stderr.open("wb") as err:
                 try:
-                    return await self._exec(node, helper, cmd, (out, err), result)
+                    return await self._exec(node, batch, cmd, (out, err), result)
                 except asyncio.CancelledError:
-                    await asyncio.shield(self._drop_helper(node.name))
+                    await asyncio.shield(self._drop_batch_pod(node.name))
                     raise
 
-    async def _helper_ready(self, node: Node, helper: _Helper, deadline: float) -> str | None:
-        """Create the node's helper Pod if needed and wait until it runs (None) or cannot."""
-        if helper.started:
+    async def _batch_pod_ready(self, node: Node, batch: _BatchPod, deadline: float) -> str | None:
+        """Create the node's batch Pod if needed and wait until it runs (None) or cannot."""
+        if batch.started:
             return None
         await self._ensure_lease()
-        manifest = helper_manifest(
-            helper.name, node, self.settings, self.run_id, self._owner(), self.run_deadline()
+        manifest = batch_manifest(
+            batch.name, node, self.settings, self.run_id, self._owner(), self.run_deadline()
         )
-        await self._submit(helper.name, manifest)
-        why = await self._wait_started(helper.name, deadline)
+        await self._submit(batch.name, manifest)
+        why = await self._wait_started(batch.name, deadline)
         if why:
-            await self._drop_helper(node.name)
+            await self._drop_batch_pod(node.name)
             return why
-        helper.started = True
+        batch.started = True
         return None
 
-    async def _drop_helper(self, node_name: str) -> None:
-        """Delete a node's helper Pod (a command in it outlived its timeout, or it is
+    async def _drop_batch_pod(self, node_name: str) -> None:
+        """Delete a node's batch Pod (a command in it outlived its timeout, or it is
         gone); the next batched command starts a new one."""
-        helper = self._helpers.pop(node_name, None)
-        if helper is not None:
-            await self._delete(helper.name)
+        batch = self._batch_pods.pop(node_name, None)
+        if batch is not None:
+            await self._delete(batch.name)
 
     async def _exec(
         self,
         node: Node,
-        helper: _Helper,
+        batch: _BatchPod,
         cmd: Command,
         files: tuple[IO[bytes], IO[bytes]],
         result: Callable[..., ProcResult],
     ) -> ProcResult:
         t0 = time.monotonic()
         try:
-            ws = await self._open_stream(helper.name, command=exec_argv(cmd), stdin=False)
+            ws = await self._open_stream(batch.name, command=exec_argv(cmd), stdin=False)
         except Exception as exc:
-            await self._drop_helper(node.name)
-            return result(reason=f"pod {helper.name} on {node.name}: exec: {api_error(exc)}")
+            await self._drop_batch_pod(node.name)
+            return result(reason=f"pod {batch.name} on {node.name}: exec: {api_error(exc)}")
         attached = _Attached(ws, *files, release=False)
         stop = threading.Event()
         pump = in_thread(attached.pump, stop)
@@ -677,9 +679,9 @@ class KubernetesExecutor:
         try:
             await asyncio.wait_for(asyncio.shield(pump), left)
         except TimeoutError:
-            await self._drop_helper(node.name)
+            await self._drop_batch_pod(node.name)
             return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
-                          f"pod {helper.name} deleted")  # fmt: skip
+                          f"pod {batch.name} deleted")  # fmt: skip
         finally:
             await _end_pump(attached, pump, stop)
         if attached.write_error is not None:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aibench.executors.kubernetes_spec import MANAGED, RUN_LABEL, helper_volumes, pod_manifest
+from aibench.executors.kubernetes_spec import MANAGED, RUN_LABEL, add_volumes, pod_manifest
 
 if TYPE_CHECKING:
     from aibench.executors.base import Command
@@ -131,7 +131,7 @@ def worker_manifest(
     container.pop("stdin")
     container.pop("stdinOnce")
     pod["metadata"]["labels"]["aibench.io/role"] = "mpi-worker"
-    helper_volumes(pod, *_mpi_volumes(secret, configmap))
+    add_volumes(pod, *_mpi_volumes(secret, configmap))
     return pod
 
 
@@ -155,5 +155,5 @@ def launcher_manifest(
     env = pod["spec"]["containers"][0]["env"]
     env.append({"name": "OMPI_MCA_plm_rsh_args", "value": ssh})
     env.append({"name": "OMPI_MCA_orte_default_hostfile", "value": f"{MPI_DIR}-hosts/hostfile"})
-    helper_volumes(pod, *_mpi_volumes(secret, configmap))
+    add_volumes(pod, *_mpi_volumes(secret, configmap))
     return pod

@@ -1,4 +1,4 @@
-"""The manifests the Kubernetes executor creates: a step's Pod, a node's helper Pod and
+"""The manifests the Kubernetes executor creates: a step's Pod, a node's batch Pod and
 a Secret.
 
 Pure functions of the inventory's cluster settings and the step's :class:`Command`, so
@@ -11,7 +11,7 @@ measures with, or its server) gets the inventory's ``resources``, its ``annotati
 (Multus networks ...) and ``/dev/shm`` as a memory ``emptyDir`` of ``shm_size`` (the
 suite's ``settings.shm_size`` over the inventory's); so one
 device-holding Pod per node and step is admitted. ``preflight``, ``probe`` and ``setup``
-commands run one after another in the node's helper Pod (:func:`helper_manifest`, no
+commands run one after another in the node's batch Pod (:func:`batch_manifest`, no
 device, the ``observer_env``), and the telemetry sampler's Pod requests no device either.
 """
 
@@ -32,7 +32,7 @@ RUN_LABEL = "aibench.io/run"
 ROLE_LABEL = "aibench.io/role"
 CONTAINER = "step"
 WRAPPER = 'read -r _ || true; exec "$@"'
-# a command run in a helper Pod (exec): $1 the working directory, then NAME=VALUE
+# a command run in a batch Pod (exec): $1 the working directory, then NAME=VALUE
 # assignments and the argv, handed to env(1); the shell only sees fixed text
 EXEC_WRAPPER = 'cd "$1" || exit 125; shift; exec env "$@"'
 SHM_VOLUME = "dshm"
@@ -132,7 +132,7 @@ def pod_manifest(
     return _pod(name, node, settings, run, owner, container, volumes, deadline, role=cmd.role)
 
 
-def helper_manifest(
+def batch_manifest(
     name: str,
     node: Node,
     settings: KubernetesSettings,
@@ -140,7 +140,7 @@ def helper_manifest(
     owner: list[dict[str, Any]],
     deadline: int,
 ) -> dict[str, Any]:
-    """A node's helper Pod: requests no device and sleeps until its deadline; preflight,
+    """A node's batch Pod: requests no device and sleeps until its deadline; preflight,
     probe and setup commands run in it one after another (the exec subresource, argv
     :func:`exec_argv`), each with its own output and exit code."""
     volumes, mounts = _volumes(node, settings)
@@ -154,17 +154,17 @@ def helper_manifest(
         "resources": {},
         "terminationMessagePolicy": "File",
     }
-    return _pod(name, node, settings, run, owner, container, volumes, deadline, role="helper")
+    return _pod(name, node, settings, run, owner, container, volumes, deadline, role="batch")
 
 
-def helper_volumes(pod: dict[str, Any], volumes: list[Any], mounts: list[Any]) -> None:
+def add_volumes(pod: dict[str, Any], volumes: list[Any], mounts: list[Any]) -> None:
     """Add volumes to a Pod and their mounts to its container."""
     pod["spec"]["volumes"].extend(volumes)
     pod["spec"]["containers"][0]["volumeMounts"].extend(mounts)
 
 
 def exec_argv(cmd: Command) -> list[str]:
-    """What a helper Pod executes for ``cmd`` (which holds no secret variable): the fixed
+    """What a batch Pod executes for ``cmd`` (which holds no secret variable): the fixed
     wrapper, the working directory, the variables as NAME=VALUE arguments of env(1), and
     the argv unchanged."""
     assigns = [f"{k}={v}" for k, v in cmd.env.items()]
