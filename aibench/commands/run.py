@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args)
     plan = build_plan(inputs.suite, inputs.inventory)
     startup_over()
+    select.expect(inputs.inventory, plan.estimated_seconds())
     runs = plan.run_count()
     if not runs:
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
@@ -123,7 +124,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     started = pipeline.now_text()
-    select.expect(inputs.inventory, plan.estimated_seconds())
     if resume_dir is not None:
         run_dir = resume_dir
         prev = _previous_run(run_dir)
