@@ -301,3 +301,85 @@ def test_the_suite_sizes_dev_shm_over_the_inventory(tmp_path: Path) -> None:
     assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "128Gi"}
     probe = _pod(node, Command(("nvidia-smi",), role="probe", shm_size=size))
     assert "dshm" not in {v["name"] for v in probe["spec"]["volumes"]}
+
+
+class _ExecStream:
+    """An exec websocket as the client presents it: stdout, stderr, then the status on the
+    error channel when the process ends."""
+
+    def __init__(self, out: bytes, err: bytes, status: str) -> None:
+        self.chunks = {1: out, 2: err, 3: status.encode()}
+        self.open = True
+
+    def is_open(self) -> bool:
+        return self.open
+
+    def update(self, timeout: float = 0) -> None:
+        self.open = False
+
+    def read_channel(self, channel: int) -> bytes:
+        return self.chunks.pop(channel, b"")
+
+    def close(self) -> None:
+        self.open = False
+
+
+def test_batched_commands_share_one_pod_per_node_with_their_own_output_and_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three preflight commands on a node: one batch Pod made, each command exec'd in it
+    by argv, its stdout, stderr and exit code its own; a command that cannot start
+    (not found) has the server's message and no exit code."""
+    import asyncio
+
+    from aibench.executors.kubernetes import KubernetesExecutor
+
+    node = _node(tmp_path)
+    assert node.kubernetes is not None
+    ex = KubernetesExecutor(node.kubernetes)
+    pods: list[str] = []
+    execs: list[list[str]] = []
+    answers = {
+        "uname": (b"Linux\n", b"", '{"status":"Success"}'),
+        "false": (b"", b"boom\n", '{"status":"Failure","reason":"NonZeroExitCode","details":'
+                  '{"causes":[{"reason":"ExitCode","message":"1"}]}}'),
+        "nope": (b"", b"", '{"status":"Failure","message":"exec: \\"nope\\": executable file '
+                 'not found in $PATH","reason":"InternalError"}'),
+    }  # fmt: skip
+
+    async def ensure_lease() -> str:
+        ex._lease_uid = "u"
+        return "u"
+
+    async def submit(name: str, manifest: dict[str, Any]) -> None:
+        pods.append(manifest["metadata"]["labels"]["aibench.io/role"])
+
+    async def open_stream(name: str, command: list[str], stdin: bool) -> _ExecStream:
+        execs.append(command)
+        return _ExecStream(*answers[command[-1]])
+
+    monkeypatch.setattr(ex, "_ensure_lease", ensure_lease)
+    monkeypatch.setattr(ex, "_submit", submit)
+    monkeypatch.setattr(ex, "_wait_started", lambda *_a: asyncio.sleep(0))
+    monkeypatch.setattr(ex, "_open_stream", open_stream)
+
+    async def main() -> list[Any]:
+        return list(await asyncio.gather(*(
+            ex.run(node, Command((tool,), role="preflight"), tmp_path / f"{tool}.out",
+                   tmp_path / f"{tool}.err")
+            for tool in answers
+        )))  # fmt: skip
+
+    try:
+        results = asyncio.run(main())
+    finally:
+        ex._pool.shutdown(wait=False)
+    assert pods == ["batch"]
+    assert [c[5:] for c in execs] == [["uname"], ["false"], ["nope"]]
+    assert [(r.exit_code, r.reason) for r in results] == [
+        (0, ""),
+        (1, ""),
+        (None, 'exec: "nope": executable file not found in $PATH'),
+    ]
+    assert (tmp_path / "uname.out").read_bytes() == b"Linux\n"
+    assert (tmp_path / "false.err").read_bytes() == b"boom\n"
