@@ -68,7 +68,9 @@ async def collect(ex: Execution, raw: Path) -> dict[str, dict[str, Any]]:
             if isinstance(executor, LocalExecutor):
                 code: int | None = _write_local(argv, out, err)
             else:
-                code = (await executor.run(node, Command(argv, timeout=15), out, err)).exit_code
+                code = (
+                    await executor.run(node, Command(argv, timeout=15, role="probe"), out, err)
+                ).exit_code
             if code == 0:
                 outputs[key] = out.read_text(errors="replace")
         facts = parse_facts(outputs)

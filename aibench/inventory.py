@@ -113,6 +113,16 @@ class KubernetesSettings:
     host_paths: tuple[str, ...] = ()
     host_paths_ro: tuple[str, ...] = ()
     secret_env: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    shm_size: str | None = None  # /dev/shm of the work Pods (a memory emptyDir)
+    runtime_class: str | None = None
+    image_pull_secrets: tuple[str, ...] = ()
+    priority_class: str | None = None
+    host_ipc: bool = False
+    annotations: Mapping[str, str] = field(default_factory=dict)  # of the work Pods
+    observer_env: Mapping[str, str] = field(default_factory=dict)  # Pods with no device
+    mpi_launch: str = "none"  # none | ssh: launches across nodes (kubernetes_mpi.py)
+    mpi_ssh_port: int = 2222
+    mpi_sshd: str = "/usr/sbin/sshd"
     label_results: bool = False
     result_valid_h: float = 24.0
 

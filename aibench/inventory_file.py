@@ -212,6 +212,41 @@ class KubernetesModel(Strict):
     secret_env: dict[Annotated[str, Field(pattern=envnames.PATTERN)], SecretRefModel] = Field(
         default_factory=dict, description="variables taken from Secrets (secretKeyRef)"
     )
+    shm_size: str | None = Field(
+        None,
+        pattern=_K8S_QUANTITY,
+        description="/dev/shm of the Pods that do a step's work: a memory emptyDir of this "
+        "size (e.g. 64Gi; NCCL and MPI ranks in one Pod need more than the 64Mi default)",
+    )
+    runtime_class: str | None = Field(
+        None, pattern=_K8S_NAME, description="the Pods' runtimeClassName (e.g. nvidia)"
+    )
+    image_pull_secrets: list[Annotated[str, Field(pattern=_K8S_NAME)]] = Field(
+        default_factory=list, description="Secrets to pull the image with (imagePullSecrets)"
+    )
+    priority_class: str | None = Field(
+        None, pattern=_K8S_NAME, description="the Pods' priorityClassName"
+    )
+    host_ipc: bool = Field(False, description="Pods share the node's IPC namespace")
+    annotations: dict[str, Annotated[str, Field(max_length=4096)]] = Field(
+        default_factory=dict,
+        description="annotations of the Pods that do a step's work, e.g. "
+        "{k8s.v1.cni.cncf.io/networks: rdma-net} (Multus)",
+    )
+    observer_env: dict[Annotated[str, Field(pattern=envnames.PATTERN)], str] = Field(
+        default_factory=dict,
+        description="environment of the Pods that request no device (preflight, probes, the "
+        "sampler), e.g. {NVIDIA_VISIBLE_DEVICES: all} to let nvidia-smi see the GPUs",
+    )
+    mpi_launch: Literal["none", "ssh"] = Field(
+        "none",
+        description="launches across nodes (mpirun): none (refused when planned) or ssh "
+        "(worker Pods with sshd and a launcher Pod, as the MPI operator v2 does)",
+    )
+    mpi_ssh_port: Annotated[int, Field(ge=1, le=65535)] = Field(
+        2222, description="the workers' sshd port (on the node's network: must be free)"
+    )
+    mpi_sshd: SafePath = Field("/usr/sbin/sshd", description="sshd in the image")
     label_results: bool = Field(
         False, description="label each node aibench.io/acceptance=PASS|FAIL after a run"
     )
@@ -225,6 +260,14 @@ class KubernetesModel(Strict):
         for key, value in v.items():
             if not re.match(_K8S_LABEL, key) or not re.match(r"^[A-Za-z0-9_.\-]{0,63}$", value):
                 raise ValueError(f"invalid node_selector entry {key!r}: {value!r}")
+        return v
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotations(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not re.match(_K8S_LABEL, key) or key.startswith("aibench.io/"):
+                raise ValueError(f"invalid annotation key {key!r}")
         return v
 
     @field_validator("resources")
@@ -254,6 +297,16 @@ class KubernetesModel(Strict):
             host_paths=tuple(self.host_paths),
             host_paths_ro=tuple(self.host_paths_ro),
             secret_env={k: (r.secret, r.key) for k, r in self.secret_env.items()},
+            shm_size=self.shm_size,
+            runtime_class=self.runtime_class,
+            image_pull_secrets=tuple(self.image_pull_secrets),
+            priority_class=self.priority_class,
+            host_ipc=self.host_ipc,
+            annotations=dict(self.annotations),
+            observer_env=dict(self.observer_env),
+            mpi_launch=self.mpi_launch,
+            mpi_ssh_port=self.mpi_ssh_port,
+            mpi_sshd=self.mpi_sshd,
             label_results=self.label_results,
             result_valid_h=self.result_valid_h,
         )

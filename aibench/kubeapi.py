@@ -30,12 +30,44 @@ def api_client(kubeconfig: str | None, context: str | None) -> Any:
 
 
 def api_error(exc: Exception) -> str:
-    """One line for a failed API call."""
+    """One line for a failed API call: the status and the server's message when it
+    answered, else that it is unreachable."""
     status = getattr(exc, "status", None)
-    reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
+    reason = getattr(exc, "reason", None) or (str(exc).splitlines() or [""])[0]
     if status:
-        return f"Kubernetes API: {status} {reason}"
+        said = api_message(exc)
+        return f"Kubernetes API: {status} {reason}" + (f": {said}" if said else "")
     return f"Kubernetes API unreachable: {reason}"
+
+
+def api_message(exc: Exception) -> str:
+    """The ``message`` of the Status the API server answered with (first line), or ""."""
+    import json
+
+    body = getattr(exc, "body", None)
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if not isinstance(body, str) or not body.strip():
+        return ""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return ""
+    message = doc.get("message") if isinstance(doc, dict) else None
+    return str(message).splitlines()[0][:500] if message else ""
+
+
+def pod_security_refusal(exc: Exception, namespace: str) -> str:
+    """One line when the API server refused a Pod by Pod Security admission (a 403 whose
+    message says it violates PodSecurity), naming the fix; else ""."""
+    said = api_message(exc)
+    if getattr(exc, "status", None) != 403 or "violates PodSecurity" not in said:
+        return ""
+    return (
+        f"refused by Pod Security admission in namespace {namespace}: {said} (hostNetwork "
+        f"and hostPath Pods need the label pod-security.kubernetes.io/enforce=privileged "
+        f"on the namespace)"
+    )
 
 
 def node_addresses(

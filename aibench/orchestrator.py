@@ -432,7 +432,7 @@ async def _probe_version(ex: Execution, raw: Path, p: VersionProbe, k: int) -> N
     stem = f"{p.host}.{p.name}" + (f".{k}" if k else "")
     out, err = raw / "versions" / f"{stem}.out", raw / "versions" / f"{stem}.err"
     env = dict(p.env)
-    cmd = Command(p.argv, env=env, timeout=20, secrets=ex.secrets.with_values([env]))
+    cmd = Command(p.argv, env=env, timeout=20, secrets=ex.secrets.with_values([env]), role="probe")
     res = await ex.executor_for(node).run(node, cmd, out, err)
     text = read_text(out) + read_text(err)
     version = parser.parse_version(text) if res.exit_code in ok_codes else ""
@@ -471,9 +471,10 @@ class _Outcome:
         stem = f"{inv.label}.r{inv.repeat}"
         return cls(ex, inv, raw, stem, records, version_probes(inv), secrets)
 
-    def command(self, p: ProcessSpec) -> Command:
-        """What an executor runs for ``p``: its output written through the secrets."""
-        return Command(p.argv, env=p.env, timeout=p.timeout, secrets=self.secrets)
+    def command(self, p: ProcessSpec, **extra: Any) -> Command:
+        """What an executor runs for ``p``: its output written through the secrets;
+        ``extra``: the command's role and what the Kubernetes executor reads of it."""
+        return Command(p.argv, env=p.env, timeout=p.timeout, secrets=self.secrets, **extra)
 
     @property
     def out_path(self) -> Path:
@@ -530,6 +531,24 @@ class _Outcome:
         )
 
 
+def _client_command(ex: Execution, inv: Invocation, out: _Outcome) -> Command:
+    """The command of an invocation's client, with its role: preflight, a launch across
+    the invocation's nodes (a launcher over more than one node), else work; its output
+    written through the secrets (``out.command``)."""
+    c = inv.client
+    role = "preflight" if inv.tool == "preflight" else "work"
+    hosts: tuple[str, ...] = ()
+    if c.role == "launcher" and len(inv.nodes) > 1:
+        role, hosts = "launch", inv.nodes
+    shm = getattr(ex.plan.suite.settings, "shm_size", None)
+    return out.command(c, role=role, marked=_marked(ex), hosts=hosts, shm_size=shm)
+
+
+def _marked(ex: Execution) -> tuple[str, ...]:
+    """The variables the suite marks secret (``settings.secret_env``)."""
+    return tuple(getattr(ex.plan.suite.settings, "secret_env", ()))
+
+
 def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:
     """The values of secret variables (aibench.secret: by name, or marked by the suite or
     inventory) scrubbed from the invocation's raw output (written through them already:
@@ -571,7 +590,7 @@ async def run_invocation(ex: Execution, inv: Invocation) -> StepResult:
         node = ex.plan.inventory.node(inv.client.host)
         proc = await ex.executor_for(node).run(
             node,
-            out.command(inv.client),
+            _client_command(ex, inv, out),
             out.out_path,
             out.err_path,
         )
@@ -587,7 +606,7 @@ async def _run_setup(out: _Outcome) -> StepResult | None:
         node = out.ex.plan.inventory.node(spec.host)
         r = await out.ex.executor_for(node).run(
             node,
-            out.command(spec),
+            out.command(spec, role="setup", marked=_marked(out.ex)),
             out.raw / f"{out.stem}.setup{i}.stdout",
             out.raw / f"{out.stem}.setup{i}.stderr",
         )
@@ -613,7 +632,7 @@ async def _start_servers(
         try:
             server = await out.ex.executor_for(node).start(
                 node,
-                out.command(spec),
+                out.command(spec, marked=_marked(out.ex)),
                 s_out,
                 s_err,
                 spec.ready or ReadyCheck(timeout=5.0),

@@ -481,6 +481,7 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
         # measured now: a step the runner refuses to plan is an error here, before
         # anything runs, as when every run was made up front
         planned.shapes()
+        refuse_kubernetes_launch(planned)
         steps.append(planned)
         if placement == "cover":
             second = replace(
@@ -597,6 +598,36 @@ def _median(xs: list[float]) -> float:
     ordered = sorted(xs)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def refuse_kubernetes_launch(planned: PlannedStep) -> None:
+    """A run across Kubernetes nodes whose processes do not each sit on their own node (a
+    launcher such as mpirun reaching the others from one Pod) runs only as an mpirun
+    launch with ``mpi_launch: ssh`` (a launcher Pod and a worker Pod per node); anything
+    else is refused with one line when the step is planned, not at run time."""
+    from aibench.errors import UserError
+
+    first = planned._measured[1]
+    if first is None or len(first.nodes) < 2:
+        return
+    if not any(planned.inventory.node(n).executor == "kubernetes" for n in first.nodes):
+        return
+    placed = {p.host for p in (first.client, *first.servers)}
+    left = [n for n in first.nodes if n not in placed]
+    settings = planned.inventory.node(first.client.host).kubernetes
+    mpirun = first.client.role == "launcher" and first.client.argv[0] == "mpirun"
+    if left and mpirun and settings is not None and settings.mpi_launch == "ssh":
+        return  # worker Pods with sshd and a launcher Pod (executors/kubernetes_mpi.py)
+    if left:
+        raise UserError(
+            f"step {planned.name}: {planned.step.tool} across {len(first.nodes)} Kubernetes "
+            f"nodes is launched from {first.client.host} onto {', '.join(left[:3])}"
+            f"{' ...' if len(left) > 3 else ''}, which the kubernetes executor cannot do "
+            "without mpi_launch: ssh in the inventory's kubernetes block",
+            hint="set kubernetes.mpi_launch: ssh (mpirun in a launcher Pod, sshd in a worker "
+            "Pod per node), run it on one node per group (placement: each), or with these "
+            "nodes as executor: ssh or slurm",
+        )
 
 
 def _with_timeout(inv: Invocation, timeout: float) -> Invocation:

@@ -69,6 +69,13 @@ class Settings(Strict):
         description="the longest a run of the suite should take: `aibench plan` and `aibench "
         "run` warn when the estimate passes it and name the options that would shorten it",
     )
+    shm_size: str | None = Field(
+        None,
+        pattern=r"^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk]|e[0-9]+)?$",
+        description="/dev/shm of the processes that do the steps' work where the executor "
+        "sets it (kubernetes: a memory emptyDir of this size, e.g. 64Gi; over the "
+        "inventory's kubernetes.shm_size)",
+    )
     secret_env: list[Annotated[str, Field(pattern=envnames.PATTERN)]] = Field(
         default_factory=list,
         description="environment variables (of the steps' env) whose values are secret: "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -14,6 +15,7 @@ from aibench.executors.base import Command
 from aibench.executors.kubernetes import exit_and_reason, pod_name
 from aibench.executors.kubernetes_spec import WRAPPER, pod_manifest, secret_manifest
 from aibench.inventory_file import load_inventory
+from aibench.model import Run, Verdict
 
 BLOCK: dict[str, object] = {
     "kubeconfig": "~/.kube/bed.yaml",
@@ -146,9 +148,70 @@ def test_node_verdicts_never_pass_what_was_not_measured() -> None:
     # a failing verdict about the whole run, with no culprit named, fails every node
     whole = [*verdicts[:2], Verdict("coverage", Outcome.FAIL)]
     assert node_verdicts(whole, ["n1", "n2"]) == {"n1": "FAIL", "n2": "FAIL"}
-    body = patch_body("PASS", "20261203-run", 24, datetime(2026, 12, 3, 18, 0, tzinfo=UTC))
+    run = _run(verdicts)
+    when = datetime(2026, 12, 3, 18, 0, tzinfo=UTC)
+    body = patch_body("PASS", run, "20261203-run", 24, when)
     assert body["metadata"]["labels"] == {"aibench.io/acceptance": "PASS"}
-    assert body["metadata"]["annotations"]["aibench.io/valid-until"] == "2026-12-04T18:00:00Z"
+    notes = body["metadata"]["annotations"]
+    assert notes["aibench.io/valid-until"] == "2026-12-04T18:00:00Z"
+    assert notes["aibench.io/suite"] == "gpu-acceptance"
+    assert notes["aibench.io/spec-sha256"] == "b" * 64
+    assert notes["aibench.io/run"] == "run-7"
+    assert notes["aibench.io/run-dir"] == "20261203-run"
+
+
+STEPS = [["fio-seq", "fio"], ["iperf3-pairs", "iperf3"], ["nccl", "nccl-tests"]]
+
+
+def _run(verdicts: list[Verdict], selected: Any = None, nodes: Any = None) -> Run:
+    inputs: dict[str, object] = {
+        "suite": {"name": "gpu-acceptance", "steps": STEPS,
+                  "selected": selected or [s[0] for s in STEPS]},
+    }  # fmt: skip
+    if nodes:
+        inputs["nodes"] = nodes
+    return Run(id="run-7", suite="gpu-acceptance", spec="spec.yaml", spec_sha256="a" * 64,
+               verdicts=tuple(verdicts),
+               judgements=({"spec_sha256": "b" * 64},), inputs=inputs)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("selected", "nodes", "why"),
+    [
+        (["iperf3-pairs"], None, "partial run: 1 of 3 steps (iperf3-pairs)"),
+        (None, {"expr": "gpu01", "selected": 1, "of": 2}, "partial run: nodes gpu01 (1 of 2)"),
+    ],
+)
+def test_a_partial_run_never_labels_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, selected: object, nodes: object, why: str
+) -> None:
+    """A tool name or --steps (steps selected) or --nodes: no node is patched, and the
+    run says why; a full run patches every node it judged."""
+    from kubernetes import client
+
+    from aibench.executors import kubernetes as k8s_executor
+    from aibench.executors.kubernetes_labels import label_nodes
+    from aibench.model import Outcome, Verdict
+
+    patched: dict[str, object] = {}
+
+    class Api:
+        def __init__(self, _client: object) -> None:
+            pass
+
+        def patch_node(self, name: str, body: object, **_kw: object) -> None:
+            patched[name] = body
+
+    monkeypatch.setattr(client, "CoreV1Api", Api)
+    monkeypatch.setattr(k8s_executor, "_client", lambda _settings: None)
+    inv = load_inventory(inventory(tmp_path, {**BLOCK, "label_results": True}))
+    verdicts = [Verdict("fio-bw", Outcome.PASS, subject=("gpu01", "gpu02"))]
+    partial = _run(verdicts, selected, nodes)
+    lines = label_nodes(inv, partial, "d")
+    assert lines == [f"nodes not labelled: {why}: not the acceptance of suite gpu-acceptance"]
+    assert patched == {}
+    assert label_nodes(inv, _run(verdicts), "d") == []
+    assert sorted(patched) == ["gpu01", "gpu02"]
 
 
 def test_a_variable_the_suite_marks_secret_goes_into_the_runs_secret(tmp_path: Path) -> None:

@@ -112,6 +112,7 @@ def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from aibench import pipeline, store
+    from aibench.executors import select
     from aibench.plan import build_plan
     from aibench.progress import Reporter
 
@@ -123,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     inputs, resume_dir = _inputs(args, resume_dir)
     plan = build_plan(inputs.suite, inputs.inventory)
     startup_over()
+    select.expect(inputs.inventory, plan.estimated_seconds())
     runs = plan.run_count()
     if not runs:
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
@@ -278,12 +280,13 @@ def _resume_arguments(args: argparse.Namespace, resume_dir: Path) -> dict[str, A
 
 def _label_kubernetes_nodes(inventory: Any, run: Any, run_dir: Path) -> None:
     """With ``label_results`` in the inventory's kubernetes block: each node's verdict as a
-    node label (aibench/executors/kubernetes_labels.py)."""
+    node label after a full run (aibench/executors/kubernetes_labels.py); a partial run
+    says that it labelled nothing."""
     if not any(n.kubernetes is not None and n.kubernetes.label_results for n in inventory):
         return
     from aibench.executors.kubernetes_labels import label_nodes
 
-    for line in label_nodes(inventory, run.verdicts, run_dir.name):
+    for line in label_nodes(inventory, run, run_dir.name):
         print(f"aibench: warning: {line}", file=sys.stderr)
 
 

@@ -28,6 +28,13 @@ class ReadyCheck:
     timeout: float = 10.0
 
 
+# What a command is for; an executor may place it by its role (the kubernetes executor
+# gives the step's devices only to "work" and runs "preflight", "probe" and "setup"
+# commands one after another in one Pod per node).
+# "launch" is a launcher (mpirun) reaching ``hosts``: on Kubernetes, worker Pods there.
+ROLES = ("work", "preflight", "probe", "sampler", "setup", "launch")
+
+
 @dataclass(frozen=True)
 class Command:
     argv: tuple[str, ...]
@@ -37,11 +44,19 @@ class Command:
     # the step's secret names and values (aibench.secret): its output is written through
     # secrets.writer, and the Kubernetes executor keeps its secret variables in a Secret
     secrets: Secrets = field(default_factory=Secrets)
+    role: str = "work"  # one of ROLES
+    marked: tuple[str, ...] = ()  # variables the suite marks secret (settings.secret_env)
+    hosts: tuple[str, ...] = ()  # role "launch": the nodes the launcher starts ranks on
+    shm_size: str | None = None  # the suite's /dev/shm size (settings.shm_size), if any
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
         if not self.argv or not all(isinstance(a, str) for a in self.argv):
             raise TypeError(f"argv must be a non-empty sequence of str, got {self.argv!r}")
+        if self.role not in ROLES:
+            raise ValueError(f"unknown command role {self.role!r}; valid: {', '.join(ROLES)}")
+        object.__setattr__(self, "marked", tuple(self.marked))
+        object.__setattr__(self, "hosts", tuple(self.hosts))
 
 
 @dataclass(frozen=True)

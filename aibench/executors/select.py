@@ -20,6 +20,14 @@ EXECUTORS = ("local", "ssh", "slurm", "kubernetes")
 
 # id(inventory) -> (inventory, {kind: executor}); the inventory is kept so its id stays valid.
 _SHARED: dict[int, tuple[Inventory | None, dict[str, Any]]] = {}
+# id(inventory) -> the plan's estimate of the run in seconds (see :func:`expect`)
+_EXPECTED: dict[int, float] = {}
+
+
+def expect(inventory: Inventory, seconds: float) -> None:
+    """Tell the executors of ``inventory`` how long the run is planned to take: the
+    kubernetes executor sets the deadline of the Pods that last the whole run from it."""
+    _EXPECTED[id(inventory)] = seconds
 
 
 def for_node(node: Node, inventory: Inventory | None = None) -> Executor:
@@ -55,7 +63,9 @@ def _make(kind: str, inventory: Inventory | None) -> Any:
         settings = next((n.kubernetes for n in inventory or () if n.kubernetes), None)
         if settings is None:
             raise UserError("executor kubernetes needs the inventory's kubernetes block")
-        return KubernetesExecutor(settings)
+        expected = _EXPECTED.get(id(inventory)) if inventory is not None else None
+        nodes = {n.name: n for n in inventory or ()}
+        return KubernetesExecutor(settings, expected_s=expected, nodes=nodes)
     from aibench.executors.slurm import SlurmExecutor
 
     return SlurmExecutor(inventory)
@@ -64,3 +74,4 @@ def _make(kind: str, inventory: Inventory | None) -> Any:
 def forget(inventory: Inventory | None) -> None:
     """Drop the shared executors of ``inventory`` (after they were closed)."""
     _SHARED.pop(id(inventory), None)
+    _EXPECTED.pop(id(inventory), None)

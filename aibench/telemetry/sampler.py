@@ -155,7 +155,7 @@ class Sampler:
             try:
                 server = await self.executor_for(node).start(
                     node,
-                    Command(tuple(argv), timeout=10 * 86400.0),
+                    Command(tuple(argv), timeout=10 * 86400.0, role="sampler"),
                     out,
                     err,
                     ReadyCheck(pattern=ready, timeout=20.0),

@@ -3,7 +3,6 @@ this folder, removed after them (and before, when an earlier session left one be
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Iterator
@@ -31,19 +30,25 @@ def k8s_cluster() -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def k8s_runner(k8s_cluster: Cluster) -> Path:
     """A kubeconfig for the ``aibench`` service account of examples/kubernetes-rbac.yaml:
-    the tests run with the rights that manifest grants and no more."""
+    the tests run with the rights that manifest grants and no more. The token comes from
+    the TokenRequest API, as ``kubectl create token aibench -n aibench`` gets it on a
+    current cluster (the auto-created token Secret is gone since Kubernetes 1.24)."""
     k8s_cluster.kubectl("apply", "-f", str(ROOT / "examples" / "kubernetes-rbac.yaml"))
+    request = STATE / "token-request.json"
+    request.write_text(json.dumps({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"audiences": [], "expirationSeconds": 7200},
+    }))  # fmt: skip
+    url = "/api/v1/namespaces/aibench/serviceaccounts/aibench/token"
     deadline = time.monotonic() + 60
-    token = ""
-    while not token and time.monotonic() < deadline:
-        r = k8s_cluster.kubectl("-n", "aibench", "get", "secrets", "-o", "json")
-        for item in json.loads(r.stdout)["items"]:
-            ann = item["metadata"].get("annotations") or {}
-            if ann.get("kubernetes.io/service-account.name") == "aibench":
-                token = base64.b64decode(item["data"]["token"]).decode()
-        if not token:
-            time.sleep(0.5)
-    assert token, "the token controller made no token for the aibench service account"
+    while True:  # the service account may not exist a moment after the apply
+        r = k8s_cluster.kubectl("create", "--raw", url, "-f", str(request), check=False)
+        if r.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert r.returncode == 0, r.stderr
+    token = json.loads(r.stdout)["status"]["token"]
+    assert token, "the TokenRequest API gave no token for the aibench service account"
     path = STATE / "aibench-runner.kubeconfig"
     write_kubeconfig(path, token, "aibench")
     return path

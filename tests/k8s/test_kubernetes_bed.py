@@ -127,7 +127,18 @@ def test_nightly_fio_and_iperf3_on_the_cluster(
         assert got["metadata"]["labels"]["aibench.io/acceptance"] == "PASS"
         until = got["metadata"]["annotations"]["aibench.io/valid-until"]
         assert until > time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        assert got["metadata"]["annotations"]["aibench.io/suite"] == "k8s-nightly"
+        assert got["metadata"]["annotations"]["aibench.io/run"] == run["id"]
         assert not got["spec"].get("unschedulable")  # never cordoned
+    # a partial run (one tool) labels nothing: the full run's annotations stay
+    r = aibench("run", "fio", "--suite", str(HERE / "suite-k8s.yaml"), "--inventory", str(inv),
+                "--spec", str(HERE / "spec-k8s.yaml"), "--output-dir", str(tmp_path / "part"),
+                "--quiet", timeout=200)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "nodes not labelled: partial run: 1 of 3 steps (fio-seq-read)" in r.stderr
+    for node in names:
+        got = json.loads(k8s_cluster.kubectl("get", "node", node, "-o", "json").stdout)
+        assert got["metadata"]["annotations"]["aibench.io/run"] == run["id"]
 
 
 def _executor(inv: Path, **changes: Any) -> tuple[KubernetesExecutor, Any]:

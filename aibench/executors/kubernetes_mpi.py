@@ -1,0 +1,159 @@
+"""The manifests of a launch across Kubernetes nodes, the way the MPI operator (v2) does it,
+without the operator: with ``mpi_launch: ssh`` in the inventory's kubernetes block.
+
+* one **worker** Pod per node of the group: the step's image, resources, annotations and
+  /dev/shm (it runs the ranks), running ``sshd`` on ``mpi_ssh_port`` (the Pods use the
+  node's network, so the port must be free on the node);
+* a **Secret** of the launch holding a key pair made for it (the launcher's key, the
+  workers' ``authorized_keys``), the workers' host key and a ``known_hosts`` that trusts
+  only that host key, so nothing is accepted blindly;
+* a **ConfigMap** with the hostfile (each node's address and its ranks);
+* a **launcher** Pod on the group's first node running the planned ``mpirun`` argv
+  unchanged; Open MPI reads the ssh options (``OMPI_MCA_plm_rsh_args``) and the hostfile
+  (``OMPI_MCA_orte_default_hostfile``) from its environment. It requests no device.
+
+All are owned by the run's Lease and deleted when the step ends. Pure functions: the
+manifests are tested as data.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aibench.executors.kubernetes_spec import MANAGED, RUN_LABEL, add_volumes, pod_manifest
+
+if TYPE_CHECKING:
+    from aibench.executors.base import Command
+    from aibench.inventory import KubernetesSettings, Node
+
+MPI_DIR = "/etc/aibench-mpi"
+# $1 sshd's path, $2 the port; the rest fixed
+SSHD_WRAPPER = (
+    'mkdir -p /run/sshd && exec "$1" -D -e -p "$2" -o HostKey=' + MPI_DIR + "/host_key"
+    " -o AuthorizedKeysFile=" + MPI_DIR + "/authorized_keys -o StrictModes=no"
+    " -o PasswordAuthentication=no -o PermitRootLogin=prohibit-password -o PidFile=none"
+)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The key pairs of one launch (OpenSSH formats)."""
+
+    client_private: str
+    client_public: str
+    host_private: str
+    host_public: str
+
+    @classmethod
+    def generate(cls) -> Keys:
+        import asyncssh
+
+        client = asyncssh.generate_private_key("ssh-ed25519")
+        host = asyncssh.generate_private_key("ssh-ed25519")
+        return cls(
+            client.export_private_key().decode(),
+            client.export_public_key().decode().strip(),
+            host.export_private_key().decode(),
+            host.export_public_key().decode().strip(),
+        )
+
+
+def _meta(name: str, run: str, owner: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": name, "labels": {**MANAGED, RUN_LABEL: run}, "ownerReferences": owner}
+
+
+def keys_secret(name: str, run: str, keys: Keys, owner: list[dict[str, Any]]) -> dict[str, Any]:
+    files = {
+        "id_ed25519": keys.client_private,
+        "authorized_keys": keys.client_public + "\n",
+        "host_key": keys.host_private,
+        "known_hosts": f"* {keys.host_public}\n",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta(name, run, owner),
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()},
+    }
+
+
+def hostfile_configmap(
+    name: str, run: str, hosts: Sequence[tuple[str, int]], owner: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The hostfile: ``ADDRESS slots=N`` per node."""
+    text = "".join(f"{address} slots={slots}\n" for address, slots in hosts)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(name, run, owner),
+        "data": {"hostfile": text},
+    }
+
+
+def _mpi_volumes(secret: str, configmap: str) -> tuple[list[Any], list[Any]]:
+    volumes = [
+        {"name": "mpi-keys", "secret": {"secretName": secret, "defaultMode": 0o400}},
+        {"name": "mpi-hosts", "configMap": {"name": configmap}},
+    ]
+    mounts = [
+        {"name": "mpi-keys", "mountPath": MPI_DIR, "readOnly": True},
+        {"name": "mpi-hosts", "mountPath": f"{MPI_DIR}-hosts", "readOnly": True},
+    ]
+    return volumes, mounts
+
+
+def worker_manifest(
+    name: str,
+    node: Node,
+    settings: KubernetesSettings,
+    run: str,
+    owner: list[dict[str, Any]],
+    deadline: int,
+    secret: str,
+    configmap: str,
+    shm_size: str | None = None,
+) -> dict[str, Any]:
+    """A worker: the step's devices and /dev/shm (``shm_size``: the suite's, over the
+    inventory's), sshd in the foreground on ``mpi_ssh_port``."""
+    from aibench.executors.base import Command
+
+    port = str(settings.mpi_ssh_port)
+    sshd = Command(("/bin/sh", "-c", SSHD_WRAPPER, "aibench", settings.mpi_sshd, port),
+                   shm_size=shm_size)  # fmt: skip
+    pod = pod_manifest(name, node, sshd, settings, run, owner, {}, deadline)
+    container = pod["spec"]["containers"][0]
+    # no wrapper waiting for a release on stdin: sshd starts at once
+    container["command"] = list(sshd.argv)
+    container.pop("stdin")
+    container.pop("stdinOnce")
+    pod["metadata"]["labels"]["aibench.io/role"] = "mpi-worker"
+    add_volumes(pod, *_mpi_volumes(secret, configmap))
+    return pod
+
+
+def launcher_manifest(
+    name: str,
+    node: Node,
+    cmd: Command,
+    settings: KubernetesSettings,
+    run: str,
+    owner: list[dict[str, Any]],
+    secret_env: dict[str, str],
+    deadline: int,
+    secret: str,
+    configmap: str,
+) -> dict[str, Any]:
+    """The launcher: the planned mpirun argv, no device, ssh to the workers with the
+    launch's key, trusting only their host key."""
+    pod = pod_manifest(name, node, cmd, settings, run, owner, secret_env, deadline)
+    ssh = (f"-p {settings.mpi_ssh_port} -i {MPI_DIR}/id_ed25519 -o IdentitiesOnly=yes "
+           f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={MPI_DIR}/known_hosts")  # fmt: skip
+    env = pod["spec"]["containers"][0]["env"]
+    env.append({"name": "OMPI_MCA_plm_rsh_args", "value": ssh})
+    env.append({"name": "OMPI_MCA_orte_default_hostfile", "value": f"{MPI_DIR}-hosts/hostfile"})
+    add_volumes(pod, *_mpi_volumes(secret, configmap))
+    return pod
