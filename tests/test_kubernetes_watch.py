@@ -142,3 +142,22 @@ def test_a_lease_that_cannot_be_renewed_stops_the_run(
     assert deleted == ["aibench-x-0001-fio"]
     assert res.unreachable
     assert res.reason == ex.lease_lost
+
+
+def test_a_secret_the_kubelet_is_still_syncing_is_waited_for_not_a_failure() -> None:
+    """Under load the kubelet may report CreateContainerConfigError while its Secret cache
+    syncs, then start the container; a missing key stays a failure at once."""
+    from types import SimpleNamespace
+
+    from aibench.executors.kubernetes import _not_starting
+
+    def pod_waiting(reason: str, message: str) -> tuple[object, object]:
+        waiting = SimpleNamespace(reason=reason, message=message)
+        state = SimpleNamespace(waiting=waiting, running=None, terminated=None)
+        return SimpleNamespace(status=SimpleNamespace(phase="Pending")), state
+
+    syncing = "failed to sync secret cache: timed out waiting for the condition"
+    assert _not_starting(*pod_waiting("CreateContainerConfigError", syncing)) is None
+    missing = "couldn't find key TOKEN in Secret aibench/run-1"
+    why = _not_starting(*pod_waiting("CreateContainerConfigError", missing))
+    assert why == f"CreateContainerConfigError: {missing}"

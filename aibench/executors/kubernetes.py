@@ -976,9 +976,16 @@ def _not_starting(pod: Any, state: Any) -> str | None:
         return f"{pod.status.reason or pod.status.phase}: {pod.status.message or ''}".strip()
     if state is not None and state.waiting is not None:
         w = state.waiting
-        if w.reason in FATAL_WAITING:
+        if w.reason in FATAL_WAITING and not _settling(w.message or ""):
             return f"{w.reason}: {w.message or ''}".strip().rstrip(":")
     return None
+
+
+def _settling(message: str) -> bool:
+    """A kubelet still syncing the Secret or ConfigMap the Pod mounts ("failed to sync
+    secret cache: timed out waiting for the condition", under load): it retries by itself,
+    and the start deadline ends the wait if it never does."""
+    return "failed to sync" in message and "cache" in message
 
 
 def exit_and_reason(pod: Any, term: Any) -> tuple[int | None, str]:
