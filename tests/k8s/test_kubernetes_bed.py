@@ -244,14 +244,19 @@ def test_kill_mid_step_then_resume_leaves_no_pod(
             "--inventory", str(inv), "--spec", str(HERE / "spec-k8s-kill.yaml"),
             "--nodes", "k8-h1", "--output-dir", str(out), "--quiet"]  # fmt: skip
     err = tmp_path / "aibench.err"
+    before = set(_live_pods(k8s_cluster))  # an earlier test's leftovers are not this run's
+
+    def mine() -> set[str]:
+        return set(_live_pods(k8s_cluster)) - before
+
     with err.open("wb") as stderr:
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         deadline = time.monotonic() + 90
-        while not _live_pods(k8s_cluster) and time.monotonic() < deadline:
+        while not mine() and time.monotonic() < deadline:
             assert proc.poll() is None, f"aibench ended first: {err.read_text()[-2000:]}"
             time.sleep(0.5)
-        assert _live_pods(k8s_cluster), f"no step Pod in 90 s: {err.read_text()[-2000:]}"
+        assert mine(), f"no step Pod in 90 s: {err.read_text()[-2000:]}"
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     finally:

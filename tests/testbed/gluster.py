@@ -138,9 +138,11 @@ class GlusterVolume:
                 raise RuntimeError("the gluster peers did not all connect in 30 s")
             time.sleep(0.3)
         bricks = [f"{h.address}:{self.host_dir(h.name) / 'brick'}" for h in self.bed.hosts]
-        self.cli(first.name, "volume", "create", VOLUME, *bricks, "force")
-        self.cli(first.name, "volume", "set", VOLUME, "network.ping-timeout", "5")
-        self.cli(first.name, "volume", "start", VOLUME)
+        # a transaction across the four glusterds: on two busy cores it once took over 60 s
+        # (the gluster CLI itself waits up to 120 s for glusterd)
+        self.cli(first.name, "volume", "create", VOLUME, *bricks, "force", timeout=180)
+        self.cli(first.name, "volume", "set", VOLUME, "network.ping-timeout", "5", timeout=180)
+        self.cli(first.name, "volume", "start", VOLUME, timeout=180)
 
     def ns_of(self, name: str) -> str:
         """The PID whose mount namespace is the host's (its sshd)."""
