@@ -132,10 +132,12 @@ class GlusterVolume:
         first, *others = self.bed.hosts
         for h in others:
             self.cli(first.name, "peer", "probe", h.address)
-        deadline = time.monotonic() + 30
-        while self.cli(first.name, "pool", "list").count("Connected") < len(self.bed.hosts):
+        # connected is not yet joined: a volume create refuses a peer that is not "Peer in
+        # Cluster" (seen with both cores busy), so wait for that state of every other host
+        deadline = time.monotonic() + 90
+        while self.cli(first.name, "peer", "status").count("Peer in Cluster") < len(others):
             if time.monotonic() > deadline:
-                raise RuntimeError("the gluster peers did not all connect in 30 s")
+                raise RuntimeError("the gluster peers did not all join the cluster in 90 s")
             time.sleep(0.3)
         bricks = [f"{h.address}:{self.host_dir(h.name) / 'brick'}" for h in self.bed.hosts]
         # a transaction across the four glusterds: on two busy cores it once took over 60 s
