@@ -61,21 +61,31 @@ def flags(v: list[str], pattern: re.Pattern[str] = FLAG) -> list[str]:
     return v
 
 
-class LaunchedOptions(Strict):
-    """The checks every options model of a launched program shares, on its fields ``env``
-    and ``mca`` (variables), ``bin_dir`` and ``extra``/``launcher_args`` (flags)."""
-
-    @field_validator("env", "mca", check_fields=False)
-    @classmethod
-    def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        return check_env(v)
+class BinaryOptions(Strict):
+    """The checks every options model of a program aibench starts shares, on the fields it
+    declares of ``bin_dir`` (an absolute directory) and ``extra`` (flags)."""
 
     @field_validator("bin_dir", check_fields=False)
     @classmethod
     def _bin_dir(cls, v: str | None) -> str | None:
         return bin_dir(v)
 
-    @field_validator("extra", "launcher_args", check_fields=False)
+    @field_validator("extra", check_fields=False)
     @classmethod
     def _flags(cls, v: list[str]) -> list[str]:
+        return flags(v)
+
+
+class LaunchedOptions(BinaryOptions):
+    """:class:`BinaryOptions` of a launched program, and the checks of its fields ``env``
+    and ``mca`` (variables) and ``launcher_args`` (flags)."""
+
+    @field_validator("env", "mca", check_fields=False)
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        return check_env(v)
+
+    @field_validator("launcher_args", check_fields=False)
+    @classmethod
+    def _launcher_flags(cls, v: list[str]) -> list[str]:
         return flags(v)

@@ -39,7 +39,7 @@ TOOL = "elbencho"
 _SIZE = re.compile(r"^[0-9]+[kmgtKMGT]?$")
 
 
-class ElbenchoOptions(Strict):
+class ElbenchoOptions(checks.BinaryOptions):
     """Options of an elbencho step (suite ``options:``)."""
 
     path: str = Field(description="directory on the file system under test (one per node below)")
@@ -77,16 +77,6 @@ class ElbenchoOptions(Strict):
         if not _SIZE.match(v):
             raise ValueError(f"not an elbencho size: {v!r} (4k, 1m, 16g)")
         return v
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _bin_dir(cls, v: str | None) -> str | None:
-        return checks.bin_dir(v)
-
-    @field_validator("extra")
-    @classmethod
-    def _extra(cls, v: list[str]) -> list[str]:
-        return checks.flags(v)
 
 
 def argv(step: str, o: ElbenchoOptions, node: Node, slot: Slot) -> tuple[str, ...]:

@@ -70,7 +70,7 @@ Test = Literal[
 ]
 
 
-class PerftestOptions(Strict):
+class PerftestOptions(checks.BinaryOptions):
     """Options of a perftest step (suite ``options:``)."""
 
     test: Test = Field("ib_write_bw", description="which perftest tool")
@@ -128,16 +128,6 @@ class PerftestOptions(Strict):
             if not _WORD.match(name):
                 raise ValueError(f"not a device name: {name!r}")
         return v
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _bin_dir(cls, v: str | None) -> str | None:
-        return checks.bin_dir(v)
-
-    @field_validator("extra")
-    @classmethod
-    def _extra(cls, v: list[str]) -> list[str]:
-        return checks.flags(v)
 
     @model_validator(mode="after")
     def _modes(self) -> PerftestOptions:

@@ -33,7 +33,7 @@ from aibench.inventory import Node
 from aibench.model import FrozenDims, Measurement
 from aibench.parsers import Record
 from aibench.parsers.rados_bench import TOOL, UNITS, parse
-from aibench.runners._checks import PATH, SIZE, bin_dir, tool_path
+from aibench.runners._checks import PATH, SIZE, BinaryOptions, tool_path
 from aibench.runners.base import Invocation, Output, Slot, each_node
 from aibench.traits import Traits
 
@@ -54,7 +54,7 @@ echo "\$ rados $* -p $pool cleanup --run-name $run"
 exit $rc"""
 
 
-class RadosBenchOptions(Strict):
+class RadosBenchOptions(BinaryOptions):
     """Options of a rados-bench step (suite ``options:``)."""
 
     pool: str = Field(description="the RADOS pool written to (it must exist)")
@@ -98,11 +98,6 @@ class RadosBenchOptions(Strict):
         if v is not None and not PATH.match(v):
             raise ValueError(f"must be an absolute path without spaces: {v!r}")
         return v
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _bin_dir(cls, v: str | None) -> str | None:
-        return bin_dir(v)
 
     @field_validator("modes")
     @classmethod

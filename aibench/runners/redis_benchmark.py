@@ -26,7 +26,7 @@ from aibench.errors import ToolFailure
 from aibench.inventory import Node
 from aibench.parsers import Record
 from aibench.parsers.redis_benchmark import TOOL, UNITS, parse
-from aibench.runners._checks import bin_dir, tool_path
+from aibench.runners._checks import BinaryOptions, tool_path
 from aibench.runners.base import Invocation, Output, Slot, each_node, with_dims
 from aibench.traits import Traits
 
@@ -34,7 +34,7 @@ ENDPOINT_ENV = "AIBENCH_REDIS_ENDPOINT"  # the endpoint's name, for the records
 _TESTS = re.compile(r"^[a-z_]+(,[a-z_]+)*$")
 
 
-class RedisBenchmarkOptions(Strict):
+class RedisBenchmarkOptions(BinaryOptions):
     """Options of a redis-benchmark step (suite ``options:``)."""
 
     endpoint: str = Field(
@@ -60,11 +60,6 @@ class RedisBenchmarkOptions(Strict):
         if not _TESTS.match(v):
             raise ValueError(f"tests must be names separated by commas, e.g. set,get: {v!r}")
         return v
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _bin_dir(cls, v: str | None) -> str | None:
-        return bin_dir(v)
 
 
 def redis_endpoint(node: Node, name: str) -> dict[str, Any]:

@@ -66,7 +66,7 @@ _DURATION = re.compile(r"^[0-9]+(s|m|h)$")
 _SIZE = re.compile(r"^[0-9]+(B|KiB|MiB|GiB|KB|MB|GB)?$")
 
 
-class WarpOptions(Strict):
+class WarpOptions(checks.BinaryOptions):
     """Options of a warp step (suite ``options:``)."""
 
     endpoint: str = Field(description="name of an inventory S3 endpoint (s3_endpoints)")
@@ -100,16 +100,6 @@ class WarpOptions(Strict):
         if not _SIZE.match(v):
             raise ValueError(f"not a warp size: {v!r} (4096, 4KiB, 10MiB)")
         return v
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _bin_dir(cls, v: str | None) -> str | None:
-        return checks.bin_dir(v)
-
-    @field_validator("extra")
-    @classmethod
-    def _extra(cls, v: list[str]) -> list[str]:
-        return checks.flags(v)
 
 
 def host_and_tls(url: str) -> tuple[str, bool]:
