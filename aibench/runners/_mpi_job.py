@@ -18,13 +18,13 @@ from pydantic import Field, field_validator
 
 from aibench.errors import ParseError, ToolFailure, UserError
 from aibench.inventory import Node
-from aibench.launchers import HostSlots, Job, get
+from aibench.launchers import get
 from aibench.model import Fact
 from aibench.parsers import Record
 from aibench.parsers import parse as parse_tool
 from aibench.runners import _checks as checks
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
-from aibench.runners.nccl_tests import ssh_config
+from aibench.runners.nccl_tests import launch_hosts, launched_job
 
 
 class MpiJobOptions(checks.LaunchedOptions):
@@ -80,22 +80,8 @@ def client(
                 hint="set launcher: mpirun or srun (or auto)",
             )
         return ProcessSpec(head.name, program, env=dict(o.env), timeout=o.timeout)
-    job = Job(
-        program=program,
-        hosts=_hosts(which, group, o.ranks_per_node),
-        env=dict(o.env),
-        bind_to=o.bind_to,
-        map_by=o.map_by,
-        cpu_bind=o.cpu_bind,
-        interfaces=o.interfaces,
-        btl=o.btl,
-        mca=dict(o.mca),
-        ssh_config=ssh_config(head) if len(group) > 1 else None,
-        as_root=o.allow_run_as_root,
-        partition=head.slurm.partition,
-        account=head.slurm.account,
-        extra_args=tuple(o.launcher_args),
-    )
+    hosts = launch_hosts(which, group, o.ranks_per_node)
+    job = launched_job(o, group, hosts, program, dict(o.env))
     launch = get(which).wrap(job)
     return ProcessSpec(
         head.name, launch.argv, env=dict(launch.env), role="launcher", timeout=o.timeout
@@ -128,14 +114,6 @@ def invocation(
         setup=(mkdir,),
         client=client(step, tool, options, group, program),
     )
-
-
-def _hosts(which: str, group: Sequence[Node], rpn: int) -> tuple[HostSlots, ...]:
-    if which == "srun":
-        return tuple(HostSlots(n.name, rpn) for n in group)
-    if len(group) == 1:
-        return (HostSlots("localhost", rpn),)
-    return tuple(HostSlots(n.host, rpn) for n in group)
 
 
 def collect_output(tool: str, version: re.Pattern[str], out: Output) -> list[Record]:

@@ -55,7 +55,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -227,6 +227,47 @@ NCCL_TRAITS = Traits(
 )
 
 
+def launch_hosts(which: str, group: Sequence[Node], rpn: int) -> tuple[HostSlots, ...]:
+    """The hosts a launcher ``which`` starts ``rpn`` ranks on: Slurm node names for srun;
+    the nodes' addresses for mpirun, or localhost for a group of one node."""
+    if which == "srun":
+        return tuple(HostSlots(n.name, rpn) for n in group)
+    if len(group) == 1:
+        return (HostSlots("localhost", rpn),)
+    return tuple(HostSlots(n.host, rpn) for n in group)
+
+
+def launched_job(
+    o: Any,
+    group: Sequence[Node],
+    hosts: tuple[HostSlots, ...],
+    program: tuple[str, ...],
+    env: dict[str, str],
+    **extra: Any,
+) -> Job:
+    """The Job of ``program`` across ``group`` with the launch options every launched
+    runner's options share (binding, mapping, interfaces, MCA, root, launcher args) and
+    the head node's Slurm partition and account; ``extra``: a runner's own (GPU binding)."""
+    head = group[0]
+    return Job(
+        program=program,
+        hosts=hosts,
+        env=env,
+        bind_to=o.bind_to,
+        map_by=o.map_by,
+        cpu_bind=o.cpu_bind,
+        interfaces=o.interfaces,
+        btl=o.btl,
+        mca=dict(o.mca),
+        ssh_config=ssh_config(head) if len(group) > 1 else None,
+        as_root=o.allow_run_as_root,
+        partition=head.slurm.partition,
+        account=head.slurm.account,
+        extra_args=tuple(o.launcher_args),
+        **extra,
+    )
+
+
 def launched(
     o: NcclTestsOptions,
     group: Sequence[Node],
@@ -237,30 +278,9 @@ def launched(
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The argv and environment of ``program`` started by the launcher ``which`` (mpirun,
     srun) with ``rpn`` ranks on every node of the group."""
-    head = group[0]
-    if which == "srun":
-        hosts = tuple(HostSlots(n.name, rpn) for n in group)
-    elif len(group) == 1:
-        hosts = (HostSlots("localhost", rpn),)
-    else:
-        hosts = tuple(HostSlots(n.host, rpn) for n in group)
-    job = Job(
-        program=program,
-        hosts=hosts,
-        env=env,
-        bind_to=o.bind_to,
-        map_by=o.map_by,
-        cpu_bind=o.cpu_bind,
-        gpus_per_task=o.gpus_per_task,
-        gpu_bind=o.gpu_bind,
-        interfaces=o.interfaces,
-        btl=o.btl,
-        mca=dict(o.mca),
-        ssh_config=ssh_config(head) if len(group) > 1 else None,
-        as_root=o.allow_run_as_root,
-        partition=head.slurm.partition,
-        account=head.slurm.account,
-        extra_args=tuple(o.launcher_args),
+    hosts = launch_hosts(which, group, rpn)
+    job = launched_job(
+        o, group, hosts, program, env, gpus_per_task=o.gpus_per_task, gpu_bind=o.gpu_bind
     )
     launch = get(which).wrap(job)
     return launch.argv, dict(launch.env)
