@@ -84,6 +84,24 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def value_of(recs: Any, metric: str, *, unset: tuple[str, ...] = (), **dims: object) -> float:
+    """The value of the one Measurement of ``recs`` with ``metric`` and ``dims`` (a test
+    fails when there is none or more than one); a dim named in ``unset`` must be absent
+    from it unless ``dims`` asks for it (the summary, not one host's or pass's share)."""
+    from aibench.model import Measurement
+
+    found = [
+        r.value
+        for r in recs
+        if isinstance(r, Measurement)
+        and r.metric == metric
+        and all(r.dims.get(k) == v for k, v in dims.items())
+        and all(k in dims or k not in r.dims for k in unset)
+    ]
+    assert len(found) == 1, (metric, dims, found)
+    return float(found[0])
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     raise SystemExit(main(sys.argv[1:]))

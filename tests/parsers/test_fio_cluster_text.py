@@ -8,20 +8,9 @@ from aibench import parsers
 from aibench.errors import ParseError
 from aibench.model import Measurement
 from tests.golden import FIXTURES
+from tests.golden import value_of as _value
 
 DIR = FIXTURES / "fio-cluster"
-
-
-def _value(recs: list, metric: str, **dims: object) -> float:
-    found = [
-        r.value
-        for r in recs
-        if isinstance(r, Measurement)
-        and r.metric == metric
-        and all(r.dims.get(k) == v for k, v in dims.items())
-    ]
-    assert len(found) == 1, (metric, dims, found)
-    return found[0]
 
 
 def test_the_fio_parser_refuses_client_text() -> None:

@@ -6,22 +6,10 @@ import pytest
 
 from aibench import parsers
 from aibench.errors import ToolFailure
-from aibench.model import Measurement
 from tests.golden import FIXTURES
+from tests.golden import value_of as _value
 
 DIR = FIXTURES / "redis-benchmark"
-
-
-def _value(recs: list, metric: str, **dims: object) -> float:
-    found = [
-        r.value
-        for r in recs
-        if isinstance(r, Measurement)
-        and r.metric == metric
-        and all(r.dims.get(k) == v for k, v in dims.items())
-    ]
-    assert len(found) == 1, (metric, dims, found)
-    return found[0]
 
 
 def test_summary_tables_of_a_run_with_progress_lines() -> None:

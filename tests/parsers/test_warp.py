@@ -6,23 +6,13 @@ import pytest
 
 from aibench import parsers
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement
-from tests.golden import FIXTURES
+from tests.golden import FIXTURES, value_of
 
 DIR = FIXTURES / "warp"
 
 
 def _value(recs: list, metric: str, **dims: object) -> float:
-    found = [
-        r.value
-        for r in recs
-        if isinstance(r, Measurement)
-        and r.metric == metric
-        and all(r.dims.get(k) == v for k, v in dims.items())
-        and ("host" in dims or "host" not in r.dims)
-    ]
-    assert len(found) == 1, (metric, dims, found)
-    return found[0]
+    return value_of(recs, metric, unset=("host",), **dims)
 
 
 def test_older_layout_average_hosts_and_segments() -> None:
