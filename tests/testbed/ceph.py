@@ -29,6 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 READY_TIMEOUT = 120.0
 
@@ -141,12 +142,23 @@ def start(
     c.run("ceph-mon", "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", keyring)
     c.run("ceph-mon", "-i", "a")
     c.pidfiles["mon"] = root / "run" / "mon.a.pid"
-    _start_osd(c)
+    start_osd(c)
     _start_rgw(c)
     return c
 
 
-def _start_osd(c: CephS3) -> None:
+class Daemons(Protocol):
+    """What starting a daemon of a test cluster reads: its folder, where each daemon's
+    pid file is, and how a Ceph command is run (CephS3, and the CephFS bed's cluster)."""
+
+    root: Path
+    pidfiles: dict[str, Path]
+
+    def run(self, *argv: str, stdin: str | None = None, timeout: float = 60.0) -> str: ...
+
+
+def start_osd(c: Daemons) -> None:
+    """One memstore OSD, made and started, and waited for until it is up."""
     osd_uuid = str(uuid.uuid4())
     key = c.run("ceph-authtool", "--gen-print-key").strip()
     osd_id = c.run("ceph", "osd", "new", osd_uuid, "-i", "-",

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tests.testbed import net
 from tests.testbed.bed import TestBed
-from tests.testbed.ceph import _alive, _kill, in_netns
+from tests.testbed.ceph import _alive, _kill, in_netns, start_osd
 
 READY_TIMEOUT = 120.0
 CF = net.Layout(prefix="cf-h", veth="cfv", bridge="cfbr0", subnet="10.213.33")
@@ -184,27 +184,8 @@ def start(root: Path, mon: net.Host, mds_hosts: dict[str, net.Host] | None = Non
     c.run("ceph-mon", "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", kr)
     c.pidfiles["mon"] = root / "run" / "mon.a.pid"
     c.run("ceph-mon", "-i", "a")
-    _start_osd(c)
+    start_osd(c)
     return c
-
-
-def _start_osd(c: CephCluster) -> None:
-    osd_uuid = str(uuid.uuid4())
-    key = c.run("ceph-authtool", "--gen-print-key").strip()
-    osd_id = c.run("ceph", "osd", "new", osd_uuid, "-i", "-",
-                   stdin=f'{{"cephx_secret": "{key}"}}').strip()  # fmt: skip
-    data = c.root / "osd" / osd_id
-    data.mkdir(parents=True, exist_ok=True)
-    c.run("ceph-authtool", "--create-keyring", str(data / "keyring"), "--name", f"osd.{osd_id}",
-          "--add-key", key)  # fmt: skip
-    c.run("ceph-osd", "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid)
-    c.run("ceph", "osd", "crush", "add-bucket", "localhost", "host")
-    c.run("ceph", "osd", "crush", "move", "localhost", "root=default")
-    c.run("ceph", "osd", "crush", "add", f"osd.{osd_id}", "1.0", "host=localhost")
-    c.pidfiles["osd"] = c.root / "run" / f"osd.{osd_id}.pid"
-    c.run("ceph-osd", "-i", osd_id)
-    _wait(lambda: '"num_up_osds":1' in c.run("ceph", "osd", "stat", "-f", "json").replace(" ", ""),
-          "the Ceph OSD did not come up")  # fmt: skip
 
 
 def _wait(ok: object, why: str, timeout: float = READY_TIMEOUT) -> None:
