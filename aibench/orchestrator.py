@@ -541,12 +541,7 @@ def _client_command(ex: Execution, inv: Invocation, out: _Outcome) -> Command:
     if c.role == "launcher" and len(inv.nodes) > 1:
         role, hosts = "launch", inv.nodes
     shm = getattr(ex.plan.suite.settings, "shm_size", None)
-    return out.command(c, role=role, marked=_marked(ex), hosts=hosts, shm_size=shm)
-
-
-def _marked(ex: Execution) -> tuple[str, ...]:
-    """The variables the suite marks secret (``settings.secret_env``)."""
-    return tuple(getattr(ex.plan.suite.settings, "secret_env", ()))
+    return out.command(c, role=role, hosts=hosts, shm_size=shm)
 
 
 def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:
@@ -606,7 +601,7 @@ async def _run_setup(out: _Outcome) -> StepResult | None:
         node = out.ex.plan.inventory.node(spec.host)
         r = await out.ex.executor_for(node).run(
             node,
-            out.command(spec, role="setup", marked=_marked(out.ex)),
+            out.command(spec, role="setup"),
             out.raw / f"{out.stem}.setup{i}.stdout",
             out.raw / f"{out.stem}.setup{i}.stderr",
         )
@@ -632,7 +627,7 @@ async def _start_servers(
         try:
             server = await out.ex.executor_for(node).start(
                 node,
-                out.command(spec, marked=_marked(out.ex)),
+                out.command(spec),
                 s_out,
                 s_err,
                 spec.ready or ReadyCheck(timeout=5.0),

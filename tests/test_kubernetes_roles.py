@@ -21,6 +21,7 @@ from aibench.executors.kubernetes_spec import (
 )
 from aibench.inventory import Node
 from aibench.inventory_file import load_inventory
+from aibench.secret import Secrets
 
 BLOCK: dict[str, object] = {
     "namespace": "aibench",
@@ -148,7 +149,7 @@ def test_marked_and_secret_looking_variables_never_reach_a_pod_spec(tmp_path: Pa
     node = _node(tmp_path)
     env = {"HF_READ": "hf_abcdef123", "DB_PASSWORD": "pw-9876", "NCCL_DEBUG": "INFO"}
     for role in ("work", "preflight", "probe", "sampler", "setup"):
-        cmd = Command(("fio",), env=env, role=role, marked=("HF_READ",))
+        cmd = Command(("fio",), env=env, role=role, secrets=Secrets.of(marked={"HF_READ"}))
         assert secret_env_of(cmd) == {"HF_READ": "hf_abcdef123", "DB_PASSWORD": "pw-9876"}
         pod = _pod(node, cmd)
         text = json.dumps(pod)

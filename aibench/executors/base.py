@@ -45,7 +45,6 @@ class Command:
     # secrets.writer, and the Kubernetes executor keeps its secret variables in a Secret
     secrets: Secrets = field(default_factory=Secrets)
     role: str = "work"  # one of ROLES
-    marked: tuple[str, ...] = ()  # variables the suite marks secret (settings.secret_env)
     hosts: tuple[str, ...] = ()  # role "launch": the nodes the launcher starts ranks on
     shm_size: str | None = None  # the suite's /dev/shm size (settings.shm_size), if any
 
@@ -55,7 +54,6 @@ class Command:
             raise TypeError(f"argv must be a non-empty sequence of str, got {self.argv!r}")
         if self.role not in ROLES:
             raise ValueError(f"unknown command role {self.role!r}; valid: {', '.join(ROLES)}")
-        object.__setattr__(self, "marked", tuple(self.marked))
         object.__setattr__(self, "hosts", tuple(self.hosts))
 
 

@@ -63,8 +63,8 @@ def secret_env_of(cmd: Command) -> dict[str, str]:
 
 def _secret(cmd: Command, name: str) -> bool:
     """The one notion of a secret (aibench.secret: by name, or marked by the suite or the
-    inventory), with the names the command carries as marked."""
-    return cmd.secrets.is_secret(name) or name in cmd.marked
+    inventory), as the command carries it."""
+    return cmd.secrets.is_secret(name)
 
 
 def _env(
