@@ -10,7 +10,7 @@ way to judge a run. A verdict comes from one of five origins (``Verdict.origin``
     the coverage a check ``require``\\ s (every node, pair or rail measured);
 ``consistency``
     the fleet against itself: nodes whose driver, firmware, kernel ... differ from the
-    others (:mod:`aibench.preflight.consistency`);
+    others (:mod:`aibench.consistency`);
 ``inventory``
     what the inventory declares (GPU count, HCAs and their rate, data directories)
     against what the preflight found (:mod:`aibench.preflight.expected`);
@@ -291,9 +291,9 @@ def _fleet(run: Run) -> list[Verdict]:
     facts = run.facts
     if not facts:
         return []
+    from aibench.consistency import check_results
     from aibench.inventory import Inventory
     from aibench.preflight import expected
-    from aibench.preflight.consistency import check_results
     from aibench.tools import traits
 
     declared = Inventory.from_dict(run.inventory)

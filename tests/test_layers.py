@@ -4,6 +4,10 @@ The layers are the README's layout table (one place, read here); the edges are t
 imports the code holds, read with ``ast``: every ``import`` and ``from ... import`` of
 ``aibench``, at the top of a module, inside a function or under ``TYPE_CHECKING`` alike
 (a loop that only type checking closes is a loop all the same).
+
+Both hold for modules and for packages: a package (``aibench.X``, a top-level module or
+a folder with everything under it) sits on one layer, and two packages whose modules import
+each other round about are a loop even where no module is part of one.
 """
 
 from __future__ import annotations
@@ -105,9 +109,27 @@ def loops(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return found
 
 
+def package_of(module: str) -> str:
+    """The package a module belongs to: ``aibench.X`` for the top-level module or folder X
+    (``aibench.parsers.fio`` -> ``aibench.parsers``); the package itself and its
+    ``__version__`` are their own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(edges: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
+    """The imports between packages: one edge for every module of one importing a module
+    of another."""
+    out: dict[str, set[str]] = {}
+    for src, targets in edges.items():
+        here = package_of(src)
+        out.setdefault(here, set()).update(package_of(t) for t in targets)
+        out[here].discard(here)
+    return out
+
+
 def readme_layers(readme: Path) -> dict[str, int]:
     """The README's layout table: module entry (``model.py``, ``parsers/``,
-    ``preflight/vendor.py``, ``__version__``) -> its layer, 1 at the bottom."""
+    ``__init__.py``, ``__version__``) -> its layer, 1 at the bottom."""
     layers: dict[str, int] = {}
     in_table = False
     for line in readme.read_text().splitlines():
@@ -142,6 +164,19 @@ def layer_of(module: str, layers: Mapping[str, int]) -> int | None:
         if folder in layers:
             return layers[folder]
     return None
+
+
+def split_packages(layers: Mapping[str, int]) -> list[str]:
+    """Each entry of the table that names a part of a package (``preflight/vendor.py``)
+    rather than the package (``preflight/``): a package sits on one row, whole."""
+    found = []
+    for entry, layer in sorted(layers.items()):
+        head, sep, rest = entry.partition("/")
+        if sep and rest:
+            rows = sorted({n for e, n in layers.items() if e.startswith(head + "/")})
+            on = ", ".join(f"layer {n}" for n in rows)
+            found.append(f"{entry} (layer {layer}) is part of package {head}/ (on {on})")
+    return found
 
 
 def upward(edges: Mapping[str, Iterable[str]], layers: Mapping[str, int]) -> list[str]:
@@ -184,6 +219,18 @@ def test_no_import_loop() -> None:
 
 def test_no_import_reaches_up_a_layer() -> None:
     assert upward(EDGES, LAYERS) == []
+
+
+def test_each_package_is_on_one_row() -> None:
+    assert split_packages(LAYERS) == []
+
+
+def test_no_package_import_loop() -> None:
+    assert loops(package_graph(EDGES)) == []
+
+
+def test_no_package_reaches_up_a_layer() -> None:
+    assert upward(package_graph(EDGES), LAYERS) == []
 
 
 def test_parsers_reach_no_runner() -> None:
@@ -253,3 +300,63 @@ def test_an_upward_import_is_found(tmp_path: Path) -> None:
         "aibench.model (layer 1) imports aibench.parsers.fio (layer 2)"
     ]
     assert loops(edges) == [["aibench.model", "aibench.parsers.fio"]]
+
+
+def test_a_loop_of_packages_is_found(tmp_path: Path) -> None:
+    """No module is part of a loop, yet package a imports b and b imports a."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a/__init__.py": "",
+            "a/x.py": "from aibench.b.y import Y\n",
+            "a/w.py": "W = 1\n",
+            "b/__init__.py": "",
+            "b/y.py": "Y = 1\n",
+            "b/z.py": "from aibench.a import w\n",
+        },
+    )
+    edges = graph(root)
+    assert edges["aibench.a.x"] == {"aibench.b.y"}
+    assert edges["aibench.b.z"] == {"aibench.a.w"}
+    assert loops(edges) == []
+    assert loops(package_graph(edges)) == [["aibench.a", "aibench.b"]]
+
+
+def test_a_package_reaching_up_is_found(tmp_path: Path) -> None:
+    """The table names a low part of p (p/low.py on layer 1) while p/ is on layer 3: the
+    module q/ on layer 2 may import p/low.py, but package q imports package p, above it."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "p/__init__.py": "",
+            "p/low.py": "L = 1\n",
+            "q/__init__.py": "from aibench.p.low import L\n",
+        },
+    )
+    layers = {"p/low.py": 1, "q/": 2, "p/": 3, "__init__.py": 4}
+    edges = graph(root)
+    assert upward(edges, layers) == []
+    assert upward(package_graph(edges), layers) == [
+        "aibench.q (layer 2) imports aibench.p (layer 3)"
+    ]
+    assert split_packages(layers) == [
+        "p/low.py (layer 1) is part of package p/ (on layer 1, layer 3)"
+    ]
+
+
+def test_a_package_on_two_rows_is_found(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "| layer | modules | stage |\n|---|---|---|\n"
+        "| 1 model | `model.py` `preflight/vendor.py` | shared |\n"
+        "| 2 judge | `preflight/consistency.py` `judge.py` | judge |\n"
+    )
+    layers = readme_layers(readme)
+    assert layers["preflight/vendor.py"] == 1
+    assert split_packages(layers) == [
+        "preflight/consistency.py (layer 2) is part of package preflight/ (on layer 1, layer 2)",
+        "preflight/vendor.py (layer 1) is part of package preflight/ (on layer 1, layer 2)",
+    ]
+    assert split_packages({"model.py": 1, "preflight/": 2, "__version__": 1}) == []

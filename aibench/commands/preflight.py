@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from aibench.model import StepStatus
     from aibench.pipeline import Executed, Executors, Inputs, select_nodes
     from aibench.plan import build_plan
-    from aibench.preflight.collect import collect, facts_of, table
+    from aibench.preflight_run import collect, facts_of, table
     from aibench.progress import Reporter
     from aibench.suite import load_suite
     from aibench.thresholds import load_spec

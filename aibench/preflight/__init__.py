@@ -3,10 +3,11 @@
 The ``preflight`` runner (:mod:`aibench.runners.preflight`) collects the facts; the
 parsers in :mod:`aibench.parsers.sysinfo`, :mod:`aibench.parsers.nvidia_smi`,
 :mod:`aibench.parsers.ibstat` and :mod:`aibench.parsers.dcgmi` read them;
-:mod:`aibench.preflight.consistency` compares them across the fleet;
+:mod:`aibench.consistency` compares them across the fleet;
 :mod:`aibench.preflight.expected` checks them against what the inventory declares
 (``gpus.count``, ``hcas`` and their ``rate_gbps``, ``data_dirs``);
-:func:`environment_from_facts` turns them into the run's bill of materials.
+:func:`environment_from_facts` turns them into the run's bill of materials;
+:mod:`aibench.preflight_run` runs the preflight suite alone (``aibench preflight``).
 
 Fact names (``source`` / ``name``; these are stable, select them in specs). An absent fact
 has value None and a reason ("nvidia-smi: not installed", "/sys/...: No such file or

@@ -17,7 +17,7 @@ import pytest
 from aibench.executors.local import LocalExecutor
 from aibench.inventory import local_inventory
 from aibench.model import StepResult, StepStatus
-from aibench.preflight.collect import collect
+from aibench.preflight_run import collect
 from aibench.runners import RUNNERS
 from aibench.runners.base import Slot
 from aibench.runners.preflight import batch_argv, framed, unframe

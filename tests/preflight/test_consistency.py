@@ -6,9 +6,9 @@ import dataclasses
 from pathlib import Path
 
 from aibench import parsers
+from aibench.consistency import check
 from aibench.model import Fact, Outcome
 from aibench.preflight import environment_from_facts
-from aibench.preflight.consistency import check
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 Q = (FIX / "nvidia-smi-q" / "h100-mig-590.48.01-load.txt").read_text()
@@ -103,8 +103,8 @@ def test_environment_from_facts_is_one_value_per_node_and_name() -> None:
 
 
 def test_results_give_the_reporting_steps_as_evidence() -> None:
+    from aibench.consistency import check_results
     from aibench.model import StepResult, StepStatus
-    from aibench.preflight.consistency import check_results
 
     results = []
     for node, driver in (("gpu01", "590.48.01"), ("gpu02", "590.48.01"), ("gpu03", "570.124.06")):

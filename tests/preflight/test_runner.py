@@ -20,7 +20,7 @@ from aibench.executors.local import LocalExecutor
 from aibench.inventory import Inventory, Node, local_inventory
 from aibench.model import Fact, StepResult, StepStatus
 from aibench.preflight import environment_from_facts
-from aibench.preflight.collect import collect, facts_of
+from aibench.preflight_run import collect, facts_of
 from aibench.runners import RUNNERS
 from aibench.suite import load_suite
 

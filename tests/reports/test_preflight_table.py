@@ -20,7 +20,7 @@ from aibench.executors.local import LocalExecutor
 from aibench.inventory import Inventory, Node
 from aibench.model import Fact, Run, StepResult
 from aibench.preflight import environment_from_facts
-from aibench.preflight.collect import collect
+from aibench.preflight_run import collect
 from aibench.reports import html as html_report
 from aibench.reports.sections import preflight as section
 from aibench.suite import load_suite
