@@ -348,11 +348,13 @@ def _remove_cgroups(name: str) -> None:
         top = Path("/sys/fs/cgroup") / ctrl / name
         if not top.is_dir():
             continue
-        dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
-        for d in [*dirs, top]:
-            pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
-            kill_pids(pids, grace=0.5)
+        # deepest first; the kubelet and containerd may still be removing theirs, so a
+        # directory that is gone by the time it is read is simply done
+        for here, _subdirs, _files in os.walk(top, topdown=False):
+            d = Path(here)
             with contextlib.suppress(OSError):
+                pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
+                kill_pids(pids, grace=0.5)
                 d.rmdir()
 
 
