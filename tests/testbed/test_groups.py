@@ -52,8 +52,8 @@ def test_every_bed_has_a_lock_prefix_and_subnet_of_its_own() -> None:
     beds = (*LAYOUTS, GL)  # and the beds with fixtures of their own
     for part in ("prefix", "veth", "bridge", "subnet"):
         assert len({getattr(x, part) for x in beds}) == len(beds), part
-    # the session beds: 4 hosts, 64 hosts, serving, soak
-    assert len(set(BED_GROUPS.values())) == 4
+    # the session beds: 4 hosts, 64 hosts, serving, soak, the Kubernetes cluster
+    assert len(set(BED_GROUPS.values())) == 5
 
 
 def test_the_markers_of_this_module_show_its_group(request: pytest.FixtureRequest) -> None:
