@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from aibench.model import Run
 
@@ -41,3 +42,14 @@ def only_run(runs_dir: Path) -> tuple[Path, Run]:
     """The one run directory under ``runs_dir`` and the Run its run.json holds."""
     run_dir = only_run_dir(runs_dir)
     return run_dir, Run.from_dict(json.loads((run_dir / "run.json").read_text()))
+
+
+def node_values(run: dict[str, Any], metric: str, **dims: Any) -> dict[str, float]:
+    """node -> value of the measurements of ``metric`` with ``dims`` in a run.json's steps
+    (also those of failed steps)."""
+    got = {}
+    for s in run["steps"]:
+        for m in s["measurements"]:
+            if m["metric"] == metric and all(m["dims"].get(k) == v for k, v in dims.items()):
+                got[m["nodes"][0]] = m["value"]
+    return got

@@ -22,7 +22,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aibench.model import Measurement
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SKIP_NAMES = {"SOURCES.md", "README.md", "CORPUS.md"}
@@ -100,6 +103,20 @@ def value_of(recs: Any, metric: str, *, unset: tuple[str, ...] = (), **dims: obj
     ]
     assert len(found) == 1, (metric, dims, found)
     return float(found[0])
+
+
+def pick(recs: list[Measurement], metric: str, **dims: object) -> list[Measurement]:
+    """The records of ``recs`` with ``metric`` whose dims hold ``dims`` (others may be set)."""
+    return [
+        r for r in recs if r.metric == metric and all(r.dims.get(k) == v for k, v in dims.items())
+    ]
+
+
+def one(recs: list[Measurement], metric: str, **dims: object) -> Measurement:
+    """The one record :func:`pick` finds (a test fails when there is none or more than one)."""
+    found = pick(recs, metric, **dims)
+    assert len(found) == 1, f"{metric} {dims}: {len(found)} records"
+    return found[0]
 
 
 if __name__ == "__main__":

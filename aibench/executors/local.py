@@ -26,15 +26,17 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from aibench.executors import lease
-from aibench.executors.base import Command, ProcResult, ReadyCheck, ServerNotReady
+from aibench.executors.base import Command, ProcResult, ReadyCheck, Server, ServerNotReady
 from aibench.instants import now_text
 from aibench.secret import ScrubbingWriter
 
 if TYPE_CHECKING:
     from aibench.inventory import Node
+
+S = TypeVar("S", bound=Server)  # a started server, of whichever executor
 
 
 @functools.cache
@@ -306,20 +308,22 @@ class LocalExecutor:
             err.close()
             raise ServerNotReady(f"{cmd.argv[0]}: {exc.strerror or exc}") from None
         server = LocalServer(proc, [out, err], self.kill_grace, outputs)
-        try:
-            await wait_ready(
-                ready,
-                alive=lambda: server.alive,
-                output=stdout,
-                host=node.address if node.address else "127.0.0.1",
-            )
-        except BaseException:
-            await server.stop()
-            raise
-        return server
+        host = node.address if node.address else "127.0.0.1"
+        return await ready_or_stopped(server, ready, stdout, host)
 
     async def close(self) -> None:
         return None
+
+
+async def ready_or_stopped(server: S, ready: ReadyCheck, output: Path, host: str) -> S:
+    """``server`` once :func:`wait_ready` says it is ready; one that is not (or a cancel
+    meanwhile) is stopped before the error goes on."""
+    try:
+        await wait_ready(ready, alive=lambda: server.alive, output=output, host=host)
+    except BaseException:
+        await server.stop()
+        raise
+    return server
 
 
 async def wait_ready(

@@ -49,10 +49,10 @@ from aibench.executors.local import (
     LocalServer,
     Outputs,
     ended,
+    ready_or_stopped,
     result_maker,
     spawn_leased,
     terminate,
-    wait_ready,
 )
 from aibench.inventory import SlurmSettings, safe_name
 
@@ -379,12 +379,7 @@ class SlurmExecutor:
             err.close()
             raise ServerNotReady("srun: command not found") from None
         server = LocalServer(proc, [out, err], self.kill_grace, outputs)
-        try:
-            await wait_ready(ready, alive=lambda: server.alive, output=stdout, host=node.host)
-        except BaseException:
-            await server.stop()
-            raise
-        return server
+        return await ready_or_stopped(server, ready, stdout, node.host)
 
     async def close(self) -> None:
         if self._own_job and self.jobid is not None:

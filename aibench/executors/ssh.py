@@ -68,7 +68,7 @@ from aibench.executors.base import (
     ProcResult,
     ReadyCheck,
 )
-from aibench.executors.local import result_maker, wait_ready
+from aibench.executors.local import ready_or_stopped, result_maker
 from aibench.executors.logfile import write_log
 from aibench.executors.policy import (
     Breaker,
@@ -572,12 +572,7 @@ class SSHExecutor:
             err.close()
             raise
         server = SSHServer(self, node, proc, streams, [out, err], gate)
-        try:
-            await wait_ready(ready, alive=lambda: server.alive, output=stdout, host=node.host)
-        except BaseException:
-            await server.stop()
-            raise
-        return server
+        return await ready_or_stopped(server, ready, stdout, node.host)
 
     async def close(self) -> None:
         conns = [*self._conns.values(), *self._jumps.values()]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from aibench.config import Strict
 from aibench.envnames import check_env
@@ -89,3 +89,25 @@ class LaunchedOptions(BinaryOptions):
     @classmethod
     def _launcher_flags(cls, v: list[str]) -> list[str]:
         return flags(v)
+
+
+class MpiLaunchOptions(LaunchedOptions):
+    """:class:`LaunchedOptions` with the options of the launch itself that every MPI job
+    (nccl-tests, rccl-tests, IOR, mdtest) takes alike: what ``runners.nccl_tests.
+    launched_job`` hands mpirun or srun."""
+
+    bind_to: str | None = Field(None, description="mpirun --bind-to (none, core, socket, numa)")
+    map_by: str | None = Field(None, description="mpirun --map-by; default ppr:<ranks>:node")
+    interfaces: str | None = Field(
+        None, description="mpirun oob/btl TCP interfaces: a subnet (10.0.0.0/24) or names"
+    )
+    btl: str | None = Field(None, description="mpirun --mca btl, e.g. self,tcp")
+    mca: dict[str, str] = Field(default_factory=dict, description="more mpirun --mca settings")
+    allow_run_as_root: bool = Field(False, description="set OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1")
+    cpu_bind: str | None = Field(None, description="srun --cpu-bind")
+    launcher_args: list[str] = Field(default_factory=list, description="more launcher options")
+
+    @field_validator("bind_to", "map_by", "interfaces", "btl", "cpu_bind")
+    @classmethod
+    def _launch_value(cls, v: str | None) -> str | None:
+        return value(v)

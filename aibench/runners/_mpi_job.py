@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from aibench.errors import ParseError, ToolFailure, UserError
 from aibench.inventory import Node
@@ -27,7 +27,7 @@ from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_fo
 from aibench.runners.nccl_tests import launch_hosts, launched_job
 
 
-class MpiJobOptions(checks.LaunchedOptions):
+class MpiJobOptions(checks.MpiLaunchOptions):
     """How the job is launched (the fields every MPI storage benchmark shares)."""
 
     ranks_per_node: Annotated[int, Field(ge=1, le=4096)] = Field(
@@ -38,23 +38,8 @@ class MpiJobOptions(checks.LaunchedOptions):
     )
     bin_dir: str | None = Field(None, description="directory of the binary; default facts, PATH")
     env: dict[str, str] = Field(default_factory=dict, description="variables for every rank")
-    bind_to: str | None = Field(None, description="mpirun --bind-to (none, core, socket, numa)")
-    map_by: str | None = Field(None, description="mpirun --map-by; default ppr:<ranks>:node")
-    interfaces: str | None = Field(
-        None, description="mpirun oob/btl TCP interfaces: a subnet (10.0.0.0/24) or names"
-    )
-    btl: str | None = Field(None, description="mpirun --mca btl, e.g. self,tcp")
-    mca: dict[str, str] = Field(default_factory=dict, description="more mpirun --mca settings")
-    allow_run_as_root: bool = Field(False, description="set OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1")
-    cpu_bind: str | None = Field(None, description="srun --cpu-bind")
-    launcher_args: list[str] = Field(default_factory=list, description="more launcher options")
     extra: list[str] = Field(default_factory=list, description="more options of the tool")
     timeout: Annotated[float, Field(gt=0)] = Field(3600.0, description="seconds per run")
-
-    @field_validator("bind_to", "map_by", "interfaces", "btl", "cpu_bind")
-    @classmethod
-    def _value(cls, v: str | None) -> str | None:
-        return checks.value(v)
 
 
 def client(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from aibench.config import Strict
+from aibench.errors import ToolFailure
 from aibench.executors.base import ReadyCheck
 from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.registry import Registry
@@ -148,6 +149,17 @@ def with_dims(records: Iterable[Any], **dims: Scalar) -> list[Any]:
         else r
         for r in records
     ]
+
+
+def parse_with_dims(
+    tool: str, parse: Callable[[str], list[Any]], text: str, **dims: Scalar
+) -> list[Any]:
+    """``parse(text)`` with ``dims`` added (:func:`with_dims`); when the tool reports that
+    it failed, the ToolFailure keeps its partial measurements with ``dims`` too."""
+    try:
+        return with_dims(parse(text), **dims)
+    except ToolFailure as exc:
+        raise ToolFailure(tool, exc.reason, partial=with_dims(exc.partial, **dims)) from None
 
 
 def label_for(nodes: Sequence[str]) -> str:

@@ -75,7 +75,7 @@ TOOL = "nccl-tests"
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)", re.M)
 
 
-class NcclTestsOptions(checks.LaunchedOptions):
+class NcclTestsOptions(checks.MpiLaunchOptions):
     """Options of an nccl-tests step (suite ``options:``)."""
 
     # the collectives this tool's binaries exist for (a subclass widens it: rccl-tests)
@@ -122,20 +122,10 @@ class NcclTestsOptions(checks.LaunchedOptions):
     nccl_ib_hca: str | None = Field(None, description="NCCL_IB_HCA, e.g. =mlx5_0:1,mlx5_1:1")
     nccl_socket_ifname: str | None = Field(None, description="NCCL_SOCKET_IFNAME, e.g. eth0")
     env: dict[str, str] = Field(default_factory=dict, description="more variables for every rank")
-    bind_to: str | None = Field(None, description="mpirun --bind-to (none, core, socket, numa)")
-    map_by: str | None = Field(None, description="mpirun --map-by; default ppr:<ranks>:node")
-    interfaces: str | None = Field(
-        None, description="mpirun oob/btl TCP interfaces: a subnet (10.0.0.0/24) or names"
-    )
-    btl: str | None = Field(None, description="mpirun --mca btl, e.g. self,tcp")
-    mca: dict[str, str] = Field(default_factory=dict, description="more mpirun --mca settings")
-    allow_run_as_root: bool = Field(False, description="set OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1")
-    cpu_bind: str | None = Field(None, description="srun --cpu-bind")
     gpus_per_task: Annotated[int, Field(ge=0)] | None = Field(
         None, description="srun --gpus-per-task"
     )
     gpu_bind: str | None = Field(None, description="srun --gpu-bind (closest, none ...)")
-    launcher_args: list[str] = Field(default_factory=list, description="more launcher options")
     extra: list[str] = Field(default_factory=list, description="more nccl-tests options")
     timeout: Annotated[float, Field(gt=0)] = Field(1800.0, description="seconds per run")
 
@@ -152,11 +142,6 @@ class NcclTestsOptions(checks.LaunchedOptions):
         "nccl_proto",
         "nccl_ib_hca",
         "nccl_socket_ifname",
-        "bind_to",
-        "map_by",
-        "interfaces",
-        "btl",
-        "cpu_bind",
         "gpu_bind",
     )
     @classmethod
@@ -238,7 +223,7 @@ def launch_hosts(which: str, group: Sequence[Node], rpn: int) -> tuple[HostSlots
 
 
 def launched_job(
-    o: Any,
+    o: checks.MpiLaunchOptions,
     group: Sequence[Node],
     hosts: tuple[HostSlots, ...],
     program: tuple[str, ...],

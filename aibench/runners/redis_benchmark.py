@@ -27,7 +27,7 @@ from aibench.inventory import Node
 from aibench.parsers import Record
 from aibench.parsers.redis_benchmark import TOOL, UNITS, parse
 from aibench.runners._checks import BinaryOptions, tool_path
-from aibench.runners.base import Invocation, Output, Slot, each_node, with_dims
+from aibench.runners.base import Invocation, Output, Slot, each_node, parse_with_dims
 from aibench.traits import Traits
 
 ENDPOINT_ENV = "AIBENCH_REDIS_ENDPOINT"  # the endpoint's name, for the records
@@ -112,12 +112,7 @@ class RedisBenchmarkRunner:
 
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
         endpoint = _endpoint_of(inv)
-        try:
-            records = with_dims(parse(out.stdout + "\n" + out.stderr), endpoint=endpoint)
-        except ToolFailure as exc:
-            raise ToolFailure(
-                TOOL, exc.reason, partial=with_dims(exc.partial, endpoint=endpoint)
-            ) from None
+        records = parse_with_dims(TOOL, parse, out.stdout + "\n" + out.stderr, endpoint=endpoint)
         if out.exit_code != 0:
             raise ToolFailure(TOOL, out.failure(), partial=list(records))
         return list(records)

@@ -48,7 +48,7 @@ from aibench.inventory import Node
 from aibench.parsers import Record
 from aibench.parsers.s5cmd import TOOL, UNITS, parse
 from aibench.runners._checks import bin_dir, tool_path
-from aibench.runners.base import Invocation, Output, Slot, each_node, with_dims
+from aibench.runners.base import Invocation, Output, Slot, each_node, parse_with_dims
 from aibench.traits import Traits
 
 DRIVER = r"""wd=$1 s5=$3 url=$4 bucket=$5 prefix=$6 cred=$7 profile=$8 akenv=$9 skenv=${10}
@@ -229,13 +229,7 @@ class S5cmdRunner:
         endpoint = _endpoint_of(inv)
         if out.exit_code != 0 and "aibench-s5cmd phase " not in out.stdout:
             raise ToolFailure(TOOL, out.failure())  # no load ran: the driver's own reason
-        try:
-            got = parse(out.stdout)
-        except ToolFailure as exc:
-            raise ToolFailure(
-                TOOL, exc.reason, partial=with_dims(exc.partial, endpoint=endpoint)
-            ) from None
-        records = with_dims(got, endpoint=endpoint)
+        records = parse_with_dims(TOOL, parse, out.stdout, endpoint=endpoint)
         if out.exit_code != 0:
             raise ToolFailure(TOOL, out.failure(), partial=records)
         return records

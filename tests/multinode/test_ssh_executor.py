@@ -12,7 +12,7 @@ import pytest
 
 from aibench.executors.base import Command, NodeUnreachable, ReadyCheck, ServerNotReady
 from aibench.executors.ssh import SSHExecutor, remote_command
-from aibench.inventory import Inventory
+from aibench.inventory import Inventory, Node
 from aibench.inventory_file import load_inventory
 from tests.testbed import net
 from tests.testbed.bed import TestBed
@@ -37,6 +37,15 @@ async def _run_one(node, cmd, tmp: Path):  # type: ignore[no-untyped-def]
     finally:
         await ex.close()
     return res, (tmp / "out").read_text(), (tmp / "err").read_text()
+
+
+async def _check(node: Node) -> str | None:
+    """Why a fresh executor refuses ``node`` (None: it reaches it)."""
+    ex = SSHExecutor()
+    try:
+        return await ex.check(node)
+    finally:
+        await ex.close()
 
 
 def test_run_on_every_host_in_parallel(inventory: Inventory, tmp_path: Path) -> None:
@@ -266,14 +275,7 @@ def test_unknown_host_is_refused(inventory: Inventory, tmp_path: Path) -> None:
     known.write_text("")
     node = _with_known_hosts(inventory, "abt-h1", known)
 
-    async def main() -> str | None:
-        ex = SSHExecutor()
-        try:
-            return await ex.check(node)
-        finally:
-            await ex.close()
-
-    reason = arun(main())
+    reason = arun(_check(node))
     assert reason is not None
     assert reason.startswith("abt-h1 (10.213.7.1:22): unknown host key")
 
@@ -346,14 +348,7 @@ def test_host_key_mismatch_in_a_hashed_known_hosts(
     assert known.read_text().startswith("|1|")  # no host name in clear any more
     node = _with_known_hosts(inventory, "abt-h1", known)
 
-    async def main() -> str | None:
-        ex = SSHExecutor()
-        try:
-            return await ex.check(node)
-        finally:
-            await ex.close()
-
-    reason = arun(main())
+    reason = arun(_check(node))
     assert reason is not None
     assert "host key mismatch" in reason
 

@@ -12,28 +12,16 @@ from pathlib import Path
 import pytest
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement
 from aibench.parsers import fio
 from aibench.parsers._fio_common import normalize_bs
 from aibench.parsers._fio_text import group_totals
+from tests.golden import one, pick
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "fio"
 
 
 def load(name: str) -> str:
     return (FIX / name).read_text(encoding="utf-8")
-
-
-def pick(recs: list[Measurement], metric: str, **dims: object) -> list[Measurement]:
-    return [
-        r for r in recs if r.metric == metric and all(r.dims.get(k) == v for k, v in dims.items())
-    ]
-
-
-def one(recs: list[Measurement], metric: str, **dims: object) -> Measurement:
-    found = pick(recs, metric, **dims)
-    assert len(found) == 1, f"{metric} {dims}: {len(found)} records"
-    return found[0]
 
 
 def test_fio3_json_vocabulary_and_units() -> None:

@@ -7,19 +7,7 @@ import pytest
 from aibench import parsers
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement
-from tests.golden import FIXTURES
-
-
-def _one(recs: list, metric: str, **dims: object) -> float:
-    found = [
-        r.value
-        for r in recs
-        if isinstance(r, Measurement)
-        and r.metric == metric
-        and all(r.dims.get(k) == v for k, v in dims.items())
-    ]
-    assert len(found) == 1, (metric, dims, found)
-    return found[0]
+from tests.golden import FIXTURES, value_of
 
 
 def test_ior_3_0_max_lines_agree_with_the_summary() -> None:
@@ -27,17 +15,19 @@ def test_ior_3_0_max_lines_agree_with_the_summary() -> None:
     recs = parsers.parse("ior", text)
     assert "Max Write: 4034.68 MiB/sec" in text
     assert "Max Read:  7902.50 MiB/sec" in text
-    assert _one(recs, "bw", op="write", stat="max") == 4034.68
-    assert _one(recs, "bw", op="read", stat="max") == 7902.50
-    assert _one(recs, "bw", op="write", iteration=1) == 4035.0  # the table's rounded cell
-    assert _one(recs, "time", op="read", stat="mean") == 0.00107
+    assert value_of(recs, "bw", op="write", stat="max") == 4034.68
+    assert value_of(recs, "bw", op="read", stat="max") == 7902.50
+    assert value_of(recs, "bw", op="write", iteration=1) == 4035.0  # the table's rounded cell
+    assert value_of(recs, "time", op="read", stat="mean") == 0.00107
 
 
 def test_ior_json_summary_mean_is_the_mean_of_its_iterations() -> None:
     recs = parsers.parse("ior", (FIXTURES / "ior" / "v4.1.0dev_json_ssf_i2.json").read_text())
-    per_iter = [_one(recs, "bw", op="write", iteration=i) for i in (0, 1)]
+    per_iter = [value_of(recs, "bw", op="write", iteration=i) for i in (0, 1)]
     assert per_iter == [681.7789, 1151.4114]
-    assert _one(recs, "bw", op="write", stat="mean") == pytest.approx(sum(per_iter) / 2, abs=1e-3)
+    assert value_of(recs, "bw", op="write", stat="mean") == pytest.approx(
+        sum(per_iter) / 2, abs=1e-3
+    )
 
 
 def test_ior_io500_phase_keeps_its_parameters_as_dims() -> None:
@@ -80,8 +70,8 @@ def test_ior_error_keeps_what_was_read() -> None:
 def test_mdtest_io500_phase_rate_and_seconds() -> None:
     text = (FIXTURES / "mdtest" / "v4.1.0dev_io500_mdtest_easy_write_cyfronet.txt").read_text()
     recs = parsers.parse("mdtest", text)
-    assert _one(recs, "ops_rate", op="file_create", stat="mean") == 119113.150
-    assert _one(recs, "time", op="file_create", stat="mean") == 372.432
+    assert value_of(recs, "ops_rate", op="file_create", stat="mean") == 119113.150
+    assert value_of(recs, "time", op="file_create", stat="mean") == 372.432
     # the phases this run did not do are printed as zeros and not emitted
     assert not [r for r in recs if r.dims["op"] == "file_stat"]
     assert {r.dims["tasks"] for r in recs} == {640}
@@ -92,8 +82,8 @@ def test_mdtest_1_9_rows_with_colons() -> None:
     recs = parsers.parse(
         "mdtest", (FIXTURES / "mdtest" / "v1.9.3_akrr_single_dir_i10.txt").read_text()
     )
-    assert _one(recs, "ops_rate", op="dir_stat", stat="max") == 21529.737
-    assert _one(recs, "ops_rate", op="tree_remove", stat="stdev") == 107.067
+    assert value_of(recs, "ops_rate", op="dir_stat", stat="max") == 21529.737
+    assert value_of(recs, "ops_rate", op="tree_remove", stat="stdev") == 107.067
 
 
 def test_mdtest_stonewall_row_has_only_a_mean() -> None:

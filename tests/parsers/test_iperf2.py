@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -13,18 +12,14 @@ import pytest
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import Measurement
 from aibench.parsers import iperf2
+from tests.golden import pick
+from tests.ports import free_port
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "iperf2"
 
 
 def parse(name: str) -> list[Measurement]:
     return iperf2.parse((FIX / name).read_text())
-
-
-def pick(recs: list[Measurement], metric: str, **dims: object) -> list[Measurement]:
-    return [
-        r for r in recs if r.metric == metric and all(r.dims.get(k) == v for k, v in dims.items())
-    ]
 
 
 def test_classic_client_reads_the_final_line_not_the_intervals() -> None:
@@ -147,21 +142,6 @@ def test_out_of_order_lines_are_not_report_lines() -> None:
     assert pick(server, "packets", side="receiver")[0].value == 512674
 
 
-@pytest.mark.parametrize(
-    ("first", "second", "line"),
-    [
-        ("v2.1.8_lo_client_tcp.txt", "v2.1.8_lo_client_tcp_e.txt", 9),  # second banner
-        ("v2.1.8_lo_server_udp.txt", "v2.1.8_lo_server_udp.txt", 9),
-        ("v2.0_text_udp_server_i1.txt", "v2.0_text_udp_server_P3.txt", 20),
-    ],
-)
-def test_two_concatenated_text_runs_are_a_parse_error(first: str, second: str, line: int) -> None:
-    text = (FIX / first).read_text() + (FIX / second).read_text()
-    with pytest.raises(ParseError, match="more than one iperf run") as exc:
-        iperf2.parse(text)
-    assert exc.value.line == line
-
-
 def test_two_runs_without_their_banners_are_still_told_apart() -> None:
     """Only the report lines of two real runs: stream 3's lines from 0 go back in time."""
     lines = (FIX / "v2.0_text_tcp_client_i1.txt").read_text().splitlines()
@@ -174,28 +154,28 @@ def test_two_runs_without_their_banners_are_still_told_apart() -> None:
 @pytest.mark.parametrize(
     ("first", "second", "line"),
     [
-        # the same stream id between other ports (a new connection)
+        # text runs
+        ("v2.1.8_lo_client_tcp.txt", "v2.1.8_lo_client_tcp_e.txt", 9),  # second banner
+        ("v2.1.8_lo_server_udp.txt", "v2.1.8_lo_server_udp.txt", 9),
+        ("v2.0_text_udp_server_i1.txt", "v2.0_text_udp_server_P3.txt", 20),
+        # CSV: the same stream id between other ports (a new connection)
         ("v2.1.8_lo_client_tcp_yC.csv", "v2.1.8_lo_client_tcp_P2_yC.csv", 3),
-        # the same stream id and ports, its lines from 0 going back in time
+        # CSV: the same stream id and ports, its lines from 0 going back in time
         ("v2.0_csv_tcp_client_i1.csv", "v2.0_csv_tcp_client_i1.csv", 12),
     ],
 )
-def test_two_concatenated_csv_runs_are_a_parse_error(first: str, second: str, line: int) -> None:
+def test_two_concatenated_runs_text_or_csv_are_a_parse_error(
+    first: str, second: str, line: int
+) -> None:
     text = (FIX / first).read_text() + (FIX / second).read_text()
     with pytest.raises(ParseError, match="more than one iperf run") as exc:
         iperf2.parse(text)
     assert exc.value.line == line
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.skipif(shutil.which("iperf") is None, reason="iperf (2) is not installed")
 def test_live_loopback_csv_and_text(tmp_path: Path) -> None:
-    port = str(_free_port())
+    port = str(free_port())
     server = subprocess.Popen(
         ["iperf", "-s", "-B", "127.0.0.1", "-p", port, "-y", "C"],
         stdout=subprocess.PIPE,

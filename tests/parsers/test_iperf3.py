@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -13,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from aibench.errors import ParseError, ToolFailure
-from aibench.model import Measurement
 from aibench.parsers import iperf3
+from tests.golden import one, pick
+from tests.ports import free_port
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "iperf3"
 JSON_OK = sorted(
@@ -23,12 +23,6 @@ JSON_OK = sorted(
     if not f.name.endswith(".expected.json")
     and "records" in json.loads(f.with_name(f.stem + ".expected.json").read_text())
 )
-
-
-def pick(recs: list[Measurement], metric: str, **dims: object) -> list[Measurement]:
-    return [
-        r for r in recs if r.metric == metric and all(r.dims.get(k) == v for k, v in dims.items())
-    ]
 
 
 @pytest.mark.parametrize("path", JSON_OK, ids=[f.name for f in JSON_OK])
@@ -248,15 +242,9 @@ def test_get_server_output_reads_the_clients_own_summary() -> None:
     assert pick(recs, "retransmits")[0].value == 9
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed")
 def test_live_loopback_json() -> None:
-    port = str(_free_port())
+    port = str(free_port())
     server = subprocess.Popen(
         ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port],
         stdout=subprocess.DEVNULL,
@@ -284,12 +272,6 @@ def test_live_loopback_json() -> None:
     (thr,) = pick(recs, "throughput", side="receiver")
     assert thr.value == doc["end"]["sum_received"]["bits_per_second"] > 0
     assert len(pick(recs, "stream_throughput", side="sender")) == 2
-
-
-def one(recs: list[Measurement], metric: str, **dims: object) -> Measurement:
-    found = pick(recs, metric, **dims)
-    assert len(found) == 1, f"{metric} {dims}: {len(found)} records"
-    return found[0]
 
 
 _XFER = {"Bytes": 1, "KBytes": 2**10, "MBytes": 2**20, "GBytes": 2**30}

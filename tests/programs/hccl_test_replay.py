@@ -20,18 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 from pathlib import Path
 
+from _rank import netns
+
 _VALUED = set("pbefnwcdor")
-
-
-def netns() -> str:
-    try:
-        return os.readlink("/proc/self/ns/net").removeprefix("net:")
-    except OSError:
-        return socket.gethostname()
 
 
 def main() -> int:

@@ -20,11 +20,11 @@ It measures nothing: the numbers are the captured ones.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import socket
 import sys
 from pathlib import Path
+
+from _rank import netns, rank_and_size
 
 HELP_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "tool-help" / "ior"
 HELP = {"ior": HELP_DIR / "ior-h_4.1.0dev.txt", "mdtest": HELP_DIR / "mdtest-h_4.1.0dev.txt"}
@@ -61,23 +61,6 @@ def check(argv: list[str], flags: set[str], valued: set[str]) -> str:
         else:
             return f"unknown option {argv[i]!r}"
     return ""
-
-
-def rank_and_size() -> tuple[int, int]:
-    for r, n in (
-        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-        ("SLURM_PROCID", "SLURM_NTASKS"),
-    ):
-        if r in os.environ and n in os.environ:
-            return int(os.environ[r]), int(os.environ[n])
-    return 0, 1
-
-
-def netns() -> str:
-    try:
-        return os.readlink("/proc/self/ns/net").removeprefix("net:")
-    except OSError:
-        return socket.gethostname()
 
 
 def main() -> int:

@@ -25,9 +25,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import sys
 from pathlib import Path
+
+from _rank import netns, rank_and_size
 
 HELP = (
     Path(__file__).resolve().parent.parent
@@ -47,23 +48,6 @@ def options(text: str) -> dict[str, str]:
         out[f"-{short}"] = short
         out[f"--{long}"] = short
     return out
-
-
-def rank_and_size() -> tuple[int, int]:
-    for r, n in (
-        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-        ("SLURM_PROCID", "SLURM_NTASKS"),
-    ):
-        if r in os.environ and n in os.environ:
-            return int(os.environ[r]), int(os.environ[n])
-    return 0, 1
-
-
-def netns() -> str:
-    try:
-        return os.readlink("/proc/self/ns/net").removeprefix("net:")
-    except OSError:
-        return socket.gethostname()
 
 
 def read_args(argv: list[str], known: dict[str, str] | None = None) -> dict[str, str]:

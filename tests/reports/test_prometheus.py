@@ -7,7 +7,6 @@ acceptance-shaped run of tests/reports/gen.py; bench/report_scale.py states it t
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.request
@@ -22,6 +21,7 @@ from aibench.model import Outcome, Run, Verdict
 from aibench.reports import prometheus
 from aibench.store import save_run
 from tests.aibench_cli import aibench
+from tests.ports import free_port
 from tests.reports.gen import make_run
 
 MB = 10**6
@@ -169,17 +169,11 @@ def test_1024_nodes_under_2_mb_and_20k_series() -> None:
 # ------------------------------------------------------------------ aibench metrics
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def pushgateway(tmp_path: Path) -> Iterator[str]:
     if not PUSHGATEWAY.exists():
         pytest.skip("needs prometheus-pushgateway (make system-packages)")
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "pushgateway.log").open("w")
     proc = subprocess.Popen(
@@ -255,7 +249,7 @@ def test_metrics_command_file_stdout_and_unreachable_gateway(tmp_path: Path) -> 
     assert res.returncode == 0, res.stderr
     assert parse(out.read_text()) == parse(aibench("metrics", str(d), "--measurements").stdout)
     assert [p.name for p in out.parent.iterdir()] == ["aibench.prom"]  # no temporary left
-    res = aibench("metrics", str(d), "--pushgateway", f"http://127.0.0.1:{_free_port()}")
+    res = aibench("metrics", str(d), "--pushgateway", f"http://127.0.0.1:{free_port()}")
     assert res.returncode == 3
     assert res.stderr.startswith("aibench: error: cannot push to the Pushgateway at http://127")
     assert len(res.stderr.strip().splitlines()) == 1

@@ -118,6 +118,8 @@ def test_s5cmd_collect_of_a_stopped_gateway_fails_with_the_errors_counted() -> N
     errors = {m.dims["op"] + "-" + m.dims["object"]: m.value for m in exc.value.partial
               if m.metric == "errors"}  # type: ignore[attr-defined]  # fmt: skip
     assert errors == {"put-large": 7, "get-large": 8, "put-small": 200, "get-small": 200}
+    # the parser's partial records carry the endpoint too
+    assert {m.dims["endpoint"] for m in exc.value.partial} == {"rgw"}  # type: ignore[attr-defined]
 
 
 def test_redis_plan_and_collect() -> None:

@@ -26,6 +26,7 @@ from aibench.executors.select import for_node
 from aibench.executors.ssh import SSHExecutor
 from aibench.inventory import Node, SSHSettings
 from aibench.inventory_file import load_inventory
+from tests.ports import free_port
 
 FAST = ConnectionPolicy(retries=3, backoff_s=0.01, backoff_max_s=0.05)
 
@@ -142,12 +143,6 @@ def known_hosts(tmp_path: Path) -> Path:
     return p
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def silent_port() -> Iterator[int]:
     with socket.socket() as s:
@@ -169,7 +164,7 @@ def test_a_refused_host_is_retried_then_skipped_for_the_rest_of_the_run(
     known_hosts: Path,
 ) -> None:
     ex = SSHExecutor(policy=FAST)
-    node = node_at(closed_port(), known_hosts)
+    node = node_at(free_port(), known_hosts)
 
     async def go() -> list[str | None]:
         return [await ex.check(node) for _ in range(4)]

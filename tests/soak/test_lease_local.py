@@ -9,33 +9,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.soak import lease
+from tests.testbed import net
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed"),
 ]
 AIBENCH = [sys.executable, "-m", "aibench"]
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _wait(cond: Callable[[], bool], seconds: float) -> float:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        if cond():
-            return time.monotonic() - t0
-        time.sleep(0.2)
-    return -1.0
 
 
 def _children(pid: int) -> list[int]:
@@ -76,10 +61,13 @@ def test_kill_9_mid_soak_on_this_machine_leaves_nothing(tmp_path: Path) -> None:
     )
     try:
         # stress-ng and the probe (beside them, the keeper that ends them if aibench dies)
-        assert _wait(lambda: {_comm(c) for c in _children(p.pid)} >= {"stress-ng", "sh"}, 30) >= 0
+        names = {"stress-ng", "sh"}
+        assert (
+            lease.seconds_until(lambda: {net.comm(c) for c in _children(p.pid)} >= names, 30) >= 0
+        )
         started = _children(p.pid)
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(10)
-    gone = _wait(lambda: not any(Path(f"/proc/{c}").exists() for c in started), 10)
-    assert gone >= 0, [(c, _comm(c)) for c in started if Path(f"/proc/{c}").exists()]
+    gone = lease.seconds_until(lambda: not any(Path(f"/proc/{c}").exists() for c in started), 10)
+    assert gone >= 0, [(c, net.comm(c)) for c in started if Path(f"/proc/{c}").exists()]

@@ -11,11 +11,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.soak import lease
 from tests.testbed import net
 from tests.testbed.bed import TestBed
 
@@ -34,13 +34,6 @@ steps:
 """
 
 
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 _BED_DAEMONS = ("sshd", "slurmd", "munged", "slurmctld")
 
 
@@ -49,20 +42,11 @@ def _left_on(bed: TestBed) -> dict[str, list[str]]:
     sshd, and slurmd and munged once a Slurm test on the same bed has started them)."""
     out: dict[str, list[str]] = {}
     for h in bed.hosts:
-        names = [_comm(p) for p in net.netns_pids(h)]
+        names = [net.comm(p) for p in net.netns_pids(h)]
         left = [n for n in names if n and not n.startswith(_BED_DAEMONS)]
         if left:
             out[h.name] = left
     return out
-
-
-def _wait(cond: Callable[[], bool], seconds: float) -> float:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        if cond():
-            return time.monotonic() - t0
-        time.sleep(0.2)
-    return -1.0
 
 
 def _kill_when_running(argv: list[str], bed: TestBed, *want: str) -> float:
@@ -78,12 +62,12 @@ def _kill_when_running(argv: list[str], bed: TestBed, *want: str) -> float:
         )
 
     try:
-        assert _wait(running, 60) >= 0, _left_on(bed)
+        assert lease.seconds_until(running, 60) >= 0, _left_on(bed)
         time.sleep(2)  # the samplers have written a few blocks
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(10)
-    took = _wait(lambda: not _left_on(bed), 15)
+    took = lease.seconds_until(lambda: not _left_on(bed), 15)
     assert took >= 0, f"left running after kill -9: {_left_on(bed)}"
     return took
 
@@ -128,7 +112,7 @@ def test_kill_9_mid_soak_and_mid_run_with_telemetry_leaves_nothing(
         timeout=120,
     )
     assert resume.returncode in (0, 1), resume.stderr
-    assert _wait(lambda: not _left_on(testbed_soak), 10) >= 0, _left_on(testbed_soak)
+    assert lease.seconds_until(lambda: not _left_on(testbed_soak), 10) >= 0, _left_on(testbed_soak)
 
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE)

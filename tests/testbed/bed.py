@@ -119,7 +119,7 @@ class TestBed:
     def kill_sshd(self, name: str) -> None:
         """Kill the host's sshd listener and every per-connection sshd (sessions drop)."""
         h = self.host(name)
-        ssh_pids = [p for p in net.netns_pids(h) if _comm(p) == "sshd"]
+        ssh_pids = [p for p in net.netns_pids(h) if net.comm(p) == "sshd"]
         net.kill_pids(ssh_pids, grace=0.5)
         proc = self.sshd_procs.get(name)
         if proc is not None:
@@ -213,7 +213,7 @@ class TestBed:
         ended between the namespace's listing and the read of its name is left out: it is not
         left behind (a connection's short-lived sshd child ends so while the listing runs)."""
         return [
-            p for p in net.netns_pids(self.host(name)) if _comm(p) not in ("", "sshd", "slurmd")
+            p for p in net.netns_pids(self.host(name)) if net.comm(p) not in ("", "sshd", "slurmd")
         ]
 
     def processes(self, name: str) -> dict[int, str]:
@@ -227,7 +227,7 @@ class TestBed:
 
     def commands(self, name: str) -> list[str]:
         """Command names of :meth:`pids` (a process that ended meanwhile is left out)."""
-        return [c for c in map(_comm, self.pids(name)) if c]
+        return [c for c in map(net.comm, self.pids(name)) if c]
 
     # ------------------------------------------------------------------ slurm
 
@@ -294,13 +294,6 @@ def _release(layout: Layout) -> None:
     fd = _held_here.pop(layout.prefix, None)
     if fd is not None:
         os.close(fd)
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
 
 
 def cleanup_stale(layout: Layout = SMALL) -> None:

@@ -202,7 +202,7 @@ class GlusterVolume:
                 )
         self.mounted.clear()
         for h in self.bed.hosts:
-            pids = [p for p in net.netns_pids(h) if _comm(p) in _GLUSTER]
+            pids = [p for p in net.netns_pids(h) if net.comm(p) in _GLUSTER]
             proc = self.procs.pop(h.name, None)
             net.kill_pids(pids + ([proc.pid] if proc is not None else []), grace=3.0)
             if proc is not None:
@@ -222,13 +222,6 @@ def _remove_cgroup(path: Path) -> None:
                 parent.write_text(task)
     with contextlib.suppress(OSError):
         path.rmdir()
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
 
 
 # ---------------------------------------------------------------------- a bed of its own
@@ -267,7 +260,7 @@ def stale_cleanup() -> None:
     for ns in net.existing_netns():
         if ns.startswith(GL.prefix):
             host = net.Host(int(ns.removeprefix(GL.prefix)), GL)
-            net.kill_pids([p for p in net.netns_pids(host) if _comm(p) in (*_GLUSTER, "fio")])
+            net.kill_pids([p for p in net.netns_pids(host) if net.comm(p) in (*_GLUSTER, "fio")])
     for cg in (CGROUP_V1, CGROUP_V2):
         if cg.exists():
             _remove_cgroup(cg)

@@ -111,6 +111,14 @@ def netns_pids(host: Host) -> list[int]:
     return [int(p) for p in r.stdout.split()]
 
 
+def comm(pid: int) -> str:
+    """The command name of process ``pid`` (``/proc/PID/comm``); '' once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def kill_pids(pids: list[int], grace: float = 2.0) -> None:
     """SIGTERM, wait up to ``grace`` s, then SIGKILL what is left."""
     for p in pids:
