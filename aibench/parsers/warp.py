@@ -41,7 +41,8 @@ from aibench.parsers._warp_units import duration_ms, rate_mib
 
 TOOL = "warp"
 _HEAD = re.compile(r"^(?:-+\s*)?(Report|Operation): ([A-Za-z]+)\b(.*)$")
-_RATE = r"(?:(?P<bw>[\d.]+)\s*(?P<unit>[KMGT]?i?B)/s, )?(?P<ops>[\d.]+) obj/s"
+_NUMBER = r"\d+(?:\.\d+)?"  # what warp prints; ".2.90" is garbled output, not a rate
+_RATE = rf"(?:(?P<bw>{_NUMBER})\s*(?P<unit>[KMGT]?i?B)/s, )?(?P<ops>{_NUMBER}) obj/s"
 _AVERAGE = re.compile(rf"^\*\s*(?:Average:\s*|Throughput:\s*)?{_RATE}(?:\s|$)")
 _SEGMENT = re.compile(rf"^\*\s*(Fastest|50% Median|Slowest): {_RATE}")
 _HOST = re.compile(rf"^\*\s*(\S+): Avg: {_RATE}")

@@ -50,3 +50,10 @@ def test_ttfb_in_seconds_and_errors_fail_the_step() -> None:
 def test_no_report_is_a_parse_error() -> None:
     with pytest.raises(ParseError, match=r"no 'Report: OP\.'"):
         parsers.parse("warp", "warp: Benchmark starting...\n")
+
+
+def test_a_garbled_rate_is_not_read_as_a_number() -> None:
+    """A rate cut into (".2.90 obj/s") is no rate: the report has no Average, a ParseError,
+    never a ValueError out of the parser."""
+    with pytest.raises(ParseError, match="summary with an Average"):
+        parsers.parse("warp", "Report: GET. Concurrency: 4\n * Average: .2.90 obj/s\n")
