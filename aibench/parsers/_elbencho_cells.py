@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 from aibench.errors import ParseError
+from aibench.parsers._util import cell_number
 
 TOOL = "elbencho"
 # 2.x+ "Elapsed time": "2m3.241s", "30.140s", "82ms", "1h2m3s", "450us"
@@ -16,20 +16,10 @@ _LAT_ITEM = re.compile(r"(min|avg|max)=(\d+(?:\.\d+)?)(ns|us|ms|s)?")
 _LAT_STAT = {"min": "min", "avg": "mean", "max": "max"}
 
 
-def number(cell: str, line: int) -> float:
-    try:
-        value = float(cell)
-    except ValueError:
-        raise ParseError(TOOL, f"not a number: {cell!r}", line=line) from None
-    if not math.isfinite(value):
-        raise ParseError(TOOL, f"not a finite number: {cell!r}", line=line)
-    return value
-
-
 def elapsed_s(cell: str, in_ms: bool, line: int) -> float:
     """Seconds of an ``Elapsed ms`` (1.x, milliseconds) or ``Elapsed time`` cell."""
     if in_ms:
-        return number(cell, line) / 1000.0
+        return cell_number(TOOL, cell, line) / 1000.0
     m = _ELAPSED.match(cell)
     if not m or not any(m.groups()):
         raise ParseError(TOOL, f"not a duration: {cell!r}", line=line)
@@ -50,5 +40,5 @@ def latency_us(cells: str, bare_us: bool, line: int) -> list[tuple[str, float]]:
         if not unit and not bare_us:
             raise ParseError(TOOL, f"latency without a unit: {cells!r}", line=line)
         factor = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[unit or "us"]
-        out.append((_LAT_STAT[name], number(value, line) * factor))
+        out.append((_LAT_STAT[name], cell_number(TOOL, value, line) * factor))
     return out

@@ -17,6 +17,7 @@ import re
 
 from aibench.errors import ParseError
 from aibench.model import FrozenDims, Measurement, Note
+from aibench.parsers._util import cell_number
 
 TOOL = "guidellm"
 Record = Measurement | Note
@@ -72,13 +73,6 @@ def _dims(name: str) -> dict[str, str | int | float]:
     return dims
 
 
-def _num(cell: str, n: int) -> float:
-    try:
-        return float(cell)
-    except ValueError:
-        raise ParseError(TOOL, f"not a number: {cell!r}", n) from None
-
-
 def _stats(cols: list[tuple[str, str]], rows: list[tuple[int, list[str]]]) -> list[Record]:
     out: list[Record] = []
     seconds = _latency_in_seconds(cols, rows)
@@ -88,12 +82,13 @@ def _stats(cols: list[tuple[str, str]], rows: list[tuple[int, list[str]]]) -> li
             base = re.sub(r"\s*\(.*\)$", "", group)
             value: float | None = None
             if base == "request stats" and stat == "per second":
-                metric, unit, value = "request_throughput", "queries/s", _num(cell, n)
+                metric, unit, value = "request_throughput", "queries/s", cell_number(TOOL, cell, n)
             elif base == "out tok/sec" and stat == "mean":
-                metric, unit, value = "output_token_throughput", "tokens/s", _num(cell, n)
+                metric, unit = "output_token_throughput", "tokens/s"
+                value = cell_number(TOOL, cell, n)
             elif base in _GROUPS and stat in _STATS:
                 metric, unit = _GROUPS[base]
-                value = _num(cell, n)
+                value = cell_number(TOOL, cell, n)
                 if base == "req latency" and not seconds and "(ms)" in group:
                     value /= 1000.0
                 out.append(
@@ -122,7 +117,9 @@ def _latency_in_seconds(cols: list[tuple[str, str]], rows: list[tuple[int, list[
         ttft = cols.index(("ttft (ms)", "mean"))
     except ValueError:
         return False
-    return bool(rows) and all(_num(cells[lat], n) < _num(cells[ttft], n) for n, cells in rows)
+    return bool(rows) and all(
+        cell_number(TOOL, cells[lat], n) < cell_number(TOOL, cells[ttft], n) for n, cells in rows
+    )
 
 
 def _info(cols: list[tuple[str, str]], rows: list[tuple[int, list[str]]]) -> list[Record]:
@@ -130,7 +127,9 @@ def _info(cols: list[tuple[str, str]], rows: list[tuple[int, list[str]]]) -> lis
     for n, cells in rows:
         dims = _dims(cells[0])
         made = {
-            s: _num(c, n) for (g, s), c in zip(cols, cells, strict=True) if g == "requests made"
+            s: cell_number(TOOL, c, n)
+            for (g, s), c in zip(cols, cells, strict=True)
+            if g == "requests made"
         }
         if not made:
             continue

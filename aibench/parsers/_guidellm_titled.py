@@ -18,6 +18,7 @@ import re
 
 from aibench.errors import ParseError
 from aibench.model import FrozenDims, Measurement
+from aibench.parsers._util import cell_number
 
 TOOL = "guidellm"
 _TITLE = re.compile(r"^\s*ℹ\s+(?P<title>.+?)\s*$")
@@ -86,21 +87,14 @@ def table(lines: list[str], title: str) -> tuple[list[Column], list[tuple[int, l
     return cols, rows
 
 
-def _num(cell: str, n: int) -> float:
-    try:
-        return float(cell)
-    except ValueError:
-        raise ParseError(TOOL, f"not a number: {cell!r}", n) from None
-
-
 def _record(col: Column, cell: str, n: int, dims: dict[str, str | int]) -> Measurement | None:
     group, kind, stat = col
     if group in _LATENCY and stat in _STATS and kind in _UNITS:
         d = FrozenDims({**dims, "stat": _STATS[stat]})
-        return Measurement(TOOL, _LATENCY[group], _num(cell, n), _UNITS[kind], d)
+        return Measurement(TOOL, _LATENCY[group], cell_number(TOOL, cell, n), _UNITS[kind], d)
     if (group, kind) in _RATES and stat == "mean":
         metric, unit = _RATES[(group, kind)]
-        return Measurement(TOOL, metric, _num(cell, n), unit, FrozenDims(dims))
+        return Measurement(TOOL, metric, cell_number(TOOL, cell, n), unit, FrozenDims(dims))
     return None
 
 

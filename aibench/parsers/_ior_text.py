@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 import re
 
-from aibench.errors import ParseError
+from aibench.parsers._util import cell_number
 
 TOOL = "ior"
 # the parameters of the run kept as dims of every per-iteration record
@@ -15,16 +14,6 @@ _PARAM = re.compile(r"^(api|access|tasks|clients|xfersize|blocksize)\s*[:=]\s*(\
 _SIZE = re.compile(r"^(\d+) (bytes|KiB|MiB|GiB|TiB)$")
 _SIZE_UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 _CLIENTS = re.compile(r"^(\d+) \(\d+ per node\)$")
-
-
-def read_number(cell: str, line: int) -> float:
-    try:
-        value = float(cell)
-    except ValueError:
-        raise ParseError(TOOL, f"not a number: {cell!r}", line=line) from None
-    if not math.isfinite(value):
-        raise ParseError(TOOL, f"not a finite number: {cell!r}", line=line)
-    return value
 
 
 def run_params_line(line: str) -> tuple[str, str | int]:
@@ -56,5 +45,5 @@ def exact_size(text: str) -> int | None:
 
 def kib_bytes(cell: str, line: int) -> int | None:
     """A table's ``block(KiB)``/``xfer(KiB)`` cell in bytes when the cell is exact."""
-    value = read_number(cell, line) * 1024
+    value = cell_number(TOOL, cell, line) * 1024
     return round(value) if abs(value - round(value)) < 1e-6 else None

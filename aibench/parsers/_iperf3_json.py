@@ -137,24 +137,23 @@ def _sum_records_of(
         d = {**dims, "direction": direction} if bidir else dims
         out.extend(_sum_records(s, side, d, udp, f"end.{key}", line))
     if not found and isinstance(end.get("sum"), Mapping):
-        # iperf3 < 3.12 UDP: one "sum" with the sender's rate and the receiver's losses.
-        s = end["sum"]
-        out.append(
-            _m(
-                "throughput",
-                _num(s, "bits_per_second", "end.sum", line),
-                "bit/s",
-                {**dims, "side": "sender"},
-            )
-        )
-        if "bytes" in s:
-            sender = {**dims, "side": "sender"}
-            out.append(_m("bytes", _num(s, "bytes", "end.sum", line), "B", sender))
-        out.extend(
-            r
-            for r in _sum_records(s, "receiver", dims, True, "end.sum", line)
-            if r.metric not in ("throughput", "bytes")
-        )
+        out.extend(_udp_sum_records(end["sum"], dims, line))
+    return out
+
+
+def _udp_sum_records(
+    s: Mapping[str, Any], dims: dict[str, Scalar], line: int | None
+) -> list[Measurement]:
+    """iperf3 < 3.12 UDP: one ``sum`` with the sender's rate and the receiver's losses."""
+    sender = {**dims, "side": "sender"}
+    out = [_m("throughput", _num(s, "bits_per_second", "end.sum", line), "bit/s", sender)]
+    if "bytes" in s:
+        out.append(_m("bytes", _num(s, "bytes", "end.sum", line), "B", sender))
+    out.extend(
+        r
+        for r in _sum_records(s, "receiver", dims, True, "end.sum", line)
+        if r.metric not in ("throughput", "bytes")
+    )
     return out
 
 

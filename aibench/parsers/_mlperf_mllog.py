@@ -129,58 +129,53 @@ def read(text: str) -> tuple[list[Event], list[Problem], int]:
     marked = 0
     i = 0
     while i < len(lines):
-        line = lines[i]
-        if ":::MLL" not in line:
+        got = _record(lines, i, numbers[i]) if ":::MLL" in lines[i] else None
+        if got is None:
             i += 1
             continue
-        m = _MLLOG.search(line)
-        if m is None and MLLOG_MARK in line:
-            marked += 1
-            problems.append(Problem(numbers[i], ":::MLLOG without a JSON object"))
-            i += 1
-            continue
-        if m is not None:
-            marked += 1
-            got = _decode(lines, i, m.group(1))
-            if got is None:
-                problems.append(Problem(numbers[i], "invalid or cut :::MLLOG JSON"))
-                i += 1
-                continue
-            obj, last = got
-            ev = _mllog_event(obj, numbers[i])
-            if isinstance(ev, Problem):
-                problems.append(ev)
-            else:
-                events.append(ev)
-            i = last + 1
-            continue
-        m6 = _MLL06.search(line)
-        if m6 is not None:
-            marked += 1
-            got = _decode(lines, i, m6.group(3))
-            if got is None:
-                problems.append(Problem(numbers[i], "invalid or cut :::MLL JSON"))
-                i += 1
-                continue
-            obj, last = got
-            if not isinstance(obj, dict):
-                problems.append(Problem(numbers[i], ":::MLL payload is not a JSON object"))
-            else:
-                meta = obj.get("metadata")
-                events.append(
-                    Event(
-                        line=numbers[i],
-                        key=m6.group(2),
-                        value=obj.get("value"),
-                        time_ms=_time(m6.group(1), 1000),
-                        metadata=meta if isinstance(meta, dict) else {},
-                        form="MLL",
-                    )
-                )
-            i = last + 1
-            continue
-        i += 1
+        marked += 1
+        record, last = got
+        if isinstance(record, Problem):
+            problems.append(record)
+        else:
+            events.append(record)
+        i = last + 1
     return events, problems, marked
+
+
+def _record(lines: list[str], i: int, line: int) -> tuple[Event | Problem, int] | None:
+    """The event (or the problem) of the record marked on ``lines[i]`` (file line ``line``)
+    and the index of its last line; None when no marker of either form begins there."""
+    m = _MLLOG.search(lines[i])
+    if m is None and MLLOG_MARK in lines[i]:
+        return Problem(line, ":::MLLOG without a JSON object"), i
+    if m is not None:
+        got = _decode(lines, i, m.group(1))
+        if got is None:
+            return Problem(line, "invalid or cut :::MLLOG JSON"), i
+        return _mllog_event(got[0], line), got[1]
+    m6 = _MLL06.search(lines[i])
+    if m6 is None:
+        return None
+    got = _decode(lines, i, m6.group(3))
+    if got is None:
+        return Problem(line, "invalid or cut :::MLL JSON"), i
+    return _mll06_event(got[0], m6, line), got[1]
+
+
+def _mll06_event(obj: Any, m6: re.Match[str], line: int) -> Event | Problem:
+    """A v0.6 ``:::MLL <seconds> <key>: {json}`` record: time and key from the line."""
+    if not isinstance(obj, dict):
+        return Problem(line, ":::MLL payload is not a JSON object")
+    meta = obj.get("metadata")
+    return Event(
+        line=line,
+        key=m6.group(2),
+        value=obj.get("value"),
+        time_ms=_time(m6.group(1), 1000),
+        metadata=meta if isinstance(meta, dict) else {},
+        form="MLL",
+    )
 
 
 def _mllog_event(obj: Any, line: int) -> Event | Problem:

@@ -165,6 +165,21 @@ def _plans_for(names: tuple[str, ...], place: tuple[int, ...], op: str | None) -
     return plans
 
 
+def _row_key(plan: _Plan, tokens: list[str], no: int) -> dict[str, Scalar]:
+    """The dims that tell a row apart (size, count, dtype, redop, root), by column."""
+    # text and integer dims never share a name, so reading the text ones first gives
+    # the same dict; the first integer column that fails is the one reported
+    key: dict[str, Scalar] = {dim: tokens[i] for i, dim in plan.str_keys}
+    for i, name, dim in plan.int_keys:
+        try:
+            key[dim] = int(tokens[i])
+        except ValueError:
+            raise ParseError(
+                TOOL, f"column {name!r}: {tokens[i]!r} is not an integer", no
+            ) from None
+    return key
+
+
 @dataclass
 class Section:
     """One run of one binary: from its ``# nThread`` line to its footer."""
@@ -217,11 +232,9 @@ class Section:
         dims["placement"] = placement
         return FrozenDims(dims)
 
-    def add_row(self, line: str, no: int, tokens: list[str] | None = None) -> None:
-        """Read one table row (``tokens``: ``line.split()`` when the caller has it)."""
+    def _row_plan(self, line: str, no: int, tokens: list[str]) -> _Plan:
+        """The plan for a row of ``tokens``, its two-field timestamp joined into one."""
         assert self.columns is not None
-        if tokens is None:
-            tokens = line.split()
         ncols = len(self.columns)
         ts = self._timestamp
         if ts >= 0 and len(tokens) == ncols + 1:
@@ -233,16 +246,14 @@ class Section:
                 f"row has {len(tokens)} fields, the header has {ncols}: {line.strip()}",
                 no,
             )
-        # text and integer dims never share a name, so reading the text ones first gives
-        # the same dict; the first integer column that fails is the one reported
-        key: dict[str, Scalar] = {dim: tokens[i] for i, dim in plan.str_keys}
-        for i, name, dim in plan.int_keys:
-            try:
-                key[dim] = int(tokens[i])
-            except ValueError:
-                raise ParseError(
-                    TOOL, f"column {name!r}: {tokens[i]!r} is not an integer", no
-                ) from None
+        return plan
+
+    def add_row(self, line: str, no: int, tokens: list[str] | None = None) -> None:
+        """Read one table row (``tokens``: ``line.split()`` when the caller has it)."""
+        if tokens is None:
+            tokens = line.split()
+        plan = self._row_plan(line, no, tokens)
+        key = _row_key(plan, tokens, no)
         head = [key[d] for d in plan.key_dims]
         if self.op:
             head.append(self.op)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from aibench.errors import ParseError
@@ -25,3 +26,14 @@ def json_document(tool: str, text: str) -> tuple[Any, int]:
         line = text.count("\n", 0, exc.pos) + 1
         raise ParseError(tool, f"invalid or truncated JSON: {exc.msg}", line=line) from None
     return doc, first_line
+
+
+def cell_number(tool: str, cell: str, line: int | None) -> float:
+    """The finite number in a table cell; a ParseError naming the cell when it holds none."""
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ParseError(tool, f"not a number: {cell!r}", line=line) from None
+    if not math.isfinite(value):
+        raise ParseError(tool, f"not a finite number: {cell!r}", line=line)
+    return value

@@ -121,6 +121,26 @@ def error_kind(details: Mapping[str, Any]) -> str:
     return str(kind) if kind else "unknown"
 
 
+def _request_counts(doc: Mapping[str, Any]) -> tuple[float, float, dict[str, float]]:
+    """The requests made (those that succeeded and those that failed), the error rate (%)
+    and the failed requests by error kind, of an AIPerf summary."""
+    ok = _number(doc["request_count"], "avg", "request_count")
+    errors = doc.get("error_request_count")
+    n_err = _number(errors, "avg", "error_request_count") if isinstance(errors, dict) else 0.0
+    rate = doc.get("request_error_rate")
+    if isinstance(rate, dict):
+        error_rate = _number(rate, "avg", "request_error_rate")
+    else:
+        error_rate = 100.0 * n_err / (ok + n_err) if ok + n_err else 0.0
+    kinds: dict[str, float] = {}
+    for entry in doc.get("error_summary") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("error_details"), dict):
+            raise ParseError(TOOL, f"error_summary: unexpected entry {entry!r}"[:200])
+        kind = error_kind(entry["error_details"])
+        kinds[kind] = kinds.get(kind, 0.0) + _number(entry, "count", "error_summary[]")
+    return ok + n_err, error_rate, kinds
+
+
 def summary_records(doc: Mapping[str, Any]) -> list[Measurement]:
     dims = _phase(doc)
 
@@ -152,21 +172,9 @@ def summary_records(doc: Mapping[str, Any]) -> list[Measurement]:
         if not out:
             raise ParseError(TOOL, "GenAI-Perf export without a throughput or latency block")
         return out
-    ok = _number(doc["request_count"], "avg", "request_count")
-    errors = doc.get("error_request_count")
-    n_err = _number(errors, "avg", "error_request_count") if isinstance(errors, dict) else 0.0
-    out.append(m("requests", ok + n_err, "count"))
-    rate = doc.get("request_error_rate")
-    if isinstance(rate, dict):
-        out.append(m("error_rate", _number(rate, "avg", "request_error_rate"), "%"))
-    else:
-        out.append(m("error_rate", 100.0 * n_err / (ok + n_err) if ok + n_err else 0.0, "%"))
-    kinds: dict[str, float] = {}
-    for entry in doc.get("error_summary") or []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("error_details"), dict):
-            raise ParseError(TOOL, f"error_summary: unexpected entry {entry!r}"[:200])
-        kind = error_kind(entry["error_details"])
-        kinds[kind] = kinds.get(kind, 0.0) + _number(entry, "count", "error_summary[]")
+    requests, error_rate, kinds = _request_counts(doc)
+    out.append(m("requests", requests, "count"))
+    out.append(m("error_rate", error_rate, "%"))
     out.extend(m("errors", n, "count", kind=k) for k, n in sorted(kinds.items()))
     if doc.get("was_cancelled") is True or doc.get("is_complete") is False:
         raise ToolFailure(TOOL, "AIPerf reports the run as cancelled or incomplete",

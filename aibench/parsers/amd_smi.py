@@ -182,37 +182,32 @@ def parse_static(text: str) -> list[Fact]:
         g.add("vram_total", "vram.size", "int", "MiB")
         g.add("compute_partition", "partition.compute_partition")
         g.add("memory_partition", "partition.memory_partition")
-        blocks = g.get("ras.ecc_block_state")
-        if isinstance(blocks, Mapping):
-            disabled = []
-            for block, state in blocks.items():
-                g.facts.append(
-                    g.typed(
-                        "ecc_block_state",
-                        state,
-                        "str",
-                        None,
-                        "ras.ecc_block_state",
-                        {"block": block},
-                    )
-                )
-                if str(state).upper() == "DISABLED":
-                    disabled.append(block)
-            g.facts.append(
-                Fact(
-                    SOURCE,
-                    "ecc_blocks_disabled",
-                    ",".join(disabled) or "none",
-                    None,
-                    FrozenDims({"gpu": g.index}),
-                )
-            )
-        elif blocks is not _MISSING:
-            g.facts.append(
-                g.typed("ecc_blocks_disabled", blocks, "str", None, "ras.ecc_block_state", {})
-            )
+        _ecc_blocks(g)
         out += g.facts
     return out
+
+
+def _ecc_blocks(g: _Gpu) -> None:
+    """A GPU's ``ecc_block_state`` per RAS block and the list of the disabled ones."""
+    blocks = g.get("ras.ecc_block_state")
+    if isinstance(blocks, Mapping):
+        disabled = []
+        for block, state in blocks.items():
+            g.facts.append(
+                g.typed(
+                    "ecc_block_state", state, "str", None, "ras.ecc_block_state", {"block": block}
+                )
+            )
+            if str(state).upper() == "DISABLED":
+                disabled.append(block)
+        dims = FrozenDims({"gpu": g.index})
+        g.facts.append(
+            Fact(SOURCE, "ecc_blocks_disabled", ",".join(disabled) or "none", None, dims)
+        )
+    elif blocks is not _MISSING:
+        g.facts.append(
+            g.typed("ecc_blocks_disabled", blocks, "str", None, "ras.ecc_block_state", {})
+        )
 
 
 def parse_metric(text: str) -> list[Fact]:
@@ -288,39 +283,47 @@ def parse_xgmi(text: str) -> list[Fact]:
             continue
         m = _GPU_ROW.match(line.replace("\t", "   "))
         if section == "LINK METRIC TABLE" and m:
-            gpu = int(m.group(1))
-            gpus.add(gpu)
-            rest = m.group(3)
-            rates = _RATE.findall(rest)
-            dims = FrozenDims({"gpu": gpu})
-            if len(rates) < 2:
-                if "N/A" in rest:
-                    for name in ("xgmi_bit_rate", "xgmi_max_bandwidth"):
-                        out.append(
-                            Fact(SOURCE, name, None, "Gbit/s", dims, reason="amd-smi xgmi: N/A")
-                        )
-                    continue
-                raise ParseError(
-                    SOURCE, f"GPU{gpu}: no bit_rate / max_bandwidth in {rest!r}", line=lineno
-                )
-            out.append(Fact(SOURCE, "xgmi_bit_rate", _num(rates[0]), "Gbit/s", dims))
-            out.append(Fact(SOURCE, "xgmi_max_bandwidth", _num(rates[1]), "Gbit/s", dims))
-            tail = _RATE.sub("", rest).split()
-            if tail:
-                out.append(Fact(SOURCE, "xgmi_link_type", tail[0], None, dims))
+            gpus.add(int(m.group(1)))
+            out += _link_metrics(int(m.group(1)), m.group(3), lineno)
         elif section == "XGMI LINK STATUS" and m:
-            gpu = int(m.group(1))
-            cells = m.group(3).split()
-            for peer, cell in zip(peers, cells, strict=False):
-                if cell in ("SELF", "N/A"):
-                    continue
-                if cell not in _STATUS:
-                    raise ParseError(SOURCE, f"GPU{gpu}: link status {cell!r}", line=lineno)
-                link: dict[str, str | int] = {"gpu": gpu, "peer": peer}
-                out.append(Fact(SOURCE, "xgmi_link_status", _STATUS[cell], None, FrozenDims(link)))
+            out += _link_status(int(m.group(1)), peers, m.group(3).split(), lineno)
     if not gpus:
         raise ParseError(SOURCE, "no LINK METRIC TABLE rows (GPU<n> <bdf> <bit_rate> ...)")
     return [Fact(SOURCE, "xgmi_gpu_count", len(gpus), "count"), *out]
+
+
+def _link_metrics(gpu: int, rest: str, lineno: int) -> list[Fact]:
+    """A GPU's row of the LINK METRIC TABLE: bit rate, max bandwidth and link type."""
+    rates = _RATE.findall(rest)
+    dims = FrozenDims({"gpu": gpu})
+    if len(rates) < 2:
+        if "N/A" in rest:
+            return [
+                Fact(SOURCE, name, None, "Gbit/s", dims, reason="amd-smi xgmi: N/A")
+                for name in ("xgmi_bit_rate", "xgmi_max_bandwidth")
+            ]
+        raise ParseError(SOURCE, f"GPU{gpu}: no bit_rate / max_bandwidth in {rest!r}", line=lineno)
+    out = [
+        Fact(SOURCE, "xgmi_bit_rate", _num(rates[0]), "Gbit/s", dims),
+        Fact(SOURCE, "xgmi_max_bandwidth", _num(rates[1]), "Gbit/s", dims),
+    ]
+    tail = _RATE.sub("", rest).split()
+    if tail:
+        out.append(Fact(SOURCE, "xgmi_link_type", tail[0], None, dims))
+    return out
+
+
+def _link_status(gpu: int, peers: list[str], cells: list[str], lineno: int) -> list[Fact]:
+    """A GPU's row of the XGMI LINK STATUS table: Up, Down or Disabled per peer."""
+    out = []
+    for peer, cell in zip(peers, cells, strict=False):
+        if cell in ("SELF", "N/A"):
+            continue
+        if cell not in _STATUS:
+            raise ParseError(SOURCE, f"GPU{gpu}: link status {cell!r}", line=lineno)
+        link: dict[str, str | int] = {"gpu": gpu, "peer": peer}
+        out.append(Fact(SOURCE, "xgmi_link_status", _STATUS[cell], None, FrozenDims(link)))
+    return out
 
 
 def _num(text: str) -> int | float:

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field, replace
 from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Scalar
 from aibench.parsers import Parser
-from aibench.parsers._elbencho_cells import elapsed_s, latency_us, number
+from aibench.parsers._elbencho_cells import elapsed_s, latency_us
+from aibench.parsers._util import cell_number
 
 TOOL = "elbencho"
 _HEAD = re.compile(r"^OPERATION\s+RESULT TYPE\s+FIRST DONE\s+LAST DONE\s*$")
@@ -112,7 +113,10 @@ def _row(st: _State, name: str, cells: str, n: int) -> list[Measurement]:
         return []
     out = []
     for done, cell in zip(("first", "last"), values, strict=True):
-        value = elapsed_s(cell, name == "Elapsed ms", n) if metric == "elapsed" else number(cell, n)
+        if metric == "elapsed":
+            value = elapsed_s(cell, name == "Elapsed ms", n)
+        else:
+            value = cell_number(TOOL, cell, n)
         out.append(Measurement(TOOL, metric, value, unit, FrozenDims({**base, "done": done})))
     return out
 

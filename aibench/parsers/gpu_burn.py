@@ -39,35 +39,34 @@ _TESTED = re.compile(r"^Tested (\d+) GPUs:")
 _FATAL = ("No clients are alive", "Couldn't init a GPU test", "Failure during compute")
 
 
-def parse(text: str) -> list[Measurement]:
-    text = text.replace("\r", "\n")
-    last = None
-    for match in _PROGRESS.finditer(text):
-        last = match
+def _progress(text: str, last: re.Match[str]) -> tuple[list[Measurement], list[int]]:
+    """The records of the last progress line, per GPU, and the GPUs whose worker died."""
+    procd = _PROCD.findall(last.group("procd"))
+    errors = _ERROR.findall(last.group("errors"))
+    temps = _TEMP.findall(last.group("temps"))
+    if not procd or len(procd) != len(temps) or len(errors) < len(procd):
+        line = text.count("\n", 0, last.start()) + 1
+        raise ParseError(
+            TOOL,
+            f"a progress line with {len(procd)} GPUs' work, {len(errors)} error counts "
+            f"and {len(temps)} temperatures",
+            line,
+        )
     out: list[Measurement] = []
     died: list[int] = []
-    if last is not None:
-        procd = _PROCD.findall(last.group("procd"))
-        errors = _ERROR.findall(last.group("errors"))
-        temps = _TEMP.findall(last.group("temps"))
-        if not procd or len(procd) != len(temps) or len(errors) < len(procd):
-            line = text.count("\n", 0, last.start()) + 1
-            raise ParseError(
-                TOOL,
-                f"a progress line with {len(procd)} GPUs' work, {len(errors)} error counts "
-                f"and {len(temps)} temperatures",
-                line,
-            )
-        for gpu, ((n, gflops), (err, mark), temp) in enumerate(
-            zip(procd, errors, temps, strict=False)
-        ):
-            dims = FrozenDims({"gpu": gpu})
-            out.append(Measurement(TOOL, "gflops", float(gflops), "Gflop/s", dims))
-            out.append(Measurement(TOOL, "iterations", int(n), "count", dims))
-            out.append(Measurement(TOOL, "errors", int(err), "count", dims))
-            out.append(Measurement(TOOL, "temperature", int(temp), "C", dims))
-            if mark == "(DIED!)":
-                died.append(gpu)
+    for gpu, ((n, gflops), (err, mark), temp) in enumerate(zip(procd, errors, temps, strict=False)):
+        dims = FrozenDims({"gpu": gpu})
+        out.append(Measurement(TOOL, "gflops", float(gflops), "Gflop/s", dims))
+        out.append(Measurement(TOOL, "iterations", int(n), "count", dims))
+        out.append(Measurement(TOOL, "errors", int(err), "count", dims))
+        out.append(Measurement(TOOL, "temperature", int(temp), "C", dims))
+        if mark == "(DIED!)":
+            died.append(gpu)
+    return out, died
+
+
+def _summary(text: str) -> tuple[bool, dict[int, str]]:
+    """Whether the ``Tested N GPUs:`` summary was printed, and its verdict per GPU."""
     results: dict[int, str] = {}
     tested = False
     for row in text.splitlines():
@@ -75,6 +74,16 @@ def parse(text: str) -> list[Measurement]:
             tested = True
         elif tested and (r := _RESULT.match(row)):
             results[int(r.group(1))] = r.group(2)
+    return tested, results
+
+
+def parse(text: str) -> list[Measurement]:
+    text = text.replace("\r", "\n")
+    last = None
+    for match in _PROGRESS.finditer(text):
+        last = match
+    out, died = _progress(text, last) if last is not None else ([], [])
+    tested, results = _summary(text)
     for gpu, verdict in sorted(results.items()):
         dims = FrozenDims({"gpu": gpu})
         out.append(Measurement(TOOL, "faulty", int(verdict == "FAULTY"), "count", dims))

@@ -85,23 +85,14 @@ def parse(text: str) -> list[Fact]:
     lines: list[str] = []
     found: set[str] = set()
     bare = False  # saved without its command lines: no device, no "missing" facts
-
-    def close() -> None:
-        if query in _KEY_FACT and not bare:
-            name, unit = _KEY_FACT[query]
-            if name not in found:
-                why = " | ".join(lines[:2]) or "no output"
-                out.append(
-                    Fact(SOURCE, name, None, unit, dims, reason=f"hccn_tool -{query}: {why}")
-                )
-
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line == "...":
             continue
         m = _CMD.search(line)
         if m:
-            close()
+            if not bare:
+                out += _missing(query, found, lines, dims)
             dims = FrozenDims({"device": int(m.group(1))})
             query, lines, found = m.group(2), [], set()
             continue
@@ -125,10 +116,22 @@ def parse(text: str) -> list[Fact]:
             continue
         found.add(fact.name)
         out.append(fact)
-    close()
+    if not bare:
+        out += _missing(query, found, lines, dims)
     if not query:
         raise ParseError(SOURCE, "no 'hccn_tool -i N -QUERY -g' section found")
     return out + _alarms(out)
+
+
+def _missing(query: str, found: set[str], lines: list[str], dims: FrozenDims) -> list[Fact]:
+    """A section's key fact, absent with hccn_tool's words, when the section lacks it."""
+    if query not in _KEY_FACT:
+        return []
+    name, unit = _KEY_FACT[query]
+    if name in found:
+        return []
+    why = " | ".join(lines[:2]) or "no output"
+    return [Fact(SOURCE, name, None, unit, dims, reason=f"hccn_tool -{query}: {why}")]
 
 
 def _alarms(facts: list[Fact]) -> list[Fact]:

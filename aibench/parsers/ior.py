@@ -40,7 +40,8 @@ from aibench.errors import ParseError, ToolFailure
 from aibench.model import FrozenDims, Measurement, Note
 from aibench.parsers import Parser, Record
 from aibench.parsers._ior_json import is_ior_json, parse_ior_json
-from aibench.parsers._ior_text import RUN_DIMS, kib_bytes, read_number, run_params_line
+from aibench.parsers._ior_text import RUN_DIMS, kib_bytes, run_params_line
+from aibench.parsers._util import cell_number
 
 TOOL = "ior"
 OPS = ("write", "read")
@@ -149,11 +150,11 @@ def _iteration_row(st: _State, words: list[str], n: int) -> list[Measurement]:
             dims[dim] = size
     dims["op"] = words[0]
     dims["test"] = st.test
-    dims["iteration"] = int(read_number(cells["iter"], n))
+    dims["iteration"] = int(cell_number(TOOL, cells["iter"], n))
     out = []
     for column, (metric, unit, extra) in _ROW_COLUMNS.items():
         if column in cells:
-            value = read_number(cells[column], n)
+            value = cell_number(TOOL, cells[column], n)
             out.append(Measurement(TOOL, metric, value, unit, FrozenDims({**dims, **dict(extra)})))
     return out
 
@@ -166,17 +167,17 @@ def _summary_row(st: _State, words: list[str], n: int) -> list[Measurement]:
     dims: dict[str, str | int] = {
         "op": words[0],
         "api": cells["API"],
-        "tasks": int(read_number(cells["#Tasks"], n)),
-        "block_bytes": int(read_number(cells["blksiz"], n)),
-        "xfer_bytes": int(read_number(cells["xsize"], n)),
-        "test": int(read_number(cells["Test#"], n)),
+        "tasks": int(cell_number(TOOL, cells["#Tasks"], n)),
+        "block_bytes": int(cell_number(TOOL, cells["blksiz"], n)),
+        "xfer_bytes": int(cell_number(TOOL, cells["xsize"], n)),
+        "test": int(cell_number(TOOL, cells["Test#"], n)),
         # the row's own fPP: the parameters read last are the last test's
         "access": "file-per-process" if cells["fPP"] == "1" else "single-shared-file",
     }
     out = []
     for column, (metric, unit, stat) in _SUMMARY_COLUMNS.items():
         if column in cells:
-            value = read_number(cells[column], n)
+            value = cell_number(TOOL, cells[column], n)
             out.append(Measurement(TOOL, metric, value, unit, FrozenDims({**dims, "stat": stat})))
     out += list(_stdevs(header, words, dims, n))
     return out
@@ -190,7 +191,7 @@ def _stdevs(
         if name != "StdDev" or i == 0:
             continue
         metric, unit = ("iops", "ops/s") if header[i - 1] == "Mean(OPs)" else ("bw", "MiB/s")
-        value = read_number(words[i], n)
+        value = cell_number(TOOL, words[i], n)
         yield Measurement(TOOL, metric, value, unit, FrozenDims({**dims, "stat": "stdev"}))
 
 

@@ -398,20 +398,29 @@ def _moved(exc: OutputError, offset: int) -> OutputError:
     return ParseError(TOOL, exc.reason, line=line)
 
 
-def _parse_run(text: str) -> list[Record]:
+def _first_banner(text: str) -> tuple[str | None, bool]:
+    """The side the run's first banner names (sender, receiver or None) and whether it is UDP."""
     first = _START_M.search(text)
-    side: str | None = None
     udp = _UDP_HEAD_M.search(text) is not None
-    if first:
-        side = "sender" if first[0].startswith("Client") else "receiver"
-        udp = udp or "UDP port" in first[0]
+    if not first:
+        return None, udp
+    side = "sender" if first[0].startswith("Client") else "receiver"
+    return side, udp or "UDP port" in first[0]
+
+
+def _no_second_banner(text: str) -> None:
+    """Raise ParseError at a second client or server banner: a log of several runs."""
     for banner in ("Client connecting to", "Server listening on"):
         again = _line_starts(text, banner)[1:2]
         if again:
             no = text.count("\n", 0, again[0]) + 1
             line = text[again[0] :].partition("\n")[0].strip()
             raise ParseError(TOOL, _runs(f"a second {line!r}"), line=no)
-    connected: dict[str, int] = {}  # stream -> offset of its "connected with" line
+
+
+def _connected(text: str) -> dict[str, int]:
+    """Stream -> offset of its "connected with" line (a stream connecting twice: a new run)."""
+    connected: dict[str, int] = {}
     for pos in _line_starts(text, " connected with ", anywhere=True):
         c = _CONNECTED_M.match(text, pos)
         if not c:
@@ -420,6 +429,23 @@ def _parse_run(text: str) -> list[Record]:
             no = text.count("\n", 0, pos) + 1
             raise _NewRun(_runs(f"stream {c['id']} connects a second time"), no, pos)
         connected[c["id"]] = pos
+    return connected
+
+
+def _notes(text: str) -> list[Note]:
+    """iperf's warnings (MSS and MTU, WARNING lines) as notes, with their line."""
+    if "MSS and MTU" not in text and "WARNING" not in text:
+        return []
+    return [
+        Note(TOOL, m["text"].strip(), line=text.count("\n", 0, m.start()) + 1)
+        for m in _NOTE_M.finditer(text)
+    ]
+
+
+def _parse_run(text: str) -> list[Record]:
+    side, udp = _first_banner(text)
+    _no_second_banner(text)
+    connected = _connected(text)
     report = _REPORT_M.search(text)
     split = report.start() if report else len(text)
     sent = {m["id"]: int(m["n"]) for m in _SENT_M.finditer(text, 0, split)}
@@ -446,11 +472,7 @@ def _parse_run(text: str) -> list[Record]:
         raise ParseError(TOOL, exc.reason, line=no) from None
     if not own_ends and not rep_ends:
         raise ParseError(TOOL, "no report lines ([ID] interval sec transfer bandwidth)")
-    if "MSS and MTU" in text or "WARNING" in text:
-        for m in _NOTE_M.finditer(text):
-            no = text.count("\n", 0, m.start()) + 1
-            out.append(Note(TOOL, m["text"].strip(), line=no))
-    return out
+    return out + _notes(text)
 
 
 def _sides(text: str, ends: Ends, connected: dict[str, int], default: str | None) -> dict[str, str]:

@@ -575,33 +575,34 @@ def _result_measurement(
     return Measurement(tool=TOOL, metric=metric, value=v, unit=unit, dims=FrozenDims(dims))
 
 
-def _detail_plain(text: str) -> list[Record]:
-    scen = tmode = sut = version = None
-    errors = warnings = 0
-    first_error: str | None = None
+def _plain_lines(text: str) -> tuple[dict[str, str], list[str], int]:
+    """A plaintext detail log's first value of each key, its ERROR messages and the number
+    of its WARNING lines (lines that are not a log line continue a multi-line value)."""
+    first: dict[str, str] = {}
+    errors: list[str] = []
+    warnings = 0
     for ln in text.splitlines():
         m = _PLAIN.match(ln)
         if not m:
             continue  # continuation lines of multi-line values (git log, file hashes)
         msg = m.group(1)
         kv = _KV.match(msg)
-        k = kv.group(1) if kv else ""
-        v = kv.group(2) if kv else ""
-        if k == "Scenario" and scen is None:
-            scen = v
-        elif k == "Test mode" and tmode is None:
-            tmode = mode(v)
-        elif k == "System Under Test (SUT) name" and sut is None:
-            sut = v
-        elif k == "version" and version is None:
-            version = v
+        if kv:
+            first.setdefault(kv.group(1), kv.group(2))
         up = msg.lstrip().upper()
         if up.startswith("ERROR"):
-            errors += 1
-            if first_error is None:
-                first_error = msg.strip()
+            errors.append(msg.strip())
         elif up.startswith("WARNING"):
             warnings += 1
+    return first, errors, warnings
+
+
+def _detail_plain(text: str) -> list[Record]:
+    first, errors, warnings = _plain_lines(text)
+    scen = first.get("Scenario")
+    tmode = mode(first["Test mode"]) if "Test mode" in first else None
+    sut = first.get("System Under Test (SUT) name")
+    version = first.get("version")
     base: dict[str, str | float] = {}
     if scen:
         base["scenario"] = scen
@@ -618,13 +619,13 @@ def _detail_plain(text: str) -> list[Record]:
     facts.append(
         _fact("result_validity", None, "the plaintext detail log (LoadGen 0.5) has no result keys")
     )
-    if first_error is None:
-        facts.append(_fact("first_error", None, "no ERROR line"))
+    if errors:
+        facts.append(_fact("first_error", errors[0]))
     else:
-        facts.append(_fact("first_error", first_error))
+        facts.append(_fact("first_error", None, "no ERROR line"))
     counts = [
         Measurement(tool=TOOL, metric=name, value=n, unit="count", dims=FrozenDims(base))
-        for name, n in (("errors", errors), ("warnings", warnings))
+        for name, n in (("errors", len(errors)), ("warnings", warnings))
     ]
     return facts + counts
 

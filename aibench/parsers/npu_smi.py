@@ -93,12 +93,7 @@ def parse_info(text: str) -> list[Fact]:
         if first[:2] == ["NPU", "Name"]:
             continue
         if first[:1] == ["Chip"]:
-            has_hbm = "HBM-Usage" in line
-            id_name = (
-                {"Device": "device_id", "Phy-ID": "phy_id"}.get(first[1], "")
-                if len(first) > 1
-                else ""
-            )
+            has_hbm, id_name = "HBM-Usage" in line, _id_name(first)
             continue
         if first[:2] == ["NPU", "Chip"] or line.startswith("| No running processes"):
             in_procs = True
@@ -110,73 +105,85 @@ def parse_info(text: str) -> list[Fact]:
             continue
         npu, name, top, _top_line = pending
         pending = None
-        chip = int(first[0])
         npus.add(npu)
         chips += 1
-        out += _chip(npu, chip, name, top, cells, has_hbm, id_name, lineno)
+        dims = FrozenDims({"npu": npu, "chip": int(first[0])})
+        out += _npu_row(npu, name, top, dims, lineno - 1)
+        out += _chip_row(cells, has_hbm, id_name, dims, lineno)
     if pending is not None:
         raise ParseError(SOURCE, "a chip's first row without its second row", line=pending[3])
     if not header:
         raise ParseError(SOURCE, "no '| npu-smi X  Version: Y |' header: not npu-smi info")
-    alarms = sum(1 for f in out if f.name == "health_alarm")
-    counts = [
+    return header + _counts(npus, chips, out) + out
+
+
+def _counts(npus: set[int], chips: int, facts: list[Fact]) -> list[Fact]:
+    """The node's counts: NPUs, chips, and chips in a problem state."""
+    alarms = sum(1 for f in facts if f.name == "health_alarm")
+    return [
         Fact(SOURCE, "npu_count", len(npus), "count"),
         Fact(SOURCE, "chip_count", chips, "count"),
         Fact(SOURCE, "health_alarms", alarms, "count"),
     ]
-    return header + counts + out
 
 
-def _chip(
-    npu: int,
-    chip: int,
-    name: str,
-    top: list[str],
-    bottom: list[str],
-    hbm: bool,
-    id_name: str,
-    lineno: int,
-) -> list[Fact]:
-    dims = FrozenDims({"npu": npu, "chip": chip})
-    facts: list[Fact] = []
+def _id_name(first: list[str]) -> str:
+    """The fact of the chip row's second id, as the table header names it (``Chip Phy-ID``)."""
+    if len(first) < 2:
+        return ""
+    return {"Device": "device_id", "Phy-ID": "phy_id"}.get(first[1], "")
 
-    def add(fname: str, value: FactValue, unit: str | None = None, raw: str = "") -> None:
-        if value is None:
-            why = f"npu-smi prints {raw!r}" if raw else "not printed"
-            facts.append(Fact(SOURCE, fname, None, unit, dims, reason=why))
-        else:
-            facts.append(Fact(SOURCE, fname, value, unit, dims))
 
-    add("product_name", name or None)
-    add("health", top[1] or None)
+def _fact(
+    dims: FrozenDims, name: str, value: FactValue, unit: str | None = None, raw: str = ""
+) -> Fact:
+    """A chip's fact; one not read is absent with what npu-smi printed instead."""
+    if value is None:
+        why = f"npu-smi prints {raw!r}" if raw else "not printed"
+        return Fact(SOURCE, name, None, unit, dims, reason=why)
+    return Fact(SOURCE, name, value, unit, dims)
+
+
+def _npu_row(npu: int, name: str, top: list[str], dims: FrozenDims, lineno: int) -> list[Fact]:
+    """A chip's first row ``| NPU Name | Health | Power(W) Temp(C) Hugepages-Usage(page) |``."""
+    facts = [_fact(dims, "product_name", name or None), _fact(dims, "health", top[1] or None)]
     if top[1] and top[1] != "OK":  # npu-smi's own verdict on the chip: a problem state
-        add("health_alarm", "warning" if top[1] == "Warning" else "critical")
+        facts.append(_fact(dims, "health_alarm", "warning" if top[1] == "Warning" else "critical"))
     power_temp_huge = _pairs(top[2])
     if len(power_temp_huge) != 3:
-        raise ParseError(SOURCE, f"NPU {npu}: power, temp, hugepages: {top[2]!r}", line=lineno - 1)
+        raise ParseError(SOURCE, f"NPU {npu}: power, temp, hugepages: {top[2]!r}", line=lineno)
     power, temp, huge = power_temp_huge
-    add("power", _num(power, "power", lineno - 1), "W", power)
-    add("temp", _num(temp, "temp", lineno - 1), "C", temp)
-    used, total = _split(huge, "hugepages", lineno - 1)
-    add("hugepages_used", used, "page")
-    add("hugepages_total", total, "page")
+    facts.append(_fact(dims, "power", _num(power, "power", lineno), "W", power))
+    facts.append(_fact(dims, "temp", _num(temp, "temp", lineno), "C", temp))
+    used, total = _split(huge, "hugepages", lineno)
+    facts += [
+        _fact(dims, "hugepages_used", used, "page"),
+        _fact(dims, "hugepages_total", total, "page"),
+    ]
+    return facts
+
+
+def _chip_row(
+    bottom: list[str], hbm: bool, id_name: str, dims: FrozenDims, lineno: int
+) -> list[Fact]:
+    """A chip's second row ``| Chip [Device] | Bus-Id | AICore(%) Memory-Usage(MB) [HBM] |``."""
+    facts = []
     ids = bottom[0].split()
     if len(ids) > 1 and id_name:
-        add(id_name, _num(ids[1], id_name, lineno), None, ids[1])
-    add("bus_id", None if bottom[1] in _NA else bottom[1], None, bottom[1])
+        facts.append(_fact(dims, id_name, _num(ids[1], id_name, lineno), None, ids[1]))
+    facts.append(_fact(dims, "bus_id", None if bottom[1] in _NA else bottom[1], None, bottom[1]))
     usage = _pairs(bottom[2])
     if len(usage) != (3 if hbm else 2):
         raise ParseError(
-            SOURCE, f"chip {chip}: aicore and memory usage: {bottom[2]!r}", line=lineno
+            SOURCE, f"chip {dims['chip']}: aicore and memory usage: {bottom[2]!r}", line=lineno
         )
-    add("aicore_usage", _num(usage[0], "aicore", lineno), "%", usage[0])
-    used, total = _split(usage[1], "memory", lineno)
-    add("memory_used", used, "MiB")
-    add("memory_total", total, "MiB")
-    if hbm:
-        used, total = _split(usage[2], "hbm", lineno)
-        add("hbm_used", used, "MiB")
-        add("hbm_total", total, "MiB")
+    facts.append(_fact(dims, "aicore_usage", _num(usage[0], "aicore", lineno), "%", usage[0]))
+    for what, pair in zip(("memory", "hbm"), usage[1:], strict=False):
+        used, total = _split(pair, what, lineno)
+        facts += [
+            _fact(dims, f"{what}_used", used, "MiB"),
+            _fact(dims, f"{what}_total", total, "MiB"),
+        ]
     return facts
 
 

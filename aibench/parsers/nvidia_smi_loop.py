@@ -74,6 +74,39 @@ def _time(raw: str, n: int) -> datetime:
     raise ParseError(TOOL, f"timestamp not read: {raw!r}", n)
 
 
+def _cell_value(field: str, metric: str, cell: str, n: int) -> float | None:
+    """The number in one cell (a hex mask for the clock events); None when not measured."""
+    raw = cell.strip().strip("[]").strip()
+    if raw in _ABSENT or not raw:
+        return None
+    if metric == "clocks_event_mask":
+        try:
+            return float(int(raw, 16))
+        except ValueError:
+            raise ParseError(TOOL, f"{field} is not a hex mask: {cell!r}", n) from None
+    m = _NUMBER.match(raw)
+    if not m:
+        raise ParseError(TOOL, f"{field} is not a number: {cell!r}", n)
+    return float(m.group(1))
+
+
+def _row(header: list[str], cells: list[str], dims: FrozenDims, n: int) -> list[Measurement]:
+    """One GPU's sample: a measurement per known field (the first of the power fields)."""
+    out = []
+    seen: set[str] = set()
+    for field, cell in zip(header, cells, strict=True):
+        spec = FIELDS.get(field)
+        if spec is None or spec[0] in seen:
+            continue
+        metric, unit = spec
+        value = _cell_value(field, metric, cell, n)
+        if value is None:
+            continue
+        seen.add(metric)
+        out.append(Measurement(TOOL, metric, value, unit, dims))
+    return out
+
+
 def parse(text: str) -> list[Measurement]:
     header: list[str] | None = None
     out: list[Measurement] = []
@@ -104,28 +137,7 @@ def parse(text: str) -> list[Measurement]:
             t = _time(cells[header.index("timestamp")], n)
             t0 = t0 or t
             d["t"] = round((t - t0).total_seconds(), 3)
-        dims = FrozenDims(d)
-        seen: set[str] = set()
-        for field, cell in zip(header, cells, strict=True):
-            spec = FIELDS.get(field)
-            if spec is None or spec[0] in seen:
-                continue
-            raw = cell.strip().strip("[]").strip()
-            if raw in _ABSENT or not raw:
-                continue
-            metric, unit = spec
-            if metric == "clocks_event_mask":
-                try:
-                    value = float(int(raw, 16))
-                except ValueError:
-                    raise ParseError(TOOL, f"{field} is not a hex mask: {cell!r}", n) from None
-            else:
-                m = _NUMBER.match(raw)
-                if not m:
-                    raise ParseError(TOOL, f"{field} is not a number: {cell!r}", n)
-                value = float(m.group(1))
-            seen.add(metric)
-            out.append(Measurement(TOOL, metric, value, unit, dims))
+        out += _row(header, cells, FrozenDims(d), n)
     if header is None:
         raise ParseError(TOOL, "empty output")
     if key_col < 0 and sum(samples.values()) > 1:

@@ -69,24 +69,33 @@ def parse(text: str) -> list[Record]:
         if not columns or not cells[0].isdigit():
             direction = ""  # the matrix ended
             continue
-        if len(cells) != len(columns) + 1:
-            raise ParseError(
-                TOOL, f"row of {len(cells) - 1} cells, header has {len(columns)}", line=lineno
-            )
-        src = int(cells[0])
-        for dst, cell in zip(columns, cells[1:], strict=True):
-            if cell == "N/A":
-                continue
-            value = number(cell)
-            if value is None:  # not a number, or not a finite one
-                raise ParseError(TOOL, f"not a bandwidth: {cell!r}", line=lineno)
-            dims: dict[str, str | int] = {"direction": direction, "src": src, "dst": dst}
-            dims["link"] = _link(gpu, src, dst)
-            out.append(Measurement(TOOL, "copy_bw", value, "GB/s", FrozenDims(dims)))
+        out += _row(direction, gpu, columns, cells, lineno)
     if tables == 0:
         raise ParseError(
             TOOL, "no 'copy peak bandwidth GB/s' matrix: not rocm-bandwidth-test output"
         )
+    return out
+
+
+def _row(
+    direction: str, gpu: dict[int, bool], columns: list[int], cells: list[str], lineno: int
+) -> list[Measurement]:
+    """One source device's row of a matrix: a bandwidth per destination that was copied to."""
+    if len(cells) != len(columns) + 1:
+        raise ParseError(
+            TOOL, f"row of {len(cells) - 1} cells, header has {len(columns)}", line=lineno
+        )
+    out = []
+    src = int(cells[0])
+    for dst, cell in zip(columns, cells[1:], strict=True):
+        if cell == "N/A":
+            continue
+        value = number(cell)
+        if value is None:  # not a number, or not a finite one
+            raise ParseError(TOOL, f"not a bandwidth: {cell!r}", line=lineno)
+        dims: dict[str, str | int] = {"direction": direction, "src": src, "dst": dst}
+        dims["link"] = _link(gpu, src, dst)
+        out.append(Measurement(TOOL, "copy_bw", value, "GB/s", FrozenDims(dims)))
     return out
 
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aibench.errors import ParseError
@@ -173,56 +173,47 @@ def _int(text: str, what: str, line: int) -> int:
         ) from None
 
 
-def _cpuinfo(lines: list[tuple[int, str]]) -> list[Fact]:
-    models: list[str] = []
-    threads = 0
-    cores: set[tuple[str, str]] = set()
-    sockets: set[str] = set()
-    cur: dict[str, str] = {}
-
-    def flush() -> None:
-        if "processor" in cur:
-            if "physical id" in cur and "core id" in cur:
-                cores.add((cur["physical id"], cur["core id"]))
-            if "physical id" in cur:
-                sockets.add(cur["physical id"])
-
+def _cpu_blocks(lines: list[tuple[int, str]]) -> list[list[tuple[str, str]]]:
+    """The blocks of /proc/cpuinfo (one per processor, a blank line apart) as (key, value)."""
+    blocks: list[list[tuple[str, str]]] = [[]]
     for _, line in lines:
         if not line.strip():
-            flush()
-            cur = {}
+            blocks.append([])
             continue
         key, _, value = line.partition(":")
-        key, value = key.strip(), value.strip()
-        cur[key] = value
-        if key == "processor":
-            threads += 1
-        elif key == "model name":
-            models.append(value)
-    flush()
-    out = []
-    src = "/proc/cpuinfo"
-    out.append(
-        Fact("cpu", "model", models[0])
-        if models
-        else Fact("cpu", "model", None, reason=f"{src} has no 'model name'")
-    )
-    out.append(
-        Fact("cpu", "sockets", len(sockets), "count")
-        if sockets
-        else Fact("cpu", "sockets", None, "count", reason=f"{src} has no 'physical id'")
-    )
-    out.append(
-        Fact("cpu", "cores", len(cores), "count")
-        if cores
-        else Fact("cpu", "cores", None, "count", reason=f"{src} has no 'core id'")
-    )
+        blocks[-1].append((key.strip(), value.strip()))
+    return blocks
+
+
+def _cpuinfo(lines: list[tuple[int, str]]) -> list[Fact]:
+    blocks = _cpu_blocks(lines)
+    pairs = [kv for block in blocks for kv in block]
+    threads = sum(1 for key, _ in pairs if key == "processor")
     if not threads:
         raise ParseError(
             "node-files", "/proc/cpuinfo lists no processor", line=lines[0][0] if lines else None
         )
-    out.append(Fact("cpu", "threads", threads, "count"))
-    return out
+    models = [value for key, value in pairs if key == "model name"]
+    cores: set[tuple[str, str]] = set()
+    sockets: set[str] = set()
+    for cur in map(dict, blocks):
+        if "processor" in cur and "physical id" in cur:
+            sockets.add(cur["physical id"])
+            if "core id" in cur:
+                cores.add((cur["physical id"], cur["core id"]))
+    src = "/proc/cpuinfo"
+    return [
+        Fact("cpu", "model", models[0])
+        if models
+        else Fact("cpu", "model", None, reason=f"{src} has no 'model name'"),
+        Fact("cpu", "sockets", len(sockets), "count")
+        if sockets
+        else Fact("cpu", "sockets", None, "count", reason=f"{src} has no 'physical id'"),
+        Fact("cpu", "cores", len(cores), "count")
+        if cores
+        else Fact("cpu", "cores", None, "count", reason=f"{src} has no 'core id'"),
+        Fact("cpu", "threads", threads, "count"),
+    ]
 
 
 def _meminfo(lines: list[tuple[int, str]]) -> list[Fact]:
@@ -301,6 +292,36 @@ def _count_ranges(text: str) -> int:
     return n
 
 
+def _single_value(path: str, kind: str, lineno: int, raw: str) -> FactValue:
+    """The value of a one-line file, read as its kind: int, choice, words or str."""
+    if kind == "int":
+        return _int(raw, path, lineno)
+    if kind == "choice":
+        m = _SELECTED.search(raw)
+        if m is None:
+            raise ParseError("node-files", f"{path}: no [selected] value in {raw!r}", line=lineno)
+        return m.group(1)
+    if kind == "words":  # "4096\t131072\t6291456": min default max, one space
+        return " ".join(raw.split())
+    return raw.strip()
+
+
+def _numa_nodes(lines: list[tuple[int, str]]) -> list[Fact]:
+    """The count of NUMA nodes from /sys/devices/system/node/online ("0-1,4")."""
+    return [Fact("cpu", "numa_nodes", _count_ranges(lines[0][1]), "count")]
+
+
+# The multi-line files' readers: path -> lines -> facts
+_MULTI_READERS: dict[str, Callable[[list[tuple[int, str]]], list[Fact]]] = {
+    "/proc/cpuinfo": _cpuinfo,
+    "/proc/meminfo": _meminfo,
+    "/etc/os-release": _os_release,
+    "/sys/devices/system/node/online": _numa_nodes,
+    "/proc/self/limits": _limits,
+}
+assert set(_MULTI_READERS) == set(_MULTI)
+
+
 def parse_node_files(text: str) -> list[Fact]:
     files, errors = _group(text)
     if not files:
@@ -316,50 +337,20 @@ def parse_node_files(text: str) -> list[Fact]:
         if path.startswith("/sys/devices/system/node/node"):
             if lines:
                 node = int(_NODE.findall(path)[-1])
+                cpulist = lines[0][1].strip()
                 out.append(
-                    Fact(
-                        "cpu",
-                        "numa_cpulist",
-                        lines[0][1].strip(),
-                        dims=FrozenDims({"numa_node": node}),
-                    )
+                    Fact("cpu", "numa_cpulist", cpulist, dims=FrozenDims({"numa_node": node}))
                 )
-            continue
-        if path in _SINGLE:
+        elif path in _SINGLE:
             source, name, kind = _SINGLE[path]
-            if not lines:
-                absent(path, [(source, name, None)])
-                continue
-            lineno, raw = lines[0]
-            value: FactValue
-            if kind == "int":
-                value = _int(raw, path, lineno)
-            elif kind == "choice":
-                m = _SELECTED.search(raw)
-                if m is None:
-                    raise ParseError(
-                        "node-files", f"{path}: no [selected] value in {raw!r}", line=lineno
-                    )
-                value = m.group(1)
-            elif kind == "words":  # "4096\t131072\t6291456": min default max, one space
-                value = " ".join(raw.split())
+            if lines:
+                out.append(Fact(source, name, _single_value(path, kind, *lines[0])))
             else:
-                value = raw.strip()
-            out.append(Fact(source, name, value))
-            continue
-        if not lines:
+                absent(path, [(source, name, None)])
+        elif lines:
+            out.extend(_MULTI_READERS[path](lines))
+        else:
             absent(path, _MULTI[path])
-            continue
-        if path == "/proc/cpuinfo":
-            out.extend(_cpuinfo(lines))
-        elif path == "/proc/meminfo":
-            out.extend(_meminfo(lines))
-        elif path == "/etc/os-release":
-            out.extend(_os_release(lines))
-        elif path == "/sys/devices/system/node/online":
-            out.append(Fact("cpu", "numa_nodes", _count_ranges(lines[0][1]), "count"))
-        elif path == "/proc/self/limits":
-            out.extend(_limits(lines))
     return out
 
 

@@ -11,6 +11,7 @@ from tests.golden import FIXTURES
 G = FIXTURES / "guidellm"
 ONE = "v0.4+_console_constant_llama-3.1-8b_one-benchmark.txt"
 TWO = "v0.4+_console_constant_qwen3-32b_two-benchmarks_indented.txt"
+SWEEP = "v0.2.x_console_sweep_granite-8b_latency-ms-holds-seconds.txt"
 
 
 def _rows(text: str, title: str) -> list[list[float]]:
@@ -51,3 +52,22 @@ def test_a_titled_table_cut_in_its_header_names_the_form() -> None:
     cut = text[: text.index("| Strategy  | Sec")]
     with pytest.raises(ParseError, match="three header lines"):
         guidellm.parse(cut)
+
+
+@pytest.mark.parametrize("cell", ["nan", "inf"])
+@pytest.mark.parametrize(
+    ("name", "row", "printed"),
+    [
+        (ONE, "| constant  | 0.4     |", "0.4"),  # titled table: request latency, median
+        (SWEEP, "constant@0.69|   20:12:23| 20:13:09|         46.5|    30|", "30"),  # requests
+    ],
+)
+def test_a_cell_that_is_not_a_finite_number_is_a_parse_error(
+    name: str, row: str, printed: str, cell: str
+) -> None:
+    text = (G / name).read_text()
+    assert row in text
+    bad = text.replace(row, row.replace(printed, cell.rjust(len(printed)), 1), 1)
+    with pytest.raises(ParseError, match=f"not a finite number: '{cell}'") as err:
+        guidellm.parse(bad)
+    assert err.value.line == text[: text.index(row)].count("\n") + 1
