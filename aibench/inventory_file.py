@@ -727,6 +727,18 @@ def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
     return facts
 
 
+def _node(entry: NodeModel, file: str, where: str, **fields: Any) -> Node:
+    """One Node of the entry at ``where``; a name or address it refuses is a ConfigError
+    at the key of the entry that gave it (``name``, ``address`` or ``address_pattern``)."""
+    try:
+        return Node(**fields)
+    except ValueError as exc:
+        key = "address" if fields["address"] and "address" in str(exc) else "name"
+        if entry.address_pattern is not None and key == "address":
+            key = "address_pattern"
+        raise ConfigError(file, f"{where}.{key}", str(exc)) from None
+
+
 def build_inventory(
     model: InventoryModel, file: str, raw: Mapping[str, Any] | None = None
 ) -> Inventory:
@@ -761,22 +773,19 @@ def build_inventory(
             address = _address_for(entry, name, j, addresses)
             if executor == "kubernetes" and not address:
                 address = k8s_addresses.get(name, "")
-            try:
-                node = Node(
-                    name=name,
-                    address=address,
-                    executor=executor,
-                    labels=labels,
-                    facts=dict(facts),
-                    ssh=ssh,
-                    slurm=slurm,
-                    kubernetes=k8s if executor == "kubernetes" else None,
-                )
-            except ValueError as exc:
-                key = "address" if address and "address" in str(exc) else "name"
-                if entry.address_pattern is not None and key == "address":
-                    key = "address_pattern"
-                raise ConfigError(file, f"{where}.{key}", str(exc)) from None
+            node = _node(
+                entry,
+                file,
+                where,
+                name=name,
+                address=address,
+                executor=executor,
+                labels=labels,
+                facts=dict(facts),
+                ssh=ssh,
+                slurm=slurm,
+                kubernetes=k8s if executor == "kubernetes" else None,
+            )
             nodes.append(node)
     limits = Limits(**model.limits.model_dump())
     return Inventory(
