@@ -145,6 +145,14 @@ class SlurmModel(Strict):
                 raise ValueError(f"srun option {name} is set by aibench itself")
         return v
 
+    def settings(self) -> SlurmSettings:
+        return SlurmSettings(
+            partition=self.partition,
+            account=self.account,
+            extra_args=tuple(self.extra_args),
+            time_limit_min=self.time_limit_min,
+        )
+
 
 _K8S_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 _K8S_LABEL = r"^([a-z0-9.\-]{1,253}/)?[A-Za-z0-9]([A-Za-z0-9_.\-]{0,61}[A-Za-z0-9])?$"
@@ -744,12 +752,7 @@ def build_inventory(
 ) -> Inventory:
     """Expand hostlists, apply defaults, check names: the validated model as an Inventory."""
     d = model.defaults
-    slurm = SlurmSettings(
-        partition=model.slurm.partition,
-        account=model.slurm.account,
-        extra_args=tuple(model.slurm.extra_args),
-        time_limit_min=model.slurm.time_limit_min,
-    )
+    slurm = model.slurm.settings()
     k8s = model.kubernetes.settings() if model.kubernetes is not None else None
     entries, k8s_addresses = _kubernetes_nodes(model, file)
     nodes: list[Node] = []
