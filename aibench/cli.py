@@ -92,14 +92,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _program_start() -> None:
+    """The start of aibench run as a program (not called from Python): no search for
+    pydantic plug-ins, no garbage collection until the command has started."""
+    # pydantic looks for plug-ins of its own by reading the metadata of every installed
+    # distribution when it builds its first validator, a twentieth of a second of every
+    # command; aibench has none. A value the user set is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    # the collector stays off while the command starts (see startup_over)
+    gc.disable()
+
+
+def _disk_full(exc: OSError) -> int:
+    """A disk that filled up during the command: one line, with how to finish the run."""
+    where = f": {exc.filename}" if exc.filename else ""
+    print(
+        f"aibench: error: {exc.strerror}{where} (hint: what was measured so far is kept "
+        "in the run directory's steps.jsonl; free space and finish the run with "
+        "aibench run --resume RUN_DIR)",
+        file=sys.stderr,
+    )
+    return EXIT_CANNOT_RUN
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
-        # pydantic looks for plug-ins of its own by reading the metadata of every installed
-        # distribution when it builds its first validator, a twentieth of a second of every
-        # command; aibench has none. A value the user set is kept.
-        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-        # the collector stays off while the command starts (see startup_over)
-        gc.disable()
+        _program_start()
     words = list(sys.argv[1:] if argv is None else argv)
     first = next((w for w in words if not w.startswith("-")), None)
     parser = build_parser(only=first)
@@ -134,14 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if debug or exc.errno not in _DISK_FULL:
             raise
-        where = f": {exc.filename}" if exc.filename else ""
-        print(
-            f"aibench: error: {exc.strerror}{where} (hint: what was measured so far is kept "
-            "in the run directory's steps.jsonl; free space and finish the run with "
-            "aibench run --resume RUN_DIR)",
-            file=sys.stderr,
-        )
-        return EXIT_CANNOT_RUN
+        return _disk_full(exc)
     finally:
         startup_over()  # a command that ended before its start-up did
 

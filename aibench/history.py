@@ -557,19 +557,24 @@ class History:
                 gone = self._vanished(key, unit, target, base, good, steps)
                 findings += [gone] if gone else []
                 continue
-            if not baseline and len(base) < min_history:
-                status[key] = f"{len(base)} good baseline run(s), need {min_history}"
+            status[key] = self._unjudged(base, baseline, min_history)
+            if status[key]:
                 notes.append(f"{key}: {status[key]}")
                 continue
-            if not base:
-                status[key] = f"not measured in the baseline run {baseline}"
-                notes.append(f"{key}: {status[key]}")
-                continue
-            status[key] = ""
             f = self._judge(key, unit, cand, base, k=k, min_rel=min_rel)
             if f is not None:
                 findings.append(f)
         return findings, notes
+
+    @staticmethod
+    def _unjudged(base: Sequence[Point], baseline: str | None, min_history: int) -> str:
+        """Why a series of the run is not judged against ``base`` ("" when it is): fewer
+        good baseline runs than ``min_history``, or not measured in the named baseline."""
+        if not baseline and len(base) < min_history:
+            return f"{len(base)} good baseline run(s), need {min_history}"
+        if not base:
+            return f"not measured in the baseline run {baseline}"
+        return ""
 
     def _good_runs(self, runs: Sequence[RunInfo], target: str) -> list[str]:
         """The runs of the target's suite before it that passed, oldest first: a

@@ -37,6 +37,30 @@ def version_fact(facts: Sequence[Fact]) -> str:
     return ""
 
 
+def read_records(
+    inv: Invocation, collect: Callable[..., Any] | None, out: Output
+) -> tuple[list[Record], OutputError | None]:
+    """The records of a finished process, by the runner's ``collect`` or else the
+    invocation's parser on stdout (nothing to parse when the process never started and
+    wrote nothing), and the error that cut the reading short (with the complete records
+    a ToolFailure kept)."""
+    records: list[Record] = []
+    problem: OutputError | None = None
+    try:
+        if collect is not None:
+            records = list(collect(inv, out))
+        elif out.exit_code is not None or out.stdout.strip():
+            from aibench import parsers
+
+            records = parsers.parse(inv.parser, out.stdout)
+    except ToolFailure as exc:
+        problem = exc
+        records = [r for r in exc.partial if isinstance(r, Measurement | Fact | Note)]
+    except ParseError as exc:
+        problem = exc
+    return records, problem
+
+
 def interpret(
     inv: Invocation,
     proc: ProcResult,
@@ -58,21 +82,8 @@ def interpret(
         return result(StepStatus.UNREACHABLE, proc.reason or "node unreachable", **base)
     runner = RUNNERS.get(inv.tool)
     collect = getattr(runner, "collect", None)
-    records: list[Record] = []
-    problem: OutputError | None = None
-    try:
-        if collect is not None:
-            out = Output(stdout, stderr, proc.exit_code, out_path.parent, proc.reason, extra)
-            records = list(collect(inv, out))
-        elif proc.exit_code is not None or stdout.strip():
-            from aibench import parsers
-
-            records = parsers.parse(inv.parser, stdout)
-    except ToolFailure as exc:
-        problem = exc
-        records = [r for r in exc.partial if isinstance(r, Measurement | Fact | Note)]
-    except ParseError as exc:
-        problem = exc
+    out = Output(stdout, stderr, proc.exit_code, out_path.parent, proc.reason, extra)
+    records, problem = read_records(inv, collect, out)
     result = with_notes(result, [r for r in records if isinstance(r, Note)])  # tool warnings
     measurements, facts = split(inv, records)
     if proc.timed_out:

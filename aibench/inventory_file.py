@@ -145,6 +145,14 @@ class SlurmModel(Strict):
                 raise ValueError(f"srun option {name} is set by aibench itself")
         return v
 
+    def settings(self) -> SlurmSettings:
+        return SlurmSettings(
+            partition=self.partition,
+            account=self.account,
+            extra_args=tuple(self.extra_args),
+            time_limit_min=self.time_limit_min,
+        )
+
 
 _K8S_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 _K8S_LABEL = r"^([a-z0-9.\-]{1,253}/)?[A-Za-z0-9]([A-Za-z0-9_.\-]{0,61}[A-Za-z0-9])?$"
@@ -727,17 +735,24 @@ def _node_facts(entry: NodeModel, d: NodeFields) -> dict[str, Any]:
     return facts
 
 
+def _node(entry: NodeModel, file: str, where: str, **fields: Any) -> Node:
+    """One Node of the entry at ``where``; a name or address it refuses is a ConfigError
+    at the key of the entry that gave it (``name``, ``address`` or ``address_pattern``)."""
+    try:
+        return Node(**fields)
+    except ValueError as exc:
+        key = "address" if fields["address"] and "address" in str(exc) else "name"
+        if entry.address_pattern is not None and key == "address":
+            key = "address_pattern"
+        raise ConfigError(file, f"{where}.{key}", str(exc)) from None
+
+
 def build_inventory(
     model: InventoryModel, file: str, raw: Mapping[str, Any] | None = None
 ) -> Inventory:
     """Expand hostlists, apply defaults, check names: the validated model as an Inventory."""
     d = model.defaults
-    slurm = SlurmSettings(
-        partition=model.slurm.partition,
-        account=model.slurm.account,
-        extra_args=tuple(model.slurm.extra_args),
-        time_limit_min=model.slurm.time_limit_min,
-    )
+    slurm = model.slurm.settings()
     k8s = model.kubernetes.settings() if model.kubernetes is not None else None
     entries, k8s_addresses = _kubernetes_nodes(model, file)
     nodes: list[Node] = []
@@ -761,22 +776,19 @@ def build_inventory(
             address = _address_for(entry, name, j, addresses)
             if executor == "kubernetes" and not address:
                 address = k8s_addresses.get(name, "")
-            try:
-                node = Node(
-                    name=name,
-                    address=address,
-                    executor=executor,
-                    labels=labels,
-                    facts=dict(facts),
-                    ssh=ssh,
-                    slurm=slurm,
-                    kubernetes=k8s if executor == "kubernetes" else None,
-                )
-            except ValueError as exc:
-                key = "address" if address and "address" in str(exc) else "name"
-                if entry.address_pattern is not None and key == "address":
-                    key = "address_pattern"
-                raise ConfigError(file, f"{where}.{key}", str(exc)) from None
+            node = _node(
+                entry,
+                file,
+                where,
+                name=name,
+                address=address,
+                executor=executor,
+                labels=labels,
+                facts=dict(facts),
+                ssh=ssh,
+                slurm=slurm,
+                kubernetes=k8s if executor == "kubernetes" else None,
+            )
             nodes.append(node)
     limits = Limits(**model.limits.model_dump())
     return Inventory(

@@ -202,7 +202,6 @@ def execute(
     it receives cancels the steps, and the result is interrupted (:mod:`aibench.stopping`)."""
     from aibench import envfacts
     from aibench.orchestrator import Execution
-    from aibench.orchestrator import execute as run_rounds
 
     executors = (
         executor_for if executor_for is not None else planned(Executors(plan.inventory), plan)
@@ -217,13 +216,7 @@ def execute(
         if stop is not None and stop.stopped:  # stopped before the steps began
             return
         try:
-            if telemetry:
-                from aibench.telemetry.hook import sampling
-
-                async with sampling(run_dir, plan.inventory.nodes, executors, interval=telemetry):
-                    await run_rounds(ex)
-            else:
-                await run_rounds(ex)
+            await sampled_rounds(ex, executors, telemetry)
             if environment_facts:
                 environment = await envfacts.collect(ex, run_dir / "raw")
         finally:
@@ -238,6 +231,20 @@ def execute(
         interrupted = True
     interrupted = interrupted or (stop is not None and stop.stopped)
     return _executed(ex, executors, environment, interrupted)
+
+
+async def sampled_rounds(ex: Any, executors: Any, telemetry: float | None) -> None:
+    """The plan's rounds, with every node sampled beside them every ``telemetry`` seconds
+    when that is given (aibench.telemetry)."""
+    from aibench.orchestrator import execute as run_rounds
+
+    if telemetry:
+        from aibench.telemetry.hook import sampling
+
+        async with sampling(ex.run_dir, ex.plan.inventory.nodes, executors, interval=telemetry):
+            await run_rounds(ex)
+    else:
+        await run_rounds(ex)
 
 
 def _executed(ex: Any, executors: Any, environment: dict[str, Any], interrupted: bool) -> Executed:

@@ -111,7 +111,7 @@ def load_inputs(args: argparse.Namespace, suite_name: str | None = None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aibench import pipeline, store
+    from aibench import pipeline
     from aibench.executors import select
     from aibench.plan import build_plan
     from aibench.progress import Reporter
@@ -132,14 +132,7 @@ def run(args: argparse.Namespace) -> int:
         print_plan(plan, full=args.full)
         return EXIT_OK
 
-    started = pipeline.now_text()
-    interruptions: list[dict[str, Any]] = []
-    if resume_dir is not None:
-        run_dir = resume_dir
-        started, interruptions = _resumed_from(run_dir)
-    else:
-        run_dir = _new_run_dir(Path(args.output_dir), inputs.suite.name)
-        store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs, plan, started))
+    run_dir, started, interruptions = _run_dir(args, inputs, plan, resume_dir)
     _print_banner(inputs, plan, run_dir, quiet=args.quiet)
     reporter = Reporter(runs, quiet=args.quiet)
     with reporter:
@@ -161,6 +154,22 @@ def run(args: argparse.Namespace) -> int:
             interruptions=interruptions,
         )
     return _ended(result, inputs, quiet=args.quiet)
+
+
+def _run_dir(
+    args: argparse.Namespace, inputs: Any, plan: Any, resume_dir: Path | None
+) -> tuple[Path, str, list[dict[str, Any]]]:
+    """The run directory, when the run started and the interruptions it had: those of the
+    run resumed, else a new directory with the run's config written in it."""
+    from aibench import pipeline, store
+
+    if resume_dir is not None:
+        started, interruptions = _resumed_from(resume_dir)
+        return resume_dir, started, interruptions
+    started = pipeline.now_text()
+    run_dir = _new_run_dir(Path(args.output_dir), inputs.suite.name)
+    store.write_json_atomic(run_dir / store.RUN_CONFIG, _config(args, inputs, plan, started))
+    return run_dir, started, []
 
 
 def _ended(result: Any, inputs: Any, *, quiet: bool) -> int:

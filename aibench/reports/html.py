@@ -381,15 +381,46 @@ def _large_tables(
     }
 
 
+def _environment_tables(run: Run) -> dict[str, Any]:
+    """The environment of the run: the facts per node (open when at most 64 nodes), their
+    summary with each key's most common value, and what else the run recorded."""
+    nodes, keys, table, env_summary = context.environment(run)
+    return {
+        "env_nodes": nodes,
+        "env_keys": keys,
+        "env_table": table,
+        "env_summary": env_summary,
+        "env_open": len(nodes) <= 64,
+        "env_extra": context.extra_environment(run),
+        "modal": {k.key: k.modal for k in env_summary},
+    }
+
+
+def _parties(run: Run, n_env_nodes: int) -> dict[str, Any]:
+    """Whom the report is between: the cluster (and its node count), the vendor and the
+    customer, as signed off, else as the inventory names them."""
+    inv = run.inventory if isinstance(run.inventory, dict) else dict(run.inventory)
+    return {
+        "inventory_name": str(run.signoff.get("cluster") or inv.get("name", "")),
+        "vendor": str(run.signoff.get("vendor") or inv.get("vendor", "")),
+        "customer": str(run.signoff.get("customer") or inv.get("customer", "")),
+        "n_nodes": len(inv.get("nodes", [])) or n_env_nodes,
+    }
+
+
+def _script() -> dict[str, str]:
+    """The report's script, and its SHA-256 for the page's Content-Security-Policy."""
+    script = _asset("report.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return {"script": script, "script_hash": digest}
+
+
 def _render(
     run: Run, run_dir: Path, history: Sequence[Run], lang: str, translations: Any
 ) -> Iterator[str]:
     env = _environment(translations)
-    script = _asset("report.js")
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    nodes, keys, table, env_summary = context.environment(run)
+    environment = _environment_tables(run)
     run_sha, run_sha_how = context.run_digest(run, run_dir)
-    inv = run.inventory if isinstance(run.inventory, dict) else dict(run.inventory)
     rank = {o: i for i, o in enumerate(context.OUTCOME_ORDER)}
     verdicts = sorted(run.verdicts, key=lambda v: (rank[v.outcome], v.benchmark, v.check))
     sections = _sections_with_svg(run, history)
@@ -418,24 +449,14 @@ def _render(
         verdicts=verdicts,
         sections=sections,
         history=hist,
-        env_nodes=nodes,
-        env_keys=keys,
-        env_table=table,
-        env_summary=env_summary,
-        env_open=len(nodes) <= 64,
-        env_extra=context.extra_environment(run),
+        **environment,
         run_sha=run_sha,
         run_sha_how=run_sha_how,
         judged=context.judged(run),
-        inventory_name=str(run.signoff.get("cluster") or inv.get("name", "")),
-        vendor=str(run.signoff.get("vendor") or inv.get("vendor", "")),
-        customer=str(run.signoff.get("customer") or inv.get("customer", "")),
-        n_nodes=len(inv.get("nodes", [])) or len(nodes),
+        **_parties(run, len(environment["env_nodes"])),
         steps=run.steps,
         **_large_tables(run, verdicts, label, status),
-        modal={k.key: k.modal for k in env_summary},
         css=_asset("report.css"),
-        script=script,
-        script_hash=digest,
+        **_script(),
         artefacts=context.ARTEFACTS,
     )

@@ -156,15 +156,26 @@ def sweep(
             zorder=3 if bad else 2,
         )
     _bound_lines(ax, bounds)
+    _size_axis(ax, xlabel or _("message size (bytes)"))
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    _legend_beside(ax)
+    return svg_text(fig)
+
+
+def _size_axis(ax: Any, xlabel: str) -> None:
+    """The x axis in message sizes: log 2, a tick every factor 4, named 1K, 4M, 1G."""
     ax.set_xscale("log", base=2)
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     ax.xaxis.set_major_locator(LogLocator(base=4))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: _size(x)))
-    ax.set_xlabel(xlabel or _("message size (bytes)"))
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+    ax.set_xlabel(xlabel)
+
+
+def _legend_beside(ax: Any) -> None:
+    """The legend right of the axes (two columns beyond 14 entries), when there is one."""
     handles, _labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(
@@ -174,7 +185,6 @@ def sweep(
             ncol=2 if len(handles) > 14 else 1,
             frameon=False,
         )
-    return svg_text(fig)
 
 
 def _size(x: float) -> str:
@@ -237,6 +247,21 @@ def _mark(ax: Any, labels: Sequence[str], r: int, c: int, *, named: bool) -> Non
         )
 
 
+def _pair_axes(ax: Any, labels: Sequence[str], axis_label: str) -> None:
+    """The node names along both axes of a pair matrix (at most 48 ticks each), the
+    columns the second node of a pair, the rows the first."""
+    n = len(labels)
+    step = max(1, math.ceil(n / 48))
+    ticks = list(range(0, n, step))
+    fs = 7 if n <= 24 else 5
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([labels[i] for i in ticks], rotation=90, fontsize=fs)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([labels[i] for i in ticks], fontsize=fs)
+    ax.set_xlabel(_("{axis} (second of pair)").format(axis=axis_label))
+    ax.set_ylabel(_("{axis} (first of pair)").format(axis=axis_label))
+
+
 def heatmap(
     labels: Sequence[str],
     matrix: Sequence[Sequence[float]],
@@ -271,16 +296,7 @@ def heatmap(
     written = n <= 12 and bool(np.isfinite(data).any())
     if written:
         _write_values(ax, data, {(int(r), int(c)) for r, c in marks})
-    step = max(1, math.ceil(n / 48))
-    ticks = list(range(0, n, step))
-    fs = 7 if n <= 24 else 5
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([labels[i] for i in ticks], rotation=90, fontsize=fs)
-    ax.set_yticks(ticks)
-    ax.set_yticklabels([labels[i] for i in ticks], fontsize=fs)
-    axis_label = axis_label or _("node")
-    ax.set_xlabel(_("{axis} (second of pair)").format(axis=axis_label))
-    ax.set_ylabel(_("{axis} (first of pair)").format(axis=axis_label))
+    _pair_axes(ax, labels, axis_label or _("node"))
     for k, (r, c) in enumerate(marks):
         if written and math.isfinite(data[r][c]):
             continue  # the cell says "× value"
@@ -340,6 +356,34 @@ MAX_BARS = 64
 MAX_NAMED = 12
 
 
+def _mark_failing(
+    ax: Any, labels: Sequence[str], values: Sequence[float], order: Sequence[int], bad: set[str]
+) -> None:
+    """The failing nodes of a sorted profile: each a cross at its place in ``order``, the
+    first MAX_NAMED named beside it."""
+    marked = [(pos, i) for pos, i in enumerate(order) if labels[i] in bad]
+    if marked:
+        ax.plot(
+            [p for p, _i in marked],
+            [values[i] for _p, i in marked],
+            "X",
+            color=BAD,
+            markersize=7,
+            markeredgecolor="black",
+            label=_("FAIL or WARN ({n})").format(n=len(marked)),
+        )
+    for k, (pos, i) in enumerate(marked[:MAX_NAMED]):
+        ax.annotate(
+            labels[i],
+            (pos, values[i]),
+            textcoords="offset points",
+            xytext=(8, -10 - 9 * k),
+            fontsize=7,
+            color=BAD,
+            arrowprops={"arrowstyle": "-", "color": BAD, "linewidth": 0.6},
+        )
+
+
 def _sorted_profile(
     labels: Sequence[str],
     values: Sequence[float],
@@ -363,28 +407,7 @@ def _sorted_profile(
         drawstyle="steps-mid",
         label=_("{n} nodes, sorted").format(n=n),
     )
-    badset = set(bad)
-    marked = [(pos, i) for pos, i in enumerate(order) if labels[i] in badset]
-    if marked:
-        ax.plot(
-            [p for p, _i in marked],
-            [values[i] for _p, i in marked],
-            "X",
-            color=BAD,
-            markersize=7,
-            markeredgecolor="black",
-            label=_("FAIL or WARN ({n})").format(n=len(marked)),
-        )
-    for k, (pos, i) in enumerate(marked[:MAX_NAMED]):
-        ax.annotate(
-            labels[i],
-            (pos, values[i]),
-            textcoords="offset points",
-            xytext=(8, -10 - 9 * k),
-            fontsize=7,
-            color=BAD,
-            arrowprops={"arrowstyle": "-", "color": BAD, "linewidth": 0.6},
-        )
+    _mark_failing(ax, labels, values, order, set(bad))
     _bound_lines(ax, bounds)
     lo = min(min(ys), *(b for _lab, b in bounds)) if bounds else min(ys)
     hi = max(max(ys), *(b for _lab, b in bounds)) if bounds else max(ys)

@@ -184,31 +184,45 @@ def run_families(run: Run) -> Iterator[Family]:
     yield g
 
 
+@dataclass
+class CheckTally:
+    """The verdicts of a run tallied per check: counts per (check, benchmark) and outcome,
+    problems per (check, subject, outcome), the worst verdict with a value per (check,
+    subject), and the bounds each check was judged against."""
+
+    counts: dict[tuple[str, str], dict[Outcome, int]] = field(default_factory=dict)
+    problems: dict[tuple[str, str, Outcome], int] = field(default_factory=dict)
+    worst: dict[tuple[str, str], Verdict] = field(default_factory=dict)
+    bounds: dict[str, set[tuple[float | None, float | None, str]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, verdicts: Iterable[Verdict]) -> CheckTally:
+        t = cls()
+        for v in verdicts:
+            per = t.counts.setdefault((v.check, v.benchmark), dict.fromkeys(Outcome, 0))
+            per[v.outcome] += 1
+            subject = _subject(v)
+            if v.outcome is not Outcome.PASS:
+                key = (v.check, subject, v.outcome)
+                t.problems[key] = t.problems.get(key, 0) + 1
+            if v.observed is not None:
+                old = t.worst.get((v.check, subject))
+                if old is None or _worse(v, old):
+                    t.worst[(v.check, subject)] = v
+                t.bounds.setdefault(v.check, set()).add((v.bounds[0], v.bounds[1], v.unit))
+        return t
+
+
 def check_families(run: Run) -> Iterator[Family]:
     """Verdict counts per check, problems per subject, observed values and bounds."""
     s = run.suite
-    counts: dict[tuple[str, str], dict[Outcome, int]] = {}
-    problems: dict[tuple[str, str, Outcome], int] = {}
-    worst: dict[tuple[str, str], Verdict] = {}
-    bounds: dict[str, set[tuple[float | None, float | None, str]]] = {}
-    for v in run.verdicts:
-        per = counts.setdefault((v.check, v.benchmark), dict.fromkeys(Outcome, 0))
-        per[v.outcome] += 1
-        subject = _subject(v)
-        if v.outcome is not Outcome.PASS:
-            key = (v.check, subject, v.outcome)
-            problems[key] = problems.get(key, 0) + 1
-        if v.observed is not None:
-            old = worst.get((v.check, subject))
-            if old is None or _worse(v, old):
-                worst[(v.check, subject)] = v
-            bounds.setdefault(v.check, set()).add((v.bounds[0], v.bounds[1], v.unit))
+    t = CheckTally.of(run.verdicts)
     g = Family(
         "aibench_checks",
         "Verdicts per check and outcome.",
         ["suite", "check", "benchmark", "outcome"],
     )
-    for (check, bench), per in counts.items():
+    for (check, bench), per in t.counts.items():
         for o, n in per.items():
             g.add_metric([s, check, bench, o.value], n)
     yield g
@@ -217,7 +231,7 @@ def check_families(run: Run) -> Iterator[Family]:
         "Verdicts other than PASS per check, subject and outcome.",
         ["suite", "check", "subject", "outcome"],
     )
-    for (check, subject, o), n in problems.items():
+    for (check, subject, o), n in t.problems.items():
         g.add_metric([s, check, subject, o.value], n)
     yield g
     g = Family(
@@ -225,7 +239,7 @@ def check_families(run: Run) -> Iterator[Family]:
         "The value a check observed per subject (the worst verdict's), in its unit.",
         ["suite", "check", "subject", "unit"],
     )
-    for (check, subject), v in worst.items():
+    for (check, subject), v in t.worst.items():
         assert v.observed is not None  # only verdicts with a value are kept in worst
         g.add_metric([s, check, subject, v.unit], v.observed)
     yield g
@@ -234,7 +248,7 @@ def check_families(run: Run) -> Iterator[Family]:
         "A check's min or max bound, in its unit.",
         ["suite", "check", "bound", "unit"],
     )
-    for check, found in bounds.items():
+    for check, found in t.bounds.items():
         if len(found) != 1:
             continue  # bounds differ between subjects: no one line to draw
         lo, hi, unit = next(iter(found))

@@ -204,6 +204,26 @@ def _port(url: str) -> int:
     return int(m.group(3)) if m.group(3) else (443 if m.group(1) == "https" else 80)
 
 
+def failover(
+    f: FailoverOptions, eps: dict[str, tuple[Node, dict[str, Any]]], timeout: float
+) -> ProcessSpec:
+    """The fault beside the load: on the failover endpoint's node, the ``stop`` command
+    after ``stop_after_s`` and the ``start`` command ``start_after_s`` later."""
+    if f.endpoint not in eps:
+        raise ValueError(f"failover endpoint {f.endpoint!r} is not on the step's nodes")
+    bnode, bep = eps[f.endpoint]
+    port = str(_port(bep["url"]))
+    argv_f = ["sh", "-c", FAULT, "aibench-failover", port]
+    argv_f += [f"{f.stop_after_s:g}", f"{f.start_after_s:g}", *f.stop, ";", *f.start]
+    return ProcessSpec(
+        bnode.name,
+        tuple(argv_f),
+        role="server",
+        ready=ReadyCheck(pattern="aibench-failover armed", timeout=10.0),
+        timeout=timeout + 10.0,
+    )
+
+
 class AiperfRunner:
     name: ClassVar[str] = "aiperf"
     tool: ClassVar[str] = TOOL
@@ -282,24 +302,7 @@ class AiperfRunner:
         env: dict[str, str] = {}
         if o.slo is not None:
             env["AIBENCH_SERVING_SLO"] = json.dumps(o.slo.model_dump(exclude_none=True))
-        servers: list[ProcessSpec] = []
-        if o.failover is not None:
-            f = o.failover
-            if f.endpoint not in eps:
-                raise ValueError(f"failover endpoint {f.endpoint!r} is not on the step's nodes")
-            bnode, bep = eps[f.endpoint]
-            port = str(_port(bep["url"]))
-            argv_f = ["sh", "-c", FAULT, "aibench-failover", port]
-            argv_f += [f"{f.stop_after_s:g}", f"{f.start_after_s:g}", *f.stop, ";", *f.start]
-            servers.append(
-                ProcessSpec(
-                    bnode.name,
-                    tuple(argv_f),
-                    role="server",
-                    ready=ReadyCheck(pattern="aibench-failover armed", timeout=10.0),
-                    timeout=timeout + 10.0,
-                )
-            )
+        servers = [failover(o.failover, eps, timeout)] if o.failover is not None else []
         return [
             Invocation(
                 step=step,

@@ -177,6 +177,36 @@ def _address(node: Node) -> str:
     return data_address(node)
 
 
+def fio_servers(group: Sequence[Node], port: int, timeout: float) -> tuple[ProcessSpec, ...]:
+    """``fio --server`` on every node of the group, the i-th on ``port + i``."""
+    return tuple(
+        ProcessSpec(
+            n.name,
+            ("fio", f"--server=ip:{_address(n)},{port + i}"),
+            role="server",
+            ready=ReadyCheck(port=port + i, timeout=15.0),
+            timeout=timeout,
+        )
+        for i, n in enumerate(group)
+    )
+
+
+def job_setup(
+    o: FioClusterOptions, driver: str, jobdir: str, job: str, scratch: str
+) -> tuple[ProcessSpec, ...]:
+    """On the driver: the job file's folder ``jobdir`` and the scratch directory made, the
+    job file written."""
+    return (
+        ProcessSpec(driver, ("mkdir", "-p", jobdir, scratch), role="setup", timeout=30),
+        ProcessSpec(
+            driver,
+            ("sh", "-c", JOB_WRITER, "aibench-fio-job", job, *job_lines(o, scratch)),
+            role="setup",
+            timeout=30,
+        ),
+    )
+
+
 class FioClusterRunner:
     traits: ClassVar[Traits] = Traits(
         units={
@@ -211,30 +241,11 @@ class FioClusterRunner:
         jobdir = f"{slot.workdir}/fio-cluster"
         job = f"{jobdir}/{step}.{label}.r{slot.repeat}.fio"
         timeout = self.expected_seconds(o)[0] * 4 + 300.0
-        servers = tuple(
-            ProcessSpec(
-                n.name,
-                ("fio", f"--server=ip:{_address(n)},{o.port + i}"),
-                role="server",
-                ready=ReadyCheck(port=o.port + i, timeout=15.0),
-                timeout=timeout + 60.0,
-            )
-            for i, n in enumerate(group)
-        )
         clients = [f"--client=ip:{_address(n)},{o.port + i}" for i, n in enumerate(group)]
         # --output-format after the clients: before them, fio 3.33 runs the job on the
         # last client only (and says nothing of the others)
         argv = ("sh", "-c", DRIVER, "aibench-fio-cluster", job, scratch,
                 *clients, "--output-format=json")  # fmt: skip
-        setup = (
-            ProcessSpec(driver.name, ("mkdir", "-p", jobdir, scratch), role="setup", timeout=30),
-            ProcessSpec(
-                driver.name,
-                ("sh", "-c", JOB_WRITER, "aibench-fio-job", job, *job_lines(o, scratch)),
-                role="setup",
-                timeout=30,
-            ),
-        )
         return [
             Invocation(
                 step=step,
@@ -245,8 +256,8 @@ class FioClusterRunner:
                 round=slot.round,
                 parser="fio-cluster",
                 network=len(group) > 1,
-                setup=setup,
-                servers=servers,
+                setup=job_setup(o, driver.name, jobdir, job, scratch),
+                servers=fio_servers(group, o.port, timeout + 60.0),
                 client=ProcessSpec(driver.name, argv, timeout=timeout),
             )
         ]

@@ -216,23 +216,7 @@ class MlperfTrainingRunner:
 
     def collect(self, inv: Invocation, out: Output) -> list[Record]:
         o = _options_of(inv)
-        run_dir = Path(o["run_dir"])
-        runs_file = run_dir / RUNS_FILE
-        if not runs_file.is_file():
-            why = out.failure()
-            raise ToolFailure(
-                TOOL,
-                f"no {RUNS_FILE} in {run_dir}: the runs did not start or their directory is "
-                f"not readable here ({why})",
-            )
-        runs = json.loads(runs_file.read_text(encoding="utf-8"))["runs"]
-        shutil.copyfile(runs_file, out.raw_dir / f"{inv.label}.r{inv.repeat}.{RUNS_FILE}")
-        # each run's filled-in argv, as the sequencer started it on the launch node
-        env = Secrets().redact_env(inv.client.env)  # the marked ones too: aibench.orchestrator
-        out.processes.extend(
-            ProcessRecord(inv.client.host, tuple(r["argv"]), env, "run", r.get("exit_code"))
-            for r in runs
-        )
+        runs = self._runs(inv, out, Path(o["run_dir"]))
         records: list[Record] = []
         times: list[float] = []
         converged: list[bool] = []
@@ -269,6 +253,27 @@ class MlperfTrainingRunner:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
             raise ToolFailure(TOOL, failures[0] + more, partial=list(records))
         return records
+
+    def _runs(self, inv: Invocation, out: Output, run_dir: Path) -> list[dict[str, Any]]:
+        """The runs the sequencer made (its runs file, kept with the raw output), each
+        one's filled-in argv recorded as a process of the step."""
+        runs_file = run_dir / RUNS_FILE
+        if not runs_file.is_file():
+            why = out.failure()
+            raise ToolFailure(
+                TOOL,
+                f"no {RUNS_FILE} in {run_dir}: the runs did not start or their directory is "
+                f"not readable here ({why})",
+            )
+        runs: list[dict[str, Any]] = json.loads(runs_file.read_text(encoding="utf-8"))["runs"]
+        shutil.copyfile(runs_file, out.raw_dir / f"{inv.label}.r{inv.repeat}.{RUNS_FILE}")
+        # each run's filled-in argv, as the sequencer started it on the launch node
+        env = Secrets().redact_env(inv.client.env)  # the marked ones too: aibench.orchestrator
+        out.processes.extend(
+            ProcessRecord(inv.client.host, tuple(r["argv"]), env, "run", r.get("exit_code"))
+            for r in runs
+        )
+        return runs
 
     def _one_run(
         self, inv: Invocation, raw: Path, k: int, run: dict[str, Any], benchmark: str, ruleset: str

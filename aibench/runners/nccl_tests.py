@@ -271,6 +271,17 @@ def launched(
     return launch.argv, dict(launch.env)
 
 
+def json_setup(head: Node, json_file: str) -> tuple[ProcessSpec, ...]:
+    """The setup steps before a run that writes ``json_file`` on the head node: its folder
+    made, and a file left there by an earlier run removed."""
+    parent = json_file.rsplit("/", 1)[0]
+    return (
+        ProcessSpec(head.name, ("mkdir", "-p", parent), role="setup", timeout=30),
+        # a file left by an earlier run must never be read as this one's
+        ProcessSpec(head.name, ("rm", "-f", json_file), role="setup", timeout=30),
+    )
+
+
 class NcclTestsRunner:
     traits: ClassVar[Traits] = NCCL_TRAITS
     name: ClassVar[str] = "nccl-tests"
@@ -305,20 +316,20 @@ class NcclTestsRunner:
             return o.launcher
         return "none" if len(group) == 1 and rpn == 1 else "mpirun"
 
-    def invocations(
-        self, step: str, options: NcclTestsOptions, group: Sequence[Node], slot: Slot
-    ) -> list[Invocation]:
-        o = options
+    def launch(
+        self,
+        step: str,
+        o: NcclTestsOptions,
+        group: Sequence[Node],
+        rpn: int,
+        which: str,
+        program: tuple[str, ...],
+        env: dict[str, str],
+    ) -> tuple[tuple[str, ...], dict[str, str]]:
+        """The argv and environment that start ``program`` on the group: by the launcher
+        ``which``, or the program itself on one node (``none``); a group that no launcher
+        can reach from where it would run is a user error."""
         head = group[0]
-        names = tuple(n.name for n in group)
-        label = label_for(names)
-        rpn = ranks_per_node(o, head)
-        json_file = None
-        if o.json_output:
-            json_file = f"{slot.workdir}/nccl-tests/{step}.{label}.r{slot.repeat}.json"
-        program = self.program(o, head, json_file)
-        env = environment(o)
-        which = self.launcher_for(o, group, rpn)
         if len(group) > 1 and head.executor == "slurm":
             raise UserError(
                 f"step {step}: {self.name} over {len(group)} nodes cannot be launched from "
@@ -333,17 +344,25 @@ class NcclTestsRunner:
                     f"step {step}: {self.name} across {len(group)} nodes needs a launcher",
                     hint="set launcher: mpirun or srun (or auto)",
                 )
-            argv, launch_env = program, env
-        else:
-            argv, launch_env = launched(o, group, rpn, which, program, env)
-        setup: tuple[ProcessSpec, ...] = ()
-        if json_file:
-            parent = json_file.rsplit("/", 1)[0]
-            setup = (
-                ProcessSpec(head.name, ("mkdir", "-p", parent), role="setup", timeout=30),
-                # a file left by an earlier run must never be read as this one's
-                ProcessSpec(head.name, ("rm", "-f", json_file), role="setup", timeout=30),
-            )
+            return program, env
+        return launched(o, group, rpn, which, program, env)
+
+    def invocations(
+        self, step: str, options: NcclTestsOptions, group: Sequence[Node], slot: Slot
+    ) -> list[Invocation]:
+        o = options
+        head = group[0]
+        names = tuple(n.name for n in group)
+        label = label_for(names)
+        rpn = ranks_per_node(o, head)
+        json_file = None
+        if o.json_output:
+            json_file = f"{slot.workdir}/nccl-tests/{step}.{label}.r{slot.repeat}.json"
+        program = self.program(o, head, json_file)
+        env = environment(o)
+        which = self.launcher_for(o, group, rpn)
+        argv, launch_env = self.launch(step, o, group, rpn, which, program, env)
+        setup = json_setup(head, json_file) if json_file else ()
         return [
             Invocation(
                 step=step,

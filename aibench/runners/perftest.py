@@ -172,6 +172,36 @@ def rails(o: PerftestOptions, client: Node, server: Node) -> list[Rail]:
     return pairs
 
 
+def json_reports(
+    o: PerftestOptions, step: str, label: str, slot: Slot, names: tuple[str, str]
+) -> tuple[tuple[ProcessSpec, ...], str | None, str | None]:
+    """The ``--out_json`` files of one rail (client's, server's) and the setup step that
+    makes their folder on both nodes; none when the option ``json_output`` is off."""
+    if not o.json_output:
+        return (), None, None
+    folder = f"{slot.workdir}/perftest"
+    setup = tuple(
+        ProcessSpec(h, ("mkdir", "-p", folder), role="setup", timeout=30)
+        for h in dict.fromkeys(names)
+    )
+    stem = f"{folder}/{step}.{label}.r{slot.repeat}"
+    return setup, f"{stem}.client.json", f"{stem}.server.json"
+
+
+def listening_server(
+    o: PerftestOptions, host: str, argv: tuple[str, ...], timeout: float
+) -> ProcessSpec:
+    """The server side of a rail: ready once it prints that it waits for its client."""
+    ready = "Waiting for client" + (" rdma_cm QP to connect" if o.rdma_cm else "")
+    return ProcessSpec(
+        host,
+        argv,
+        role="server",
+        ready=ReadyCheck(pattern=ready, timeout=15.0),
+        timeout=timeout + 15.0,
+    )
+
+
 class PerftestRunner:
     traits: ClassVar[Traits] = Traits(
         units={
@@ -247,19 +277,9 @@ class PerftestRunner:
             label = label_for(names)
             if mine.get("name"):
                 label += f".{mine['name']}"
-            setup: tuple[ProcessSpec, ...] = ()
-            c_json = s_json = None
-            if o.json_output:
-                folder = f"{slot.workdir}/perftest"
-                c_json = f"{folder}/{step}.{label}.r{slot.repeat}.client.json"
-                s_json = f"{folder}/{step}.{label}.r{slot.repeat}.server.json"
-                setup = tuple(
-                    ProcessSpec(h, ("mkdir", "-p", folder), role="setup", timeout=30)
-                    for h in dict.fromkeys(names)
-                )
+            setup, c_json, s_json = json_reports(o, step, label, slot, names)
             server_argv = ("stdbuf", "-oL", *self.common(o, theirs, port, s_json))
             client_argv = (*self.common(o, mine, port, c_json), target)
-            ready = "Waiting for client" + (" rdma_cm QP to connect" if o.rdma_cm else "")
             out.append(
                 Invocation(
                     step=step,
@@ -271,15 +291,7 @@ class PerftestRunner:
                     parser="perftest",
                     network=not same,
                     setup=setup,
-                    servers=(
-                        ProcessSpec(
-                            server.name,
-                            server_argv,
-                            role="server",
-                            ready=ReadyCheck(pattern=ready, timeout=15.0),
-                            timeout=timeout + 15.0,
-                        ),
-                    ),
+                    servers=(listening_server(o, server.name, server_argv, timeout),),
                     client=ProcessSpec(client.name, client_argv, timeout=timeout),
                     artifacts=tuple(p for p in (c_json,) if p),
                 )

@@ -158,6 +158,42 @@ def _data_dirs(node: Node) -> list[str]:
     return dirs
 
 
+Command = tuple[str, tuple[str, ...], str, float]  # (kind, argv, parser, timeout)
+
+
+def disk_commands(node: Node, t: float) -> list[Command]:
+    """The node's disks (lsblk), the tree under its system disk, and the mount of each of
+    its data directories (findmnt)."""
+    cmds: list[Command] = [
+        ("disks", ("lsblk", "-J", "-b", "-d", "-o", LSBLK_COLUMNS), "lsblk-json", t),
+        ("system-disk", ("lsblk", "-J", "-b", "-o", LSBLK_TREE_COLUMNS), "lsblk-tree", t),
+    ]
+    for i, d in enumerate(_data_dirs(node)):
+        argv = ("findmnt", "-J", "-b", "-o", FINDMNT_COLUMNS, "-T", d)
+        cmds.append((f"mount-{i}", argv, "findmnt-json", t))
+    return cmds
+
+
+def nvidia_commands(o: PreflightOptions) -> list[Command]:
+    """The NVIDIA GPUs: nvidia-smi's report, clocks and topology, and DCGM's diagnostic at
+    the level asked for."""
+    t = o.timeout
+    cmds: list[Command] = [
+        ("gpu-q", ("nvidia-smi", "-q"), "nvidia-smi-q", t),
+        (
+            "gpu-clocks",
+            ("nvidia-smi", f"--query-gpu={CLOCK_FIELDS}", "--format=csv"),
+            "nvidia-smi-query-gpu",
+            t,
+        ),
+        ("gpu-topo", ("nvidia-smi", "topo", "-m"), "nvidia-smi-topo", t),
+    ]
+    if o.dcgm_level:
+        argv = ("dcgmi", "diag", "-r", str(o.dcgm_level))
+        cmds.append(("dcgm", argv, "dcgmi-diag", _DCGM_TIMEOUT[o.dcgm_level]))
+    return cmds
+
+
 def kind_of(inv: Invocation) -> str:
     """The invocation's kind: its label without the node prefix (``gpu-q``, ``mount-0`` ...)."""
     return inv.label.rsplit(".", 1)[-1]
@@ -246,45 +282,18 @@ class PreflightRunner:
     def expected_seconds(self, o: PreflightOptions) -> tuple[float, str]:
         return 5.0, "fact commands: a few seconds (each at most its timeout)"
 
-    def commands(
-        self, node: Node, o: PreflightOptions
-    ) -> list[tuple[str, tuple[str, ...], str, float]]:
+    def commands(self, node: Node, o: PreflightOptions) -> list[Command]:
         """(kind, argv, parser, timeout) for one node."""
         t = o.timeout
-        cmds: list[tuple[str, tuple[str, ...], str, float]] = [
+        cmds: list[Command] = [
             ("files", ("grep", "-H", "", *NODE_FILES), "node-files", t),
         ]
         if o.disks:
-            cmds.append(
-                ("disks", ("lsblk", "-J", "-b", "-d", "-o", LSBLK_COLUMNS), "lsblk-json", t)
-            )
-            tree = ("lsblk", "-J", "-b", "-o", LSBLK_TREE_COLUMNS)
-            cmds.append(("system-disk", tree, "lsblk-tree", t))
-            for i, d in enumerate(_data_dirs(node)):
-                argv = ("findmnt", "-J", "-b", "-o", FINDMNT_COLUMNS, "-T", d)
-                cmds.append((f"mount-{i}", argv, "findmnt-json", t))
+            cmds += disk_commands(node, t)
         if o.tools:
             cmds.append(("tools", ("sh", "-c", TOOLS_SCRIPT), "tool-versions", t + 120.0))
         if o.gpu:
-            cmds += [
-                ("gpu-q", ("nvidia-smi", "-q"), "nvidia-smi-q", t),
-                (
-                    "gpu-clocks",
-                    ("nvidia-smi", f"--query-gpu={CLOCK_FIELDS}", "--format=csv"),
-                    "nvidia-smi-query-gpu",
-                    t,
-                ),
-                ("gpu-topo", ("nvidia-smi", "topo", "-m"), "nvidia-smi-topo", t),
-            ]
-            if o.dcgm_level:
-                cmds.append(
-                    (
-                        "dcgm",
-                        ("dcgmi", "diag", "-r", str(o.dcgm_level)),
-                        "dcgmi-diag",
-                        _DCGM_TIMEOUT[o.dcgm_level],
-                    )
-                )
+            cmds += nvidia_commands(o)
         if o.infiniband:
             cmds.append(("hca", ("ibstat",), "ibstat", t))
             cmds.append(("hca-verbs", ("ibv_devinfo",), "ibv-devinfo", t))

@@ -582,6 +582,36 @@ def _higher_is_better(check: Check) -> bool:
     return tools.higher_is_better(check.select.tool, check.select.metric, check.unit or "")
 
 
+def _wanted(
+    require: str | None,
+    seen: set[Subject],
+    inventory: list[str],
+    declared_rails: Mapping[str, list[tuple[str, ...]]] | None,
+) -> tuple[list[Subject], list[Subject], str]:
+    """The subjects a coverage requirement wants (every node, every pair of nodes, or every
+    rail of every node: those measured anywhere and those the node declares), the ones of
+    them not ``seen``, and what they are called."""
+    want: list[Subject]
+    if require == "every_node":
+        have = {n for k in seen for n in k if "=" not in n}
+        want = [(n,) for n in inventory]
+        return want, [w for w in want if w[0] not in have], "nodes"
+    if require == "every_pair":
+        have_pairs = {tuple(sorted(k)) for k in seen}
+        if len(inventory) == 1:
+            want = [(inventory[0], inventory[0])]
+        else:
+            want = [tuple(p) for p in itertools.combinations(sorted(inventory), 2)]
+        return want, [w for w in want if tuple(sorted(w)) not in have_pairs], "pairs"
+    rails = sorted({k[1:] for k in seen if len(k) > 1})
+    declared = declared_rails or {}
+    want = []
+    for n in inventory:
+        mine = sorted({*rails, *declared.get(n, [])})
+        want += [(n, *r) for r in mine] if mine else [(n,)]
+    return want, [w for w in want if w not in seen], "rails"
+
+
 def _coverage(
     check: Check,
     groups: Mapping[Subject, _Group],
@@ -590,29 +620,7 @@ def _coverage(
 ) -> Verdict:
     base = _base(check)
     seen = {k for k, g in groups.items() if g.series}
-    want: list[Subject]
-    if check.require == "every_node":
-        have = {n for k in seen for n in k if "=" not in n}
-        want = [(n,) for n in inventory]
-        missing = [w for w in want if w[0] not in have]
-        what = "nodes"
-    elif check.require == "every_pair":
-        have_pairs = {tuple(sorted(k)) for k in seen}
-        if len(inventory) == 1:
-            want = [(inventory[0], inventory[0])]
-        else:
-            want = [tuple(p) for p in itertools.combinations(sorted(inventory), 2)]
-        missing = [w for w in want if tuple(sorted(w)) not in have_pairs]
-        what = "pairs"
-    else:
-        rails = sorted({k[1:] for k in seen if len(k) > 1})
-        declared = declared_rails or {}
-        want = []
-        for n in inventory:
-            mine = sorted({*rails, *declared.get(n, [])})
-            want += [(n, *r) for r in mine] if mine else [(n,)]
-        missing = [w for w in want if w not in seen]
-        what = "rails"
+    want, missing, what = _wanted(check.require, seen, inventory, declared_rails)
     shown = ["+".join(m) if check.require == "every_pair" else ":".join(m) for m in missing]
     text = f"{len(want) - len(missing)} of {len(want)} {what} measured"
     return Verdict(

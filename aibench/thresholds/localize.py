@@ -208,6 +208,24 @@ def comparable_series(
     dims: Mapping[str, object] | None = None,
 ) -> list[Series]:
     """The pairwise measurements of (tool, metric) split into comparable series."""
+    groups: dict[tuple[Any, ...], list[Measurement]] = defaultdict(list)
+    for m in _selected(measurements, tool, metric, dims):
+        rest = tuple(sorted((k, v) for k, v in m.dims.items() if k not in SIZE_DIMS))
+        groups[(m.step, rest)].append(m)
+    return [
+        _one_series(tool, metric, step, rest, items)
+        for (step, rest), items in sorted(groups.items(), key=lambda kv: repr(kv[0]))
+    ]
+
+
+def _selected(
+    measurements: Iterable[Measurement],
+    tool: str,
+    metric: str,
+    dims: Mapping[str, object] | None,
+) -> list[Measurement]:
+    """The measurements of (tool, metric) between two nodes with ``dims``; of a dim the
+    tool keeps one value of (its traits' ``keep_one``), that value only."""
     sel = [
         m
         for m in measurements
@@ -221,36 +239,37 @@ def comparable_series(
         if len(seen) > 1:
             keep = preferred if preferred in seen else seen.most_common(1)[0][0]
             sel = [m for m in sel if m.dims.get(dim, keep) == keep]
-    groups: dict[tuple[Any, ...], list[Measurement]] = defaultdict(list)
-    for m in sel:
-        rest = tuple(sorted((k, v) for k, v in m.dims.items() if k not in SIZE_DIMS))
-        groups[(m.step, rest)].append(m)
-    out = []
-    for (step, rest), items in sorted(groups.items(), key=lambda kv: repr(kv[0])):
-        sizes = [
-            float(v)
-            for m in items
-            if isinstance(v := m.dims.get("size_bytes"), int | float) and not isinstance(v, bool)
-        ]
-        top = max(sizes) if sizes else None
-        if top is not None:
-            items = [m for m in items if m.dims.get("size_bytes") == top]
-        unit = items[0].unit
-        acc: dict[Pair, list[float]] = defaultdict(list)
-        for m in items:
-            try:
-                acc[pair(m.nodes[0], m.nodes[1])].append(units.convert(m.value, m.unit, unit))
-            except units.UnitError:
-                continue
-        named = dict(rest)
-        label = " ".join(
-            [step or tool]
-            + [f"{k}={named[k]}" for k in LABEL_DIMS if k in named]
-            + ([f"size_bytes={_size(top)}"] if top is not None else [])
-        )
-        values = {p: float(statistics.median(v)) for p, v in acc.items()}
-        out.append(Series(tool, metric, label, unit, values))
-    return out
+    return sel
+
+
+def _one_series(
+    tool: str, metric: str, step: str, rest: tuple[Any, ...], items: list[Measurement]
+) -> Series:
+    """One series of a step and dims (``rest``): the median per pair at the largest message
+    size, in the unit of its first measurement, labelled by step, dims and size."""
+    sizes = [
+        float(v)
+        for m in items
+        if isinstance(v := m.dims.get("size_bytes"), int | float) and not isinstance(v, bool)
+    ]
+    top = max(sizes) if sizes else None
+    if top is not None:
+        items = [m for m in items if m.dims.get("size_bytes") == top]
+    unit = items[0].unit
+    acc: dict[Pair, list[float]] = defaultdict(list)
+    for m in items:
+        try:
+            acc[pair(m.nodes[0], m.nodes[1])].append(units.convert(m.value, m.unit, unit))
+        except units.UnitError:
+            continue
+    named = dict(rest)
+    label = " ".join(
+        [step or tool]
+        + [f"{k}={named[k]}" for k in LABEL_DIMS if k in named]
+        + ([f"size_bytes={_size(top)}"] if top is not None else [])
+    )
+    values = {p: float(statistics.median(v)) for p, v in acc.items()}
+    return Series(tool, metric, label, unit, values)
 
 
 def _size(value: float) -> str:

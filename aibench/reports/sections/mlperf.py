@@ -374,14 +374,17 @@ def _run_rows(
     return rows, flags
 
 
-def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
-    run_rows, run_flags = _run_rows(results)
-    score_rows: list[tuple[str, ...]] = []
-    score_flags: set[tuple[int, int]] = set()
+def _score_rows(
+    results: Sequence[TrainingResult],
+) -> tuple[list[tuple[str, ...]], set[tuple[int, int]]]:
+    """One row per benchmark result (runs, score, validity), and the cells flagged (a score
+    that is not a valid MLPerf score)."""
+    rows: list[tuple[str, ...]] = []
+    flags: set[tuple[int, int]] = set()
     for t in results:
-        i = len(score_rows)
+        i = len(rows)
         required = t.runs_required
-        score_rows.append(
+        rows.append(
             (
                 t.step.step_id,
                 t.benchmark,
@@ -394,7 +397,13 @@ def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
             )
         )
         if not t.valid:
-            score_flags.add((i, 5))
+            flags.add((i, 5))
+    return rows, flags
+
+
+def _training_tables(results: Sequence[TrainingResult]) -> list[Table]:
+    run_rows, run_flags = _run_rows(results)
+    score_rows, score_flags = _score_rows(results)
     return [
         Table(
             _(
@@ -456,8 +465,8 @@ def _per_run(si: SectionInput) -> dict[tuple[str, str], list[tuple[str, float, b
     return out
 
 
-def training(si: SectionInput) -> SectionOutput:
-    results = training_results(si.steps)
+def _ttt_plots(si: SectionInput) -> list[Plot]:
+    """Time to train per run, one plot per benchmark and unit; runs not counted hatched."""
     out_plots: list[Plot] = []
     for (label, unit), pts in sorted(_per_run(si).items()):
         svg = plots.bars(
@@ -478,40 +487,53 @@ def training(si: SectionInput) -> SectionOutput:
                 ),
             )
         )
-    tables = _training_tables(results) if results else []
+    return out_plots
+
+
+def _plain_ttt_table(si: SectionInput, results: Sequence[TrainingResult]) -> Table | None:
+    """The times to train of steps without the runner's facts (measurements alone)."""
     runner_steps = {t.step.step_id for t in results}
-    plain = [  # measurements without the runner's facts
+    plain = [
         m
         for s in si.steps
         if s.step_id not in runner_steps
         for m in s.measurements
         if m.metric == "time_to_train"
     ]
-    if plain:
-        rows = tuple(
-            (m.step, str(m.dims.get("benchmark", "")), f"r{m.repeat}", duration(m.value, m.unit))
-            for m in plain
-        )
-        tables.append(
-            Table(
-                _("Time to train"),
-                (_("step"), _("benchmark"), _("run"), _("time to train")),
-                rows,
-            )
-        )
-    notes = [
-        ngettext(
-            "{benchmark}: {n} run of the {required} the rules require; ",
-            "{benchmark}: {n} runs of the {required} the rules require; ",
-            len(t.runs),
-        ).format(benchmark=t.benchmark, n=len(t.runs), required=t.runs_required or "?")
-        + (
-            _("a valid MLPerf score.")
-            if t.valid
-            else _("not a valid MLPerf score ({why}).").format(why=t.score_reason)
-        )
-        for t in results
-    ]
+    if not plain:
+        return None
+    rows = tuple(
+        (m.step, str(m.dims.get("benchmark", "")), f"r{m.repeat}", duration(m.value, m.unit))
+        for m in plain
+    )
+    return Table(
+        _("Time to train"),
+        (_("step"), _("benchmark"), _("run"), _("time to train")),
+        rows,
+    )
+
+
+def _score_note(t: TrainingResult) -> str:
+    """Runs made of those required, and whether the score is a valid MLPerf score."""
+    return ngettext(
+        "{benchmark}: {n} run of the {required} the rules require; ",
+        "{benchmark}: {n} runs of the {required} the rules require; ",
+        len(t.runs),
+    ).format(benchmark=t.benchmark, n=len(t.runs), required=t.runs_required or "?") + (
+        _("a valid MLPerf score.")
+        if t.valid
+        else _("not a valid MLPerf score ({why}).").format(why=t.score_reason)
+    )
+
+
+def training(si: SectionInput) -> SectionOutput:
+    results = training_results(si.steps)
+    out_plots = _ttt_plots(si)
+    tables = _training_tables(results) if results else []
+    plain = _plain_ttt_table(si, results)
+    if plain is not None:
+        tables.append(plain)
+    notes = [_score_note(t) for t in results]
     rest = [m for m in si.measurements if m.metric not in ("time_to_train", "score")]
     if rest:
         tables.append(measurement_table(rest, _("Other measurements from the logs")))

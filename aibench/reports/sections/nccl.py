@@ -81,33 +81,53 @@ def render(si: SectionInput) -> SectionOutput:
     return SectionOutput(plots=tuple(out_plots), tables=tuple(tables))
 
 
+Series = dict[str, tuple[list[float], list[float]]]  # placement -> (sizes, median values)
+
+
+def _curves(
+    op_ms: list[Measurement], unit: str
+) -> tuple[dict[str, dict[float, list[float]]], set[str]]:
+    """Every value in ``unit`` per placement and message size, and the placements of one
+    node (or none)."""
+    curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    single_node: set[str] = set()
+    for m in op_ms:
+        if m.unit == unit:
+            curves[_placement(m)][float(m.dims["size_bytes"])].append(m.value)
+            if len(m.nodes) <= 1:
+                single_node.add(_placement(m))
+    return curves, single_node
+
+
+def _single_node_band(
+    series: Series, single_node: set[str], bad: Collection[str]
+) -> tuple[tuple[list[float], list[float], list[float]] | None, Series]:
+    """Beyond MAX_LINES placements, the single-node ones drawn as one min–max band (a
+    failing one keeps its line): the band (sizes, min, max), and the series left as lines."""
+    if len(series) <= MAX_LINES:
+        return None, series
+    singles = [p for p in series if p in single_node]
+    at: dict[float, list[float]] = defaultdict(list)  # size -> every single node's value
+    for p in singles:
+        for x, y in zip(*series[p], strict=True):
+            at[x].append(y)
+    xs = sorted(at)
+    band = (xs, [min(at[x]) for x in xs], [max(at[x]) for x in xs])
+    return band, {p: s for p, s in series.items() if p not in singles or p in bad}
+
+
 def _op(
     si: SectionInput, op: str, metric: str, op_ms: list[Measurement], bad: Collection[str]
 ) -> tuple[Plot, list[tuple[str, ...]]]:
     """One collective: its sweep of bandwidth against message size per placement (many
     single-node placements drawn as one band), and its rows at the largest size."""
     unit = op_ms[0].unit
-    curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    single_node: set[str] = set()  # placements of one node (or none)
-    for m in op_ms:
-        if m.unit == unit:
-            curves[_placement(m)][float(m.dims["size_bytes"])].append(m.value)
-            if len(m.nodes) <= 1:
-                single_node.add(_placement(m))
+    curves, single_node = _curves(op_ms, unit)
     series = {
         p: (sorted(c), [statistics.median(c[x]) for x in sorted(c)]) for p, c in curves.items()
     }
-    band = None
     failing = [p for p in series if p in bad]
-    if len(series) > MAX_LINES:
-        singles = [p for p in series if p in single_node]
-        at: dict[float, list[float]] = defaultdict(list)  # size -> every single node's value
-        for p in singles:
-            for x, y in zip(*series[p], strict=True):
-                at[x].append(y)
-        xs = sorted(at)
-        band = (xs, [min(at[x]) for x in xs], [max(at[x]) for x in xs])
-        series = {p: s for p, s in series.items() if p not in singles or p in bad}
+    band, series = _single_node_band(series, single_node, bad)
     svg = plots.sweep(
         series,
         bounds=lower_bounds(list(si.verdicts), unit),

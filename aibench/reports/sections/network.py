@@ -84,20 +84,55 @@ def _joined(parts: list[Sequence[Measurement]]) -> Sequence[Measurement]:
     return Lazy(functools.partial(itertools.chain.from_iterable, parts))
 
 
-def render(si: SectionInput) -> SectionOutput:
-    out_plots: list[Plot] = []
-    tables: list[Table] = []
+def _followed(si: SectionInput) -> list[tuple[str, str, Sequence[Measurement]]]:
+    """The series shown (at most 8, rails merged): those the spec checks, else (nothing to
+    follow) every data-rate series."""
     checked = checked_series(si, limit=64)
     series: list[tuple[str, str, Sequence[Measurement]]] = [
         (c.check + ": " + c.label, c.unit, c.measurements) for c in checked
     ]
-    if not checked:  # nothing to follow: every data-rate series
+    if not checked:
         series = [
             (label, unit, ms)
             for (label, unit), ms in sorted(series_of(si.measurements).items())
             if _is_rate(unit)
         ]
-    series = merge_rails(series)[:8]
+    return merge_rails(series)[:8]
+
+
+def _slowest_links(label: str, unit: str, ms: Sequence[Measurement]) -> Table | None:
+    """The WORST slowest links of a series (with their rail when any has one)."""
+    # the same as sorted(...)[:WORST], without holding every pair
+    worst = heapq.nsmallest(WORST, (m for m in ms if len(m.nodes) == 2), key=lambda m: m.value)
+    if not worst:
+        return None
+    rails = any(_rail(m) for m in worst)
+    return Table(
+        _("{label}: slowest links ({n})").format(label=label, n=len(worst)),
+        (
+            _("link"),
+            *((_("rail"),) if rails else ()),
+            _("value"),
+            _("unit"),
+            _("step"),
+        ),
+        tuple(
+            (
+                " ↔ ".join(m.nodes),
+                *((_rail(m),) if rails else ()),
+                context.fmt_number(m.value),
+                unit,
+                m.step,
+            )
+            for m in worst
+        ),
+    )
+
+
+def render(si: SectionInput) -> SectionOutput:
+    out_plots: list[Plot] = []
+    tables: list[Table] = []
+    series = _followed(si)
     pairs = several(m.nodes for _, _, ms in series for m in ms if len(m.nodes) == 2)
     for label, unit, ms in series:
         if pairs:
@@ -108,32 +143,9 @@ def render(si: SectionInput) -> SectionOutput:
             bars = node_bars(label, unit, ms, si.verdicts)
             if bars:
                 out_plots.append(bars)
-        # the same as sorted(...)[:WORST], without holding every pair
-        worst = heapq.nsmallest(WORST, (m for m in ms if len(m.nodes) == 2), key=lambda m: m.value)
-        if worst:
-            rails = any(_rail(m) for m in worst)
-            tables.append(
-                Table(
-                    _("{label}: slowest links ({n})").format(label=label, n=len(worst)),
-                    (
-                        _("link"),
-                        *((_("rail"),) if rails else ()),
-                        _("value"),
-                        _("unit"),
-                        _("step"),
-                    ),
-                    tuple(
-                        (
-                            " ↔ ".join(m.nodes),
-                            *((_rail(m),) if rails else ()),
-                            context.fmt_number(m.value),
-                            unit,
-                            m.step,
-                        )
-                        for m in worst
-                    ),
-                )
-            )
+        slowest = _slowest_links(label, unit, ms)
+        if slowest is not None:
+            tables.append(slowest)
     if not pairs:
         out_plots += checked_plots(si)
     other = (m for m in si.measurements if not _is_rate(m.unit))
