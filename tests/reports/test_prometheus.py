@@ -177,7 +177,9 @@ def pushgateway(tmp_path: Path) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "pushgateway.log").open("w")
     proc = subprocess.Popen(
-        [str(PUSHGATEWAY), f"--web.listen-address=127.0.0.1:{port}"],
+        # Debian's build keeps what was pushed in /var/lib/prometheus by default, so a
+        # gateway started here would serve every earlier one's groups: in memory only
+        [str(PUSHGATEWAY), f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
