@@ -350,7 +350,10 @@ def _remove_cgroups(name: str) -> None:
             continue
         dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
         for d in [*dirs, top]:
-            pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
+            try:
+                pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
+            except FileNotFoundError:  # removed meanwhile (a Pod's, by a runtime stopping)
+                continue
             kill_pids(pids, grace=0.5)
             with contextlib.suppress(OSError):
                 d.rmdir()
