@@ -264,7 +264,7 @@ def test_the_mpijob_manifest_uses_the_v2beta1_fields(tmp_path: Path) -> None:
     assert lspec["nodeName"] == "gpu01"
     assert lc["resources"] == {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "1"}}
     env = {e["name"]: e for e in lc["env"]}
-    assert env["OMPI_MCA_plm_rsh_args"]["value"] == "-p 2022"
+    assert env["OMPI_MCA_plm_rsh_agent"]["value"] == "ssh -p 2022"
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "m-launcher", "key": "HF_TOKEN"}
     assert "hf_s3cr3t" not in json.dumps(job)
     wspec = worker["template"]["spec"]

@@ -248,7 +248,9 @@ def mpijob_manifest(
                             run, owner, secret_env, deadline)  # fmt: skip
     _plain(launcher, cmd.argv)
     env = launcher["spec"]["containers"][0]["env"]
-    env.append({"name": "OMPI_MCA_plm_rsh_args", "value": f"-p {settings.mpi_ssh_port}"})
+    # the agent, not plm_rsh_args: the operator sets that one (its ssh options) itself
+    agent = f"ssh -p {settings.mpi_ssh_port}"
+    env.append({"name": "OMPI_MCA_plm_rsh_agent", "value": agent})
     port = str(settings.mpi_ssh_port)
     sshd = Command(("/bin/sh", "-c", MPIJOB_SSHD, "aibench", settings.mpi_sshd, port),
                    shm_size=cmd.shm_size)  # fmt: skip
