@@ -373,3 +373,61 @@ def test_an_mpijob_the_operator_never_starts_fails_named_and_is_deleted(
     assert res.exit_code is None
     assert res.reason == f"MPIJob {name} not started within 0.2 s: is the MPI operator running?"
     assert [args[4] for what, args in calls if what == "delete"] == [name]
+
+
+def test_an_mpijob_whose_launcher_ran_gives_its_log_and_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's launcher Pod found by its labels: when its container ends, its log
+    is the step's output and its exit code the step's; the MPIJob is deleted after."""
+    from aibench.executors import kubernetes as k8s
+    from aibench.executors import kubernetes_mpijob
+
+    inv = _inventory(tmp_path, mpi_launch="mpijob")
+    head = inv.nodes[0]
+    assert head.kubernetes is not None
+    ex = k8s.KubernetesExecutor(head.kubernetes, nodes={n.name: n for n in inv.nodes})
+    deleted: list[str] = []
+    logs: list[tuple[str, str]] = []
+
+    class Custom:
+        def get_api_resources(self, *_a: Any, **_k: Any) -> Any:
+            return SimpleNamespace(resources=[SimpleNamespace(name="mpijobs")])
+
+        def create_namespaced_custom_object(self, *_a: Any, **_k: Any) -> None:
+            pass
+
+        def delete_namespaced_custom_object(self, *args: Any, **_k: Any) -> None:
+            deleted.append(args[4])
+
+    class Core:
+        def list_namespaced_pod(self, *_a: Any, **_k: Any) -> Any:
+            pod = SimpleNamespace(metadata=SimpleNamespace(name="job-launcher-x1"))
+            return SimpleNamespace(items=[pod])
+
+        def read_namespaced_pod_log(self, name: str, _ns: str, container: str, **_k: Any) -> Any:
+            logs.append((name, container))
+            return SimpleNamespace(data=b"# Avg bus bandwidth    : 43.6076\n")
+
+    async def ensure_lease() -> str:
+        ex._lease_uid = "u"
+        return "u"
+
+    async def terminated(name: str, wait: float) -> tuple[int, str]:
+        assert name == "job-launcher-x1"
+        return 3, ""
+
+    monkeypatch.setattr(kubernetes_mpijob.MpiJobLaunch, "_custom", lambda _self: Custom())
+    monkeypatch.setattr(ex, "_core", Core)
+    monkeypatch.setattr(ex, "_ensure_lease", ensure_lease)
+    monkeypatch.setattr(ex, "_terminated", terminated)
+    cmd = Command(ARGV, role="launch", hosts=("gpu01", "gpu02"), timeout=60)
+    try:
+        res = asyncio.run(ex.run(head, cmd, tmp_path / "o", tmp_path / "e"))
+    finally:
+        ex._pool.shutdown(wait=False)
+    assert res.exit_code == 3
+    assert logs == [("job-launcher-x1", "step")]
+    assert (tmp_path / "o").read_text() == "# Avg bus bandwidth    : 43.6076\n"
+    assert len(deleted) == 1
+    assert deleted[0].endswith("-mpijob")

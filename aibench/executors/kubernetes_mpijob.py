@@ -28,6 +28,7 @@ from aibench.executors.kubernetes_mpi import (
     slots_of,
 )
 from aibench.executors.kubernetes_spec import CONTAINER, secret_env_of, secret_manifest
+from aibench.kubeapi import api_error
 
 if TYPE_CHECKING:
     from aibench.executors.base import Command, ProcResult
@@ -92,7 +93,10 @@ class MpiJobLaunch:
             wait = ex.settings.mpi_job_start_s
             why = f"MPIJob {self.name} not started within {wait:g} s: is the MPI operator running?"
             return result(reason=why)
-        return await self._follow(launcher, files, result, t0)
+        try:
+            return await self._follow(launcher, files, result, t0)
+        except Exception as exc:  # the launcher Pod gone, the API unreachable
+            return result(reason=f"MPIJob {self.name}: launcher pod {launcher}: {api_error(exc)}")
 
     async def _create(self) -> None:
         ex, cmd = self.ex, self.cmd
