@@ -175,8 +175,8 @@ def test_a_worker_pod_deleted_mid_run_fails_the_step_naming_it(
     assert step["status"] == "failed", step
     second = k8s_cluster.nodes[1].name
     assert f"worker pod {worker} on {second}: " in step["reason"], step["reason"]
-    assert [v["outcome"] for v in run["verdicts"]] != ["PASS"], run["verdicts"]
-    assert "PASS" not in {v["outcome"] for v in run["verdicts"]}, run["verdicts"]
+    outcomes = {v["check"]: v["outcome"] for v in run["verdicts"]}
+    assert outcomes.get("nccl-all-reduce-pair") not in (None, "PASS"), run["verdicts"]
     assert nothing_left(k8s_cluster) == NOTHING
 
 
