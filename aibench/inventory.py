@@ -120,9 +120,10 @@ class KubernetesSettings:
     host_ipc: bool = False
     annotations: Mapping[str, str] = field(default_factory=dict)  # of the work Pods
     observer_env: Mapping[str, str] = field(default_factory=dict)  # Pods with no device
-    mpi_launch: str = "none"  # none | ssh: launches across nodes (kubernetes_mpi.py)
+    mpi_launch: str = "none"  # none | ssh | mpijob: launches across nodes (kubernetes_mpi.py)
     mpi_ssh_port: int = 2222
     mpi_sshd: str = "/usr/sbin/sshd"
+    mpi_job_start_s: float = 300.0  # mpijob: the operator's time to start the launcher
     label_results: bool = False
     result_valid_h: float = 24.0
 

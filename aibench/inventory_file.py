@@ -246,21 +246,36 @@ class KubernetesModel(Strict):
         description="environment of the Pods that request no device (preflight, probes, the "
         "sampler), e.g. {NVIDIA_VISIBLE_DEVICES: all} to let nvidia-smi see the GPUs",
     )
-    mpi_launch: Literal["none", "ssh"] = Field(
+    mpi_launch: Literal["none", "ssh", "mpijob"] = Field(
         "none",
-        description="launches across nodes (mpirun): none (refused when planned) or ssh "
-        "(worker Pods with sshd and a launcher Pod, as the MPI operator v2 does)",
+        description="launches across nodes (mpirun): none (refused when planned), ssh "
+        "(worker Pods with sshd and a launcher Pod, as the MPI operator v2 does) or mpijob "
+        "(an MPIJob of kubeflow.org/v2beta1, run by the MPI operator)",
     )
     mpi_ssh_port: Annotated[int, Field(ge=1, le=65535)] = Field(
         2222, description="the workers' sshd port (on the node's network: must be free)"
     )
     mpi_sshd: SafePath = Field("/usr/sbin/sshd", description="sshd in the image")
+    mpi_job_start_s: Annotated[float, Field(gt=0, le=86400)] = Field(
+        300.0,
+        description="mpi_launch: mpijob: seconds the MPI operator has to start the "
+        "launcher Pod before the step fails",
+    )
     label_results: bool = Field(
         False, description="label each node aibench.io/acceptance=PASS|FAIL after a run"
     )
     result_valid_h: Annotated[float, Field(gt=0, le=8760)] = Field(
         24.0, description="hours the result label is valid (the aibench.io/valid-until annotation)"
     )
+
+    @model_validator(mode="after")
+    def _launch_network(self) -> KubernetesModel:
+        if self.mpi_launch != "none" and not self.host_network:
+            raise ValueError(
+                f"mpi_launch: {self.mpi_launch} needs host_network: true (mpirun reaches "
+                "the nodes at their addresses)"
+            )
+        return self
 
     @field_validator("node_selector")
     @classmethod
@@ -315,6 +330,7 @@ class KubernetesModel(Strict):
             mpi_launch=self.mpi_launch,
             mpi_ssh_port=self.mpi_ssh_port,
             mpi_sshd=self.mpi_sshd,
+            mpi_job_start_s=self.mpi_job_start_s,
             label_results=self.label_results,
             result_valid_h=self.result_valid_h,
         )

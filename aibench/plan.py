@@ -616,8 +616,8 @@ def refuse_kubernetes_launch(planned: PlannedStep) -> None:
     left = [n for n in first.nodes if n not in placed]
     settings = planned.inventory.node(first.client.host).kubernetes
     mpirun = first.client.role == "launcher" and first.client.argv[0] == "mpirun"
-    if left and mpirun and settings is not None and settings.mpi_launch == "ssh":
-        return  # worker Pods with sshd and a launcher Pod (executors/kubernetes_mpi.py)
+    if left and mpirun and settings is not None and settings.mpi_launch in ("ssh", "mpijob"):
+        return  # a launcher Pod and worker Pods with sshd (executors/kubernetes_mpi.py)
     if left:
         raise UserError(
             f"step {planned.name}: {planned.step.tool} across {len(first.nodes)} Kubernetes "
@@ -625,7 +625,8 @@ def refuse_kubernetes_launch(planned: PlannedStep) -> None:
             f"{' ...' if len(left) > 3 else ''}, which the kubernetes executor cannot do "
             "without mpi_launch: ssh in the inventory's kubernetes block",
             hint="set kubernetes.mpi_launch: ssh (mpirun in a launcher Pod, sshd in a worker "
-            "Pod per node), run it on one node per group (placement: each), or with these "
+            "Pod per other node) or mpijob (the same as an MPIJob of the MPI operator), run "
+            "it on one node per group (placement: each), or with these "
             "nodes as executor: ssh or slurm",
         )
 

@@ -55,7 +55,9 @@ def _data(obj: dict[str, Any], key: str) -> str:
     return base64.b64decode(obj["data"][key]).decode()
 
 
-def test_workers_hold_the_devices_and_run_sshd_the_launcher_runs_mpirun(tmp_path: Path) -> None:
+def test_workers_and_the_launcher_hold_the_devices_workers_run_sshd(tmp_path: Path) -> None:
+    """The launcher Pod uses the first node's network, so mpirun starts that node's ranks
+    itself: it holds that node's devices and /dev/shm like a worker."""
     inv = _inventory(tmp_path)
     head, other = inv.nodes
     k = head.kubernetes
@@ -79,8 +81,11 @@ def test_workers_hold_the_devices_and_run_sshd_the_launcher_runs_mpirun(tmp_path
                                  600, "m-ssh", "m-hosts")  # fmt: skip
     lc = launcher["spec"]["containers"][0]
     assert lc["command"][4:] == list(ARGV)  # the planned argv, unchanged
-    assert lc["resources"] == {}  # the ranks run in the workers
-    assert "annotations" not in launcher["metadata"]
+    assert launcher["spec"]["nodeName"] == "gpu01"
+    assert lc["resources"] == {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "1"}}
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in lc["volumeMounts"]
+    assert launcher["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma-net"}
+    assert launcher["metadata"]["labels"]["aibench.io/role"] == "mpi-launcher"
     env = {e["name"]: e for e in lc["env"]}
     assert env["OMPI_MCA_plm_rsh_args"]["value"] == (
         f"-p 2022 -i {MPI_DIR}/id_ed25519 -o IdentitiesOnly=yes -o StrictHostKeyChecking=yes "
@@ -112,7 +117,7 @@ def test_slots_from_the_mpirun_argv() -> None:
     assert _slots_of(("mpirun", "-H", "a,b:2", "x")) == {"a": 1, "b": 2}
 
 
-@pytest.mark.parametrize("launch", ["ssh", "none"])
+@pytest.mark.parametrize("launch", ["ssh", "mpijob", "none"])
 def test_nccl_tests_across_nodes_plans_with_mpi_launch_ssh(tmp_path: Path, launch: str) -> None:
     from aibench.errors import UserError
     from aibench.orchestrator import _client_command
@@ -151,9 +156,9 @@ def test_nccl_tests_across_nodes_plans_with_mpi_launch_ssh(tmp_path: Path, launc
 def test_a_launch_makes_its_objects_names_a_dead_worker_and_removes_everything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The launch's steps against a recording API: Secret, ConfigMap, a worker per node,
-    then the launcher; a failed mpirun names the worker the kubelet OOM-killed; all of
-    it deleted after."""
+    """The launch's steps against a recording API: Secret, ConfigMap, a worker on each
+    node but the launcher's, then the launcher; a failed mpirun names the worker the
+    kubelet OOM-killed; all of it deleted after."""
     from aibench.executors import kubernetes as k8s
 
     inv = _inventory(tmp_path)
@@ -214,11 +219,215 @@ def test_a_launch_makes_its_objects_names_a_dead_worker_and_removes_everything(
         ex._pool.shutdown(wait=False)
     base = made[0][1].removesuffix("-ssh")
     assert made == [("Secret", f"{base}-ssh"), ("ConfigMap", f"{base}-hosts"),
-                    ("Pod", f"{base}-w0"), ("Pod", f"{base}-w1"),
-                    ("Pod", f"{base}-launcher")]  # fmt: skip
+                    ("Pod", f"{base}-w1"), ("Pod", f"{base}-launcher")]  # fmt: skip
     assert res.exit_code == 1
     assert res.reason == (f"worker pod {base}-w1 on gpu02: OOMKilled: the container passed "
                           "its memory limit (exit 137)")  # fmt: skip
+    # and the output ends with it, since a step's reason is the tail of its output
+    assert (tmp_path / "e").read_text() == f"aibench: {res.reason}\n"
     assert sorted(deleted) == sorted(
-        [f"{base}-w0", f"{base}-w1", f"{base}-launcher", f"{base}-ssh", f"{base}-hosts"]
+        [f"{base}-w1", f"{base}-launcher", f"{base}-ssh", f"{base}-hosts"]
     )
+
+
+def test_the_mpijob_manifest_uses_the_v2beta1_fields(tmp_path: Path) -> None:
+    """mpi_launch: mpijob: the MPIJob of a launch across gpu01 and gpu02, in the field
+    names of the MPI operator's kubeflow.org/v2beta1 API."""
+    from aibench.executors.kubernetes_mpi import MPIJOB_SSHD, SSH_AUTH, mpijob_manifest
+
+    inv = _inventory(tmp_path, mpi_launch="mpijob")
+    head, other = inv.nodes
+    k = head.kubernetes
+    assert k is not None
+    cmd = Command(ARGV, env={"HF_TOKEN": "hf_s3cr3t"}, role="launch", hosts=("gpu01", "gpu02"))
+    job = mpijob_manifest("m", head, [other], cmd, k, "r", OWNER, {"HF_TOKEN": "hf_s3cr3t"},
+                          600, 8)  # fmt: skip
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v2beta1", "MPIJob")
+    assert job["metadata"]["ownerReferences"] == OWNER
+    spec = job["spec"]
+    assert spec["slotsPerWorker"] == 8
+    assert spec["runLauncherAsWorker"] is True  # the head node's ranks run in the launcher
+    assert spec["launcherCreationPolicy"] == "WaitForWorkersReady"
+    assert spec["sshAuthMountPath"] == SSH_AUTH
+    assert spec["mpiImplementation"] == "OpenMPI"
+    assert spec["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 0,
+                                 "activeDeadlineSeconds": 600}  # fmt: skip
+    replicas = spec["mpiReplicaSpecs"]
+    assert set(replicas) == {"Launcher", "Worker"}
+    launcher, worker = replicas["Launcher"], replicas["Worker"]
+    assert (launcher["replicas"], worker["replicas"]) == (1, 1)
+    assert launcher["restartPolicy"] == worker["restartPolicy"] == "Never"
+    lspec = launcher["template"]["spec"]
+    lc = lspec["containers"][0]
+    assert lc["command"] == list(ARGV)  # no wrapper: the operator starts it
+    assert "stdin" not in lc
+    assert lspec["nodeName"] == "gpu01"
+    assert lc["resources"] == {"limits": {"nvidia.com/gpu": "8", "rdma/ib": "1"}}
+    env = {e["name"]: e for e in lc["env"]}
+    assert env["OMPI_MCA_plm_rsh_agent"]["value"] == "ssh -p 2022"
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "m-launcher", "key": "HF_TOKEN"}
+    assert "hf_s3cr3t" not in json.dumps(job)
+    wspec = worker["template"]["spec"]
+    wc = wspec["containers"][0]
+    assert wc["command"] == ["/bin/sh", "-c", MPIJOB_SSHD, "aibench", "/usr/sbin/sshd", "2022"]
+    assert "nodeName" not in wspec  # the scheduler places the workers: one per named node
+    terms = wspec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    (expr,) = terms["nodeSelectorTerms"][0]["matchExpressions"]
+    assert expr == {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu02"]}
+    (anti,) = wspec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["labelSelector"]["matchLabels"] == {
+        "training.kubeflow.org/job-name": "m",
+        "training.kubeflow.org/job-role": "worker",
+    }
+    assert wspec["hostNetwork"] is True
+    assert worker["template"]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "aibench"
+
+
+def test_mpijob_refused_with_one_line_without_the_resource() -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    from aibench.executors.kubernetes_mpijob import missing_crd
+
+    class Api:
+        def __init__(self, found: Any) -> None:
+            self.found = found
+
+        def get_api_resources(self, group: str, version: str, **_k: Any) -> Any:
+            assert (group, version) == ("kubeflow.org", "v2beta1")
+            if self.found is None:
+                raise ApiException(status=404, reason="Not Found")
+            return SimpleNamespace(resources=[SimpleNamespace(name=n) for n in self.found])
+
+    assert missing_crd(Api(["mpijobs", "mpijobs/status"])) is None
+    for api in (Api(None), Api(["pytorchjobs"])):
+        why = missing_crd(api)
+        assert why is not None
+        assert "\n" not in why
+        assert "CustomResourceDefinition mpijobs.kubeflow.org not installed" in why
+
+
+def test_a_launch_needs_the_node_network(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="mpi_launch: ssh needs host_network: true"):
+        _inventory(tmp_path, host_network=False)
+
+
+def test_an_mpijob_the_operator_never_starts_fails_named_and_is_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mpi_launch: mpijob against a recording API: the MPIJob is created, owned by the
+    run's Lease; no launcher Pod comes (no operator), so the step fails saying so, and the
+    MPIJob is deleted."""
+    from dataclasses import replace
+
+    from aibench.executors import kubernetes as k8s
+    from aibench.executors import kubernetes_mpijob
+
+    inv = _inventory(tmp_path, mpi_launch="mpijob")
+    head = inv.nodes[0]
+    assert head.kubernetes is not None
+    settings = replace(head.kubernetes, mpi_job_start_s=0.2)
+    ex = k8s.KubernetesExecutor(settings, nodes={n.name: n for n in inv.nodes})
+    calls: list[tuple[str, Any]] = []
+
+    class Custom:
+        def get_api_resources(self, *_a: Any, **_k: Any) -> Any:
+            return SimpleNamespace(resources=[SimpleNamespace(name="mpijobs")])
+
+        def create_namespaced_custom_object(self, *args: Any, **_k: Any) -> None:
+            calls.append(("create", args))
+
+        def delete_namespaced_custom_object(self, *args: Any, **_k: Any) -> None:
+            calls.append(("delete", args))
+
+    class Core:
+        def list_namespaced_pod(self, _ns: str, label_selector: str, **_k: Any) -> Any:
+            calls.append(("list", label_selector))
+            return SimpleNamespace(items=[])
+
+    async def ensure_lease() -> str:
+        ex._lease_uid = "u"
+        return "u"
+
+    monkeypatch.setattr(kubernetes_mpijob.MpiJobLaunch, "_custom", lambda _self: Custom())
+    monkeypatch.setattr(kubernetes_mpijob, "POLL_S", 0.05)
+    monkeypatch.setattr(ex, "_core", Core)
+    monkeypatch.setattr(ex, "_ensure_lease", ensure_lease)
+    cmd = Command(ARGV, role="launch", hosts=("gpu01", "gpu02"), timeout=60)
+    try:
+        res = asyncio.run(ex.run(head, cmd, tmp_path / "o", tmp_path / "e"))
+    finally:
+        ex._pool.shutdown(wait=False)
+    (create,) = [args for what, args in calls if what == "create"]
+    group, version, ns, plural, body = create
+    assert (group, version, ns, plural) == ("kubeflow.org", "v2beta1", "aibench", "mpijobs")
+    name = body["metadata"]["name"]
+    assert body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "name": ex.run_id, "uid": "u"}
+    ]
+    assert body["spec"]["slotsPerWorker"] == 8
+    lists = [arg for what, arg in calls if what == "list"]
+    assert lists
+    assert set(lists) == {
+        f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"
+    }
+    assert res.exit_code is None
+    assert res.reason == f"MPIJob {name} not started within 0.2 s: is the MPI operator running?"
+    assert [args[4] for what, args in calls if what == "delete"] == [name]
+
+
+def test_an_mpijob_whose_launcher_ran_gives_its_log_and_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's launcher Pod found by its labels: when its container ends, its log
+    is the step's output and its exit code the step's; the MPIJob is deleted after."""
+    from aibench.executors import kubernetes as k8s
+    from aibench.executors import kubernetes_mpijob
+
+    inv = _inventory(tmp_path, mpi_launch="mpijob")
+    head = inv.nodes[0]
+    assert head.kubernetes is not None
+    ex = k8s.KubernetesExecutor(head.kubernetes, nodes={n.name: n for n in inv.nodes})
+    deleted: list[str] = []
+    logs: list[tuple[str, str]] = []
+
+    class Custom:
+        def get_api_resources(self, *_a: Any, **_k: Any) -> Any:
+            return SimpleNamespace(resources=[SimpleNamespace(name="mpijobs")])
+
+        def create_namespaced_custom_object(self, *_a: Any, **_k: Any) -> None:
+            pass
+
+        def delete_namespaced_custom_object(self, *args: Any, **_k: Any) -> None:
+            deleted.append(args[4])
+
+    class Core:
+        def list_namespaced_pod(self, *_a: Any, **_k: Any) -> Any:
+            pod = SimpleNamespace(metadata=SimpleNamespace(name="job-launcher-x1"))
+            return SimpleNamespace(items=[pod])
+
+        def read_namespaced_pod_log(self, name: str, _ns: str, container: str, **_k: Any) -> Any:
+            logs.append((name, container))
+            return SimpleNamespace(data=b"# Avg bus bandwidth    : 43.6076\n")
+
+    async def ensure_lease() -> str:
+        ex._lease_uid = "u"
+        return "u"
+
+    async def terminated(name: str, wait: float) -> tuple[int, str]:
+        assert name == "job-launcher-x1"
+        return 3, ""
+
+    monkeypatch.setattr(kubernetes_mpijob.MpiJobLaunch, "_custom", lambda _self: Custom())
+    monkeypatch.setattr(ex, "_core", Core)
+    monkeypatch.setattr(ex, "_ensure_lease", ensure_lease)
+    monkeypatch.setattr(ex, "_terminated", terminated)
+    cmd = Command(ARGV, role="launch", hosts=("gpu01", "gpu02"), timeout=60)
+    try:
+        res = asyncio.run(ex.run(head, cmd, tmp_path / "o", tmp_path / "e"))
+    finally:
+        ex._pool.shutdown(wait=False)
+    assert res.exit_code == 3
+    assert logs == [("job-launcher-x1", "step")]
+    assert (tmp_path / "o").read_text() == "# Avg bus bandwidth    : 43.6076\n"
+    assert len(deleted) == 1
+    assert deleted[0].endswith("-mpijob")

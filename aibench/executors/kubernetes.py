@@ -52,14 +52,13 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import itertools
 import os
 import re
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -74,6 +73,7 @@ from aibench.executors.base import (
     ReadyCheck,
     ServerNotReady,
 )
+from aibench.executors.kubernetes_mpi import slots_of as _slots_of
 from aibench.executors.kubernetes_spec import (
     MANAGED,
     RUN_LABEL,
@@ -98,6 +98,7 @@ from aibench.kubeapi import api_client, api_error, pod_security_refusal
 from aibench.secret import ScrubbingWriter
 
 if TYPE_CHECKING:
+    from aibench.executors.kubernetes_mpijob import MpiJobLaunch
     from aibench.inventory import KubernetesSettings, Node
 
 LEASE_S = 60  # a run's Lease expires this long after its last renewal
@@ -516,9 +517,9 @@ class KubernetesExecutor:
             return result(unreachable=True, reason=self.lease_lost)
         if cmd.role in BATCHED and not secret_env_of(cmd):
             return await self._run_batched(node, cmd, stdout, stderr, result)
-        if cmd.role == "launch" and self.settings.mpi_launch == "ssh":
+        if cmd.role == "launch" and self.settings.mpi_launch in ("ssh", "mpijob"):
             with stdout.open("wb") as out, stderr.open("wb") as err:
-                launch = _Launch(self, node, cmd)
+                launch = self._launch(node, cmd)
                 try:
                     return await launch.run((out, err), result)
                 finally:
@@ -535,6 +536,14 @@ class KubernetesExecutor:
                 raise
             finally:
                 await asyncio.shield(self._delete(name))
+
+    def _launch(self, node: Node, cmd: Command) -> _Launch | MpiJobLaunch:
+        if self.settings.mpi_launch == "mpijob":
+            from aibench.executors.kubernetes_mpijob import MpiJobLaunch
+
+            self._seq += 1
+            return MpiJobLaunch(self, node, cmd, pod_name(self.run_id, self._seq, "mpijob"))
+        return _Launch(self, node, cmd)
 
     def _not_created(
         self, node: Node, exc: Exception, result: Callable[..., ProcResult]
@@ -782,9 +791,9 @@ class KubernetesServer:
 
 class _Launch:
     """One mpirun launch across nodes (kubernetes_mpi.py): a Secret with its keys, a
-    ConfigMap with its hostfile, a worker Pod per node, then the launcher Pod, whose
-    output and exit code are the step's; a worker that ended early is named with its
-    reason. ``remove`` deletes them all."""
+    ConfigMap with its hostfile, a worker Pod on each node but the launcher's, then the
+    launcher Pod, whose output and exit code are the step's; a worker that ended early
+    (or is gone) is named with its reason. ``remove`` deletes them all."""
 
     def __init__(self, ex: KubernetesExecutor, node: Node, cmd: Command) -> None:
         ex._seq += 1
@@ -817,6 +826,8 @@ class _Launch:
             if ended:
                 reason = "; ".join(x for x in (res.reason, *ended) if x)
                 res = dataclasses.replace(res, reason=reason)
+                # the step's reason is the tail of the tool's output: it ends with these
+                files[1].write("".join(f"aibench: {x}\n" for x in ended).encode())
         return res
 
     async def _prepare(self) -> None:
@@ -843,6 +854,8 @@ class _Launch:
 
         ex = self.ex
         for i, worker in enumerate(nodes):
+            if worker.name == self.node.name:
+                continue  # the launcher's own node: mpirun starts those ranks itself
             name = f"{self.base}-w{i}"
             self.workers.append((name, worker))
             manifest = worker_manifest(name, worker, ex.settings, ex.run_id, ex._owner(),
@@ -871,7 +884,9 @@ class _Launch:
             try:
                 pod = await self.ex._latest(name)
             except Exception as exc:
-                out.append(f"worker pod {name} on {worker.name}: {api_error(exc)}")
+                gone = getattr(exc, "status", None) == 404
+                why = "deleted (the Pod is gone)" if gone else api_error(exc)
+                out.append(f"worker pod {name} on {worker.name}: {why}")
                 continue
             state = _container_state(pod)
             if pod.metadata.deletion_timestamp is not None:
@@ -893,18 +908,6 @@ class _Launch:
             call = getattr(ex._core(), f"delete_namespaced_{kind}")
             with contextlib.suppress(Exception):
                 await ex._call(call, name, ex.settings.namespace, body=opts, _request_timeout=20)
-
-
-def _slots_of(argv: Sequence[str]) -> dict[str, int]:
-    """Host -> ranks from an mpirun argv's ``--host h1:2,h2:2`` (1 when a host names no
-    count)."""
-    out: dict[str, int] = {}
-    for flag, value in itertools.pairwise(argv):
-        if flag in ("--host", "-host", "-H"):
-            for item in value.split(","):
-                host, _, n = item.rpartition(":") if ":" in item else (item, "", "1")
-                out[host] = int(n) if n.isdigit() else 1
-    return out
 
 
 def in_thread(fn: Callable[[threading.Event], None], stop: threading.Event) -> asyncio.Future[None]:

@@ -1,16 +1,20 @@
 """The manifests of a launch across Kubernetes nodes, the way the MPI operator (v2) does it,
 without the operator: with ``mpi_launch: ssh`` in the inventory's kubernetes block.
 
-* one **worker** Pod per node of the group: the step's image, resources, annotations and
-  /dev/shm (it runs the ranks), running ``sshd`` on ``mpi_ssh_port`` (the Pods use the
-  node's network, so the port must be free on the node);
+* a **launcher** Pod on the group's first node running the planned ``mpirun`` argv
+  unchanged, with the step's image, resources, annotations and /dev/shm: its Pod uses the
+  node's network, so ``mpirun`` sees the first node's address as its own and starts that
+  node's ranks itself, in this Pod (as the operator's ``runLauncherAsWorker`` does); Open
+  MPI reads the ssh options (``OMPI_MCA_plm_rsh_args``) and the hostfile
+  (``OMPI_MCA_orte_default_hostfile``) from its environment;
+* one **worker** Pod on each other node of the group: the same image, resources,
+  annotations and /dev/shm (it runs that node's ranks), running ``sshd`` on
+  ``mpi_ssh_port`` (on the node's network, so the port must be free on the node);
+  ``mpirun`` starts Open MPI's ``orted`` there over ssh;
 * a **Secret** of the launch holding a key pair made for it (the launcher's key, the
   workers' ``authorized_keys``), the workers' host key and a ``known_hosts`` that trusts
   only that host key, so nothing is accepted blindly;
-* a **ConfigMap** with the hostfile (each node's address and its ranks);
-* a **launcher** Pod on the group's first node running the planned ``mpirun`` argv
-  unchanged; Open MPI reads the ssh options (``OMPI_MCA_plm_rsh_args``) and the hostfile
-  (``OMPI_MCA_orte_default_hostfile``) from its environment. It requests no device.
+* a **ConfigMap** with the hostfile (each node's address and its ranks).
 
 All are owned by the run's Lease and deleted when the step ends. Pure functions: the
 manifests are tested as data.
@@ -19,8 +23,9 @@ manifests are tested as data.
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from aibench.executors.kubernetes_spec import MANAGED, RUN_LABEL, add_volumes, pod_manifest
@@ -59,6 +64,18 @@ class Keys:
             host.export_private_key().decode(),
             host.export_public_key().decode().strip(),
         )
+
+
+def slots_of(argv: Sequence[str]) -> dict[str, int]:
+    """Host -> ranks from an mpirun argv's ``--host h1:2,h2:2`` (1 when a host names no
+    count)."""
+    out: dict[str, int] = {}
+    for flag, value in itertools.pairwise(argv):
+        if flag in ("--host", "-host", "-H"):
+            for item in value.split(","):
+                host, _, n = item.rpartition(":") if ":" in item else (item, "", "1")
+                out[host] = int(n) if n.isdigit() else 1
+    return out
 
 
 def _meta(name: str, run: str, owner: list[dict[str, Any]]) -> dict[str, Any]:
@@ -147,9 +164,11 @@ def launcher_manifest(
     secret: str,
     configmap: str,
 ) -> dict[str, Any]:
-    """The launcher: the planned mpirun argv, no device, ssh to the workers with the
-    launch's key, trusting only their host key."""
-    pod = pod_manifest(name, node, cmd, settings, run, owner, secret_env, deadline)
+    """The launcher: the planned mpirun argv, the first node's ranks (its devices and
+    /dev/shm), ssh to the workers with the launch's key, trusting only their host key."""
+    ranks = replace(cmd, role="work")  # the resources, annotations and /dev/shm of a step
+    pod = pod_manifest(name, node, ranks, settings, run, owner, secret_env, deadline)
+    pod["metadata"]["labels"]["aibench.io/role"] = "mpi-launcher"
     ssh = (f"-p {settings.mpi_ssh_port} -i {MPI_DIR}/id_ed25519 -o IdentitiesOnly=yes "
            f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={MPI_DIR}/known_hosts")  # fmt: skip
     env = pod["spec"]["containers"][0]["env"]
@@ -157,3 +176,105 @@ def launcher_manifest(
     env.append({"name": "OMPI_MCA_orte_default_hostfile", "value": f"{MPI_DIR}-hosts/hostfile"})
     add_volumes(pod, *_mpi_volumes(secret, configmap))
     return pod
+
+
+# ---------------------------------------------------------------- mpi_launch: mpijob
+
+MPIJOB_GROUP = "kubeflow.org"
+MPIJOB_VERSION = "v2beta1"
+MPIJOB_PLURAL = "mpijobs"
+MPIJOB_CRD = f"{MPIJOB_PLURAL}.{MPIJOB_GROUP}"
+# the labels the MPI operator puts on the Pods of an MPIJob
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+SSH_AUTH = "/root/.ssh"  # sshAuthMountPath: the operator mounts its key pair there
+# $1 sshd's path, $2 the port: the operator's key as the host key and the authorized key
+MPIJOB_SSHD = (
+    'mkdir -p /run/sshd && exec "$1" -D -e -p "$2" -o HostKey=' + SSH_AUTH + "/id_rsa"
+    " -o AuthorizedKeysFile=" + SSH_AUTH + "/authorized_keys -o StrictModes=no"
+    " -o PasswordAuthentication=no -o PermitRootLogin=prohibit-password -o PidFile=none"
+)
+
+
+def _template(pod: dict[str, Any]) -> dict[str, Any]:
+    """A Pod manifest as a replica's template: its labels, annotations and spec."""
+    meta = {k: v for k, v in pod["metadata"].items() if k in ("labels", "annotations")}
+    return {"metadata": meta, "spec": pod["spec"]}
+
+
+def _plain(pod: dict[str, Any], argv: Sequence[str]) -> None:
+    """The container runs ``argv`` at once (no wrapper waiting for a release on stdin)."""
+    container = pod["spec"]["containers"][0]
+    container["command"] = list(argv)
+    container.pop("stdin")
+    container.pop("stdinOnce")
+
+
+def _one_per_node(spec: dict[str, Any], job: str, nodes: Sequence[Node]) -> None:
+    """A worker on each of ``nodes`` and no two on one: node affinity by hostname, and
+    anti-affinity to the job's other workers."""
+    del spec["nodeName"]
+    names = [n.name for n in nodes]
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                  "values": names}]}  # fmt: skip
+    workers = {"matchLabels": {JOB_NAME_LABEL: job, JOB_ROLE_LABEL: "worker"}}
+    spec["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term]}},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": workers, "topologyKey": "kubernetes.io/hostname"}]},
+    }  # fmt: skip
+
+
+def mpijob_manifest(
+    name: str,
+    head: Node,
+    workers: Sequence[Node],
+    cmd: Command,
+    settings: KubernetesSettings,
+    run: str,
+    owner: list[dict[str, Any]],
+    secret_env: dict[str, str],
+    deadline: int,
+    slots: int,
+) -> dict[str, Any]:
+    """An MPIJob (kubeflow.org/v2beta1) of the same launch: the launcher on ``head`` runs
+    the planned mpirun argv and that node's ranks (``runLauncherAsWorker``), a worker on
+    each other node runs sshd with the operator's keys; the operator makes the keys and
+    the hostfile, and creates the launcher once the workers are ready."""
+    from aibench.executors.base import Command
+
+    launcher = pod_manifest(f"{name}-launcher", head, replace(cmd, role="work"), settings,
+                            run, owner, secret_env, deadline)  # fmt: skip
+    _plain(launcher, cmd.argv)
+    env = launcher["spec"]["containers"][0]["env"]
+    # the agent, not plm_rsh_args: the operator sets that one (its ssh options) itself
+    agent = f"ssh -p {settings.mpi_ssh_port}"
+    env.append({"name": "OMPI_MCA_plm_rsh_agent", "value": agent})
+    port = str(settings.mpi_ssh_port)
+    sshd = Command(("/bin/sh", "-c", MPIJOB_SSHD, "aibench", settings.mpi_sshd, port),
+                   shm_size=cmd.shm_size)  # fmt: skip
+    worker = pod_manifest(f"{name}-worker", workers[0], sshd, settings, run, owner, {},
+                          deadline)  # fmt: skip
+    _plain(worker, sshd.argv)
+    _one_per_node(worker["spec"], name, workers)
+    replica = {"restartPolicy": "Never"}
+    spec = {
+        "slotsPerWorker": slots,
+        "runLauncherAsWorker": True,
+        "launcherCreationPolicy": "WaitForWorkersReady",
+        "sshAuthMountPath": SSH_AUTH,
+        "mpiImplementation": "OpenMPI",
+        "runPolicy": {"cleanPodPolicy": "All", "backoffLimit": 0,
+                      "activeDeadlineSeconds": max(1, deadline)},
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, **replica, "template": _template(launcher)},
+            "Worker": {"replicas": len(workers), **replica, "template": _template(worker)},
+        },
+    }  # fmt: skip
+    return {
+        "apiVersion": f"{MPIJOB_GROUP}/{MPIJOB_VERSION}",
+        "kind": "MPIJob",
+        "metadata": _meta(name, run, owner),
+        "spec": spec,
+    }

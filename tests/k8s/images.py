@@ -7,7 +7,11 @@ image config, one layer tar) that ``ctr -n k8s.io images import`` reads:
 * ``aibench.local/tools`` — busybox-static (``/bin/sh`` and the usual commands), and
   ``fio`` and ``iperf3`` copied from this machine with every shared library ``ldd``
   names, plus ``python3`` with its standard library and the project's replay programs
-  (``tests/programs``, with the fixtures they read) under ``/opt/aibench``.
+  (``tests/programs``, with the fixtures they read) under ``/opt/aibench``; Open MPI's
+  launcher (``mpirun``, ``orted``, its MCA components, help texts and configuration) and
+  OpenSSH (``sshd``, ``ssh``) from this machine's Debian packages, for launches across
+  worker Pods; ``/opt/aibench/bin/all_reduce_perf`` runs the nccl-tests replay of a real
+  two-node log, and ``/opt/aibench/slow-bin/all_reduce_perf`` the same after 60 s.
 
 Each tar is named by a hash of what went into it and kept in the cache directory, so a
 second bed on the same machine imports it without building it again.
@@ -35,9 +39,19 @@ TOOL_BINARIES = (  # Debian's
     "/usr/bin/python3",
     "/usr/bin/lsblk",
     "/usr/bin/findmnt",
+    "/usr/bin/orterun",
+    "/usr/bin/orted",
+    "/usr/sbin/sshd",
+    "/usr/bin/ssh",
 )
+# Open MPI's names for its launcher (Debian's alternatives end at orterun)
+MPI_LINKS = ("/usr/bin/mpirun", "/usr/bin/mpiexec")
+MPI_COMPONENTS = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+PMIX = "/usr/lib/x86_64-linux-gnu/pmix2"  # Open MPI 4.1's PMIx (Debian's libpmix2)
+MPI_TREES = ("/usr/share/openmpi", "/etc/openmpi", f"{PMIX}/share")
+NCCL_LOG = "tests/fixtures/nccl-tests/v2.17.8_2node_2gpu_allreduce_sendrecv_smoke.txt"
 # the replay programs and what they read, relative to the checkout
-PROJECT_FILES = ("tests/programs", "tests/fixtures/tool-help")
+PROJECT_FILES = ("tests/programs", "tests/fixtures/tool-help", NCCL_LOG)
 
 
 def _ldd(path: str) -> list[str]:
@@ -85,6 +99,10 @@ def _add_text(tar: tarfile.TarFile, name: str, text: str, mode: int = 0o644) -> 
 
 
 def _tree(tar: tarfile.TarFile, src: Path, dest: str) -> None:
+    """A folder at ``dest`` (a single file when ``src`` is one)."""
+    if src.is_file():
+        _add_file(tar, str(src), dest)
+        return
     for path in sorted(src.rglob("*")):
         if "__pycache__" in path.parts:
             continue
@@ -96,8 +114,9 @@ def _tree(tar: tarfile.TarFile, src: Path, dest: str) -> None:
 
 
 def _tools_layer(tar: tarfile.TarFile) -> None:
-    for d in ("/bin", "/usr", "/usr/bin", "/lib", "/lib64", "/usr/lib", "/etc", "/tmp",
-              "/scratch", "/opt", "/opt/aibench", "/proc", "/sys", "/dev", "/root"):  # fmt: skip
+    for d in ("/bin", "/usr", "/usr/bin", "/usr/sbin", "/lib", "/lib64", "/usr/lib", "/etc",
+              "/tmp", "/scratch", "/opt", "/opt/aibench", "/proc", "/sys", "/dev", "/root",
+              "/run", "/var", "/var/empty"):  # fmt: skip
         _add_dir(tar, d)
     busybox = shutil.which("busybox") or "/bin/busybox"
     _add_file(tar, busybox, "/bin/busybox")
@@ -105,33 +124,64 @@ def _tools_layer(tar: tarfile.TarFile) -> None:
     for applet in applets.stdout.split():
         if applet != "busybox":
             _add_link(tar, f"/bin/{applet}", "busybox")
-    seen_dirs: set[str] = set()
-    libs: set[str] = set()
-    for tool in TOOL_BINARIES:
-        if not os.path.exists(tool):
-            raise RuntimeError(f"{tool} is not installed; the tool image needs it")
-        _add_file(tar, tool, tool)
-        libs.update(_ldd(tool))
-    for lib in sorted(libs):
-        for d in _parents(lib):
-            if d not in seen_dirs:
-                seen_dirs.add(d)
-                _add_dir(tar, d)
-        _add_file(tar, lib, lib)
+    _add_binaries(tar, [*TOOL_BINARIES, *_mpi_components()])
+    for link in MPI_LINKS:
+        _add_link(tar, link, "orterun")
     stdlib = subprocess.run(
         ["/usr/bin/python3", "-c", "import os; print(os.path.dirname(os.__file__))"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    _tree(tar, Path(stdlib), stdlib)
+    for tree in (stdlib, *MPI_TREES):
+        _tree(tar, Path(tree), tree)
     for rel in PROJECT_FILES:
         _tree(tar, ROOT / rel, f"/opt/aibench/{rel}")
-    _add_text(
-        tar, "/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n"
-    )
+    _etc(tar)
+    _replay_wrappers(tar)
+
+
+def _mpi_components() -> list[str]:
+    found = [*Path(MPI_COMPONENTS).glob("*.so"), *Path(PMIX).glob("lib/pmix/*.so")]
+    return sorted(str(p) for p in found)
+
+
+def _add_binaries(tar: tarfile.TarFile, paths: list[str]) -> None:
+    """Each program or library at its path, with every shared library ``ldd`` names."""
+    seen_dirs: set[str] = set()
+    libs: set[str] = set()
+    for path in paths:
+        if not os.path.exists(path):
+            raise RuntimeError(f"{path} is not installed; the tool image needs it")
+        libs.update(_ldd(path))
+    for path in sorted(libs | set(paths)):
+        for d in _parents(path):
+            if d not in seen_dirs:
+                seen_dirs.add(d)
+                _add_dir(tar, d)
+        _add_file(tar, path, path)
+
+
+def _etc(tar: tarfile.TarFile) -> None:
+    """Users (root; ``sshd`` for its privilege separation), and sshd's configuration: the
+    worker Pods pass the rest on its command line."""
+    _add_text(tar, "/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"
+              "sshd:x:100:65534::/run/sshd:/bin/false\n"
+              "nobody:x:65534:65534::/:/bin/false\n")  # fmt: skip
     _add_text(tar, "/etc/group", "root:x:0:\nnogroup:x:65534:\n")
     _add_text(tar, "/etc/hosts", "127.0.0.1 localhost\n")
+    _add_text(tar, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n")
+    _add_dir(tar, "/etc/ssh")
+    _add_text(tar, "/etc/ssh/sshd_config", "UsePAM no\n")
+
+
+def _replay_wrappers(tar: tarfile.TarFile) -> None:
+    replay = "/opt/aibench/tests/programs/nccl_tests_replay.py"
+    run = (f"exec python3 {replay} --fixture /opt/aibench/{NCCL_LOG} --binary all_reduce_perf"
+           ' "$@"\n')  # fmt: skip
+    for d, first in (("bin", ""), ("slow-bin", "sleep 60\n")):
+        _add_dir(tar, f"/opt/aibench/{d}")
+        _add_text(tar, f"/opt/aibench/{d}/all_reduce_perf", "#!/bin/sh\n" + first + run, 0o755)
 
 
 def _parents(path: str) -> list[str]:
@@ -183,10 +233,11 @@ def _layer(fill: object, *args: object) -> bytes:
 
 def _inputs_hash() -> str:
     h = hashlib.sha256(Path(__file__).read_bytes())
-    for tool in TOOL_BINARIES:
+    for tool in (*TOOL_BINARIES, MPI_COMPONENTS, PMIX):
         h.update(tool.encode() + str(os.stat(tool).st_mtime_ns).encode())
     for rel in PROJECT_FILES:
-        for path in sorted((ROOT / rel).rglob("*")):
+        top = ROOT / rel
+        for path in [top] if top.is_file() else sorted(top.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 h.update(str(path.relative_to(ROOT)).encode())
                 h.update(path.read_bytes())

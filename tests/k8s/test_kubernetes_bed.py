@@ -4,8 +4,8 @@ The nightly suite's fio and iperf3 steps run through ``aibench run`` against the
 two-node cluster, with the rights of examples/kubernetes-rbac.yaml only, and are judged
 and reported like an SSH run; a Pod that exits non-zero, one that passes its memory
 limit and one that outlives its step's timeout each come back with their reason; after
-every run, and after aibench is killed mid-step and the run resumed, no Pod, Secret or
-Lease of aibench is left in the namespace.
+every run, and after aibench is killed mid-step and the run resumed, no Pod, Secret,
+ConfigMap or Lease of aibench is left in the namespace.
 """
 
 from __future__ import annotations
@@ -58,13 +58,17 @@ def write_inventory(path: Path, cluster: Cluster, kubeconfig: Path, **extra: Any
 
 
 def leftovers(cluster: Cluster) -> dict[str, list[str]]:
-    """The Pods, Secrets and Leases aibench made that are still in the namespace."""
+    """The Pods, Secrets, ConfigMaps and Leases aibench made that are still in the
+    namespace."""
     out = {}
-    for kind in ("pods", "secrets", "leases"):
+    for kind in ("pods", "secrets", "configmaps", "leases"):
         r = cluster.kubectl("-n", NS, "get", kind, "-l", "app.kubernetes.io/managed-by=aibench",
                             "-o", "json")  # fmt: skip
         out[kind] = [i["metadata"]["name"] for i in json.loads(r.stdout)["items"]]
     return out
+
+
+NOTHING: dict[str, list[str]] = {"pods": [], "secrets": [], "configmaps": [], "leases": []}
 
 
 def nothing_left(cluster: Cluster, wait: float = 90.0) -> dict[str, list[str]]:
@@ -119,7 +123,7 @@ def test_nightly_fio_and_iperf3_on_the_cluster(
     assert "PASS" in (run_dir / "summary.md").read_text()
     assert (run_dir / "junit.xml").exists()
     assert (run_dir / "report.html").exists()
-    assert nothing_left(k8s_cluster) == {"pods": [], "secrets": [], "leases": []}
+    assert nothing_left(k8s_cluster) == NOTHING
     for node in names:
         facts = steps[("preflight", (node,))]
         assert facts["status"] == "ok", facts
@@ -180,7 +184,7 @@ def test_exit_code_oom_and_timeout_are_recorded_with_their_reason(
     assert slow.exit_code is None, slow
     assert "timed out after 5 s" in slow.reason, slow
     assert slow.duration_s < 40, slow
-    assert nothing_left(k8s_cluster) == {"pods": [], "secrets": [], "leases": []}
+    assert nothing_left(k8s_cluster) == NOTHING
 
 
 def test_secret_variables_reach_the_pod_by_reference_only(
@@ -217,7 +221,7 @@ def test_secret_variables_reach_the_pod_by_reference_only(
     assert all("tok-12345" not in s for s in specs)
     assert all("from-a-secret" not in s for s in specs)
     assert "secretKeyRef" in specs[0]
-    assert nothing_left(k8s_cluster) == {"pods": [], "secrets": [], "leases": []}
+    assert nothing_left(k8s_cluster) == NOTHING
 
 
 def _pod_specs(cluster: Cluster) -> list[str]:
@@ -265,7 +269,7 @@ def test_kill_mid_step_then_resume_leaves_no_pod(
     assert leftovers(k8s_cluster)["pods"], "the killed run's Pod should still be there"
     r = aibench("run", "--resume", str(only_run_dir(out)), "--quiet", timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert nothing_left(k8s_cluster) == {"pods": [], "secrets": [], "leases": []}
+    assert nothing_left(k8s_cluster) == NOTHING
 
 
 def _live_pods(cluster: Cluster) -> list[str]:
