@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.k8s.cluster import STATE, Cluster, missing_tools, write_kubeconfig
+from tests.k8s.cluster import LAYOUT, STATE, Cluster, missing_tools, write_kubeconfig
+from tests.testbed import bed
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -20,11 +21,16 @@ def k8s_cluster() -> Iterator[Cluster]:
     reason = missing_tools()
     if reason:
         pytest.skip(reason)
-    cluster = Cluster.up(2)
+    # one bed on this machine at a time: a second session's ``up`` would remove this one
+    bed._held_here[LAYOUT.prefix] = bed._lock(LAYOUT)
     try:
-        yield cluster
+        cluster = Cluster.up(2)
+        try:
+            yield cluster
+        finally:
+            cluster.down()
     finally:
-        cluster.down()
+        bed._release(LAYOUT)
 
 
 @pytest.fixture(scope="session")
