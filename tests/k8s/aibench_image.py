@@ -70,7 +70,11 @@ def distributions() -> list[md.Distribution]:
         name, extras = todo.pop()
         if _key(name) in found or _key(name) in LEAVE_OUT:
             continue
-        dist = md.distribution(name)
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            raise RuntimeError(f"{name} is not installed here; the aibench image needs it "
+                               "(make venv)") from None  # fmt: skip
         found[_key(name)] = dist
         for line in dist.requires or []:
             req = Requirement(line)
