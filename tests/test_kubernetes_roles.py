@@ -275,8 +275,10 @@ def test_the_cronjob_example_runs_with_the_rbac_example_rights(tmp_path: Path) -
     assert job["metadata"]["namespace"] == sa["metadata"]["namespace"]
     assert pod["serviceAccountName"] == sa["metadata"]["name"]
     script = pod["containers"][0]["args"][0]
-    assert "aibench run --suite nightly --inventory /etc/aibench/inventory.yaml" in script
-    assert 'aibench metrics "$run_dir" --pushgateway "$PUSHGATEWAY"' in script
+    assert 'aibench run --suite "$SUITE" --inventory /etc/aibench/inventory.yaml' in script
+    assert 'aibench metrics "$(dirname "$run_json")" --pushgateway "$PUSHGATEWAY"' in script
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["SUITE"] == "nightly"
     mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
     assert mounts == {"/etc/aibench": "inventory", "/results": "results"}
     inv = yaml.safe_load(docs["ConfigMap"]["data"]["inventory.yaml"])

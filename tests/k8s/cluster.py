@@ -9,7 +9,11 @@ namespace of their own (``unshare --mount``), in which the node's directories ar
 bind-mounted over ``/var/log/pods``, ``/var/log/containers`` and ``/var/lib/kubelet``,
 so that the two kubelets of one machine do not collect each other's logs. Pods run
 under the cgroup root ``/aibench-k8-hN`` (cgroupfs), with a bridge + host-local CNI
-network inside the node's namespace.
+network inside the node's namespace. The control plane reaches each node's Pod subnet
+through the node, and in each node the ``kubernetes`` Service's ClusterIP leads to the API
+server (what kube-proxy does; the bed runs none), so a Pod's in-cluster configuration
+works; Pods get projected, bound service-account tokens (``BoundServiceAccountTokenVolume``,
+the default from 1.21 on).
 
 Binaries: kube-* built by ``build-cluster.sh`` from Debian's ``kubernetes`` source package
 and cached in ``$AIBENCH_K8S_CACHE`` (default ``/var/cache/aibench-k8s``); etcd,
@@ -49,6 +53,7 @@ RUN = Path("/run/aibench-k8s")
 LAYOUT = Layout(prefix="k8-h", veth="k8v", bridge="k8br0", subnet="10.213.27")
 API_ADDRESS = LAYOUT.gateway
 API = f"https://{API_ADDRESS}:6443"
+SERVICE_IP = "10.32.0.1"  # the ``kubernetes`` Service's, first of --service-cluster-ip-range
 ETCD = "http://127.0.0.1:22379"
 # the hierarchies of cgroup v1 that the kubelet's cgroupfs manager uses
 CGROUPS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "devices", "freezer",
@@ -126,6 +131,7 @@ class Cluster:
             c._start_control_plane()
             for node in nodes:
                 c._start_node(node)
+                _pod_network_routes(node)
             with ThreadPoolExecutor(len(nodes) * len(tars)) as pool:
                 list(pool.map(lambda job: _import(*job), [(n, t) for n in nodes for t in tars]))
             c._wait_ready(120.0)
@@ -140,7 +146,7 @@ class Cluster:
         d.mkdir(parents=True, exist_ok=True)
         ssl = ("openssl", "req", "-x509", "-nodes", "-days", "3", "-newkey", "rsa:2048")
         sh(*ssl, "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.crt", "-subj", "/CN=aibench-k8s-ca")
-        sans = f"subjectAltName=IP:{API_ADDRESS},IP:127.0.0.1,IP:10.32.0.1,DNS:kubernetes"
+        sans = f"subjectAltName=IP:{API_ADDRESS},IP:127.0.0.1,IP:{SERVICE_IP},DNS:kubernetes"
         sh(*ssl, "-CA", f"{d}/ca.crt", "-CAkey", f"{d}/ca.key", "-keyout",
            f"{d}/apiserver.key", "-out", f"{d}/apiserver.crt", "-subj", "/CN=kube-apiserver",
            "-addext", sans)  # fmt: skip
@@ -189,6 +195,8 @@ class Cluster:
             "--service-account-key-file", f"{pki}/sa.pub",
             "--service-account-signing-key-file", f"{pki}/sa.key",
             "--service-account-issuer", "https://kubernetes.default.svc",
+            # each Pod's token is a projected, bound one (TokenRequest), as from 1.21 on
+            "--feature-gates", "BoundServiceAccountTokenVolume=true",
             "--kubelet-preferred-address-types", "InternalIP,Hostname",
             "--enable-admission-plugins", "NodeRestriction",
             "--event-ttl", "10m",
@@ -263,6 +271,11 @@ class Cluster:
 
     # ------------------------------------------------------------------ use
 
+    def load_image(self, tar: Path) -> None:
+        """Import an image tar (``images.py``'s layout) into every node's containerd."""
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            list(pool.map(lambda node: _import(node, tar), self.nodes))
+
     def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return sh("kubectl", "--kubeconfig", str(self.kubeconfig), *args, check=check,
                   timeout=60)  # fmt: skip
@@ -309,6 +322,20 @@ def _keep_logs(dest: Path) -> None:
 def _import(node: Node, tar: Path) -> None:
     sh("ctr", "--address", str(node.sock), "-n", "k8s.io", "images", "import", str(tar),
        timeout=300)  # fmt: skip
+
+
+def _pod_network_routes(node: Node) -> None:
+    """What a cluster's network and kube-proxy give a Pod that is not on the node's network:
+    the control plane reaches the node's Pod subnet through the node (which forwards), and
+    the ``kubernetes`` Service's ClusterIP (10.32.0.1:443, what a Pod's in-cluster
+    configuration dials) leads to the API server (its Endpoints, the advertise address)."""
+    sh("ip", "route", "replace", f"10.227.{node.host.index}.0/24", "via", node.host.address)
+    ns = ("ip", "netns", "exec", node.host.netns)
+    sh(*ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    dnat = ("-d", SERVICE_IP, "-p", "tcp", "--dport", "443",
+            "-j", "DNAT", "--to-destination", f"{API_ADDRESS}:6443")  # fmt: skip
+    for chain in ("PREROUTING", "OUTPUT"):
+        sh(*ns, "iptables", "-t", "nat", "-A", chain, *dnat)
 
 
 def _ready_nodes(text: str) -> set[str]:
