@@ -70,7 +70,9 @@ def pushgateway(tmp_path: Path) -> Iterator[str]:
     url = f"http://{address}"
     with (tmp_path / "pushgateway.log").open("wb") as log:
         proc = subprocess.Popen(
-            [binary, f"--web.listen-address={address}"],
+            # in memory only: Debian's build persists pushes in /var/lib/prometheus by
+            # default, and every gateway started on this machine would serve them again
+            [binary, f"--web.listen-address={address}", "--persistence.file="],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     try:
