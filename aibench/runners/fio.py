@@ -35,6 +35,16 @@ def _runs_code(engine: str) -> bool:
     return engine == "exec" or engine.startswith("external")
 
 
+def ioengine(v: str) -> str:
+    """``v`` as fio's ``--ioengine``: a plain engine name, and none that makes fio run a
+    program (exec, external engines); anything else is a ValueError naming it."""
+    if not _TOKEN.match(v):
+        raise ValueError(f"not an ioengine name: {v!r}")
+    if _runs_code(v):
+        raise ValueError(f"ioengine {v!r} makes fio run a program: refused")
+    return v
+
+
 _EXTRA = re.compile(r"^--[a-z_]+(=[A-Za-z0-9_.,:/%+-]*)?$")
 
 
@@ -70,11 +80,7 @@ class FioOptions(Strict):
     @field_validator("ioengine")
     @classmethod
     def _engine(cls, v: str) -> str:
-        if not _TOKEN.match(v):
-            raise ValueError(f"not an ioengine name: {v!r}")
-        if _runs_code(v):
-            raise ValueError(f"ioengine {v!r} makes fio run a program: refused")
-        return v
+        return ioengine(v)
 
     @field_validator("directory")
     @classmethod

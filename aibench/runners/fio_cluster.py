@@ -42,7 +42,7 @@ from aibench.inventory import Node
 from aibench.model import Fact, FrozenDims, Measurement, Note, Scalar
 from aibench.parsers import Record
 from aibench.runners.base import Invocation, Output, ProcessSpec, Slot, label_for
-from aibench.runners.fio import FioOptions
+from aibench.runners.fio import FioOptions, ioengine
 from aibench.runners.iperf3 import data_address
 from aibench.traits import Traits
 
@@ -123,9 +123,7 @@ class FioClusterOptions(Strict):
     @field_validator("ioengine")
     @classmethod
     def _engine(cls, v: str) -> str:
-        if not _TOKEN.match(v):
-            raise ValueError(f"not an ioengine name: {v!r}")
-        return v
+        return ioengine(v)  # fio's own rule: no engine that runs a program
 
 
 def job_lines(o: FioClusterOptions, scratch: str) -> list[str]:

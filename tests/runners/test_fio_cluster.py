@@ -75,6 +75,14 @@ def test_bad_options_are_refused() -> None:
             plan("fio-cluster", bad, NODES)
 
 
+@pytest.mark.parametrize("engine", ["exec", "external"])
+def test_an_ioengine_that_runs_a_program_is_refused_as_for_fio(engine: str) -> None:
+    from aibench.errors import UserError
+
+    with pytest.raises(UserError, match="makes fio run a program: refused"):
+        plan("fio-cluster", {"ioengine": engine}, NODES)
+
+
 def test_sweep_placement_doubles_then_takes_all() -> None:
     names = [f"h{i}" for i in range(1, 7)]
     assert [len(r[0]) for r in sweep(names)] == [1, 2, 4, 6]
