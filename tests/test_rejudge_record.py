@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
 SUITE = """\
 schema_version: 1
 name: acceptance-short
-description: the acceptance suite's steps, each shortened to a second (iperf3 paced: loopback at full rate only burns CPU)
+description: the acceptance suite's steps, each shortened to a second (iperf3 paced, as the loopback at full rate only burns CPU)
 spec: {spec}
 settings: {{workdir: {workdir}, base_port: {port}}}
 steps:
