@@ -33,7 +33,7 @@ steps:
   - name: iperf3-tcp
     tool: iperf3
     placement: pairs
-    options: {{duration: 1, streams: 2}}
+    options: {{duration: 1, streams: 2, bandwidth: 200M}}
 """
 
 pytestmark = pytest.mark.skipif(

@@ -29,7 +29,7 @@ steps:
   - name: tcp
     tool: iperf3
     placement: pairs
-    options: {{duration: 1, streams: 1}}
+    options: {{duration: 1, streams: 1, bandwidth: 200M}}
 """
 
 FIO_ONLY = """\

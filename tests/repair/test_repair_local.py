@@ -43,7 +43,7 @@ steps:
   - name: iperf3-tcp
     tool: iperf3
     placement: pairs
-    options: {{duration: 1, streams: 1}}
+    options: {{duration: 1, streams: 1, bandwidth: 500M}}
 """
 SPEC = """\
 schema_version: 1

@@ -176,7 +176,7 @@ steps:
   - name: iperf3-tcp
     tool: iperf3
     placement: pairs
-    options: {{duration: 1, streams: 2, bidir: true}}
+    options: {{duration: 1, streams: 2, bidir: true, bandwidth: 200M}}
 """
 FIO_STEP = """\
   - name: {name}

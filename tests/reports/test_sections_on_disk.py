@@ -6,8 +6,10 @@ not the measurements; the report is the report of the run held."""
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +63,11 @@ def test_a_lazy_sequence_is_made_again_on_each_pass() -> None:
     assert not Lazy(lambda: iter(()))
 
 
-def test_sections_of_steps_on_disk_keep_no_measurements(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """While a pairwise matrix is drawn, the measurements alive are those of the run held
-    (thousands), and of the run read from disk a handful: the sections went over the
-    steps and kept per node, per cell and the slowest links, not each pair."""
+def _draw_held_and_on_disk(tmp: Path) -> tuple[dict[str, list[int]], int, str, str]:
+    """Render a run held and the same run read from disk, counting the measurements alive
+    each time a pairwise matrix is drawn: the counts over those alive before, the pairwise
+    measurements of the run, and the two pages. Run in a process of its own (below), it
+    counts only its own objects, and ``gc.get_objects()`` walks a small heap."""
     seen: dict[str, list[int]] = {"held": [], "on disk": []}
     kind = "held"
     real = plots.heatmap
@@ -75,17 +76,28 @@ def test_sections_of_steps_on_disk_keep_no_measurements(
         seen[kind].append(_live_measurements() - before)
         return real(labels, matrix, **kw)
 
-    monkeypatch.setattr(plots, "heatmap", probe)
-    # those alive before the run is made (other tests of this process may keep some)
-    before = _live_measurements()
+    plots.heatmap = probe  # this process ends with the call
+    before = _live_measurements()  # those alive before the run is made
     run = make_run(48, dense=True).run
     pairwise = sum(len(s.measurements) for s in run.steps if s.tool in ("iperf3", "perftest"))
     on_disk = run.replace(steps=Dicts(run.steps))
-    held_page = PLOT_IDS.sub("p-", html.render(run, tmp_path))
+    held_page = PLOT_IDS.sub("p-", html.render(run, tmp))
     del run  # the measurements left are those each pass makes
     kind = "on disk"
     before = _live_measurements()
-    assert PLOT_IDS.sub("p-", html.render(on_disk, tmp_path)) == held_page
+    disk_page = PLOT_IDS.sub("p-", html.render(on_disk, tmp))
+    return seen, pairwise, held_page, disk_page
+
+
+def test_sections_of_steps_on_disk_keep_no_measurements(tmp_path: Path) -> None:
+    """While a pairwise matrix is drawn, the measurements alive are those of the run held
+    (thousands), and of the run read from disk a handful: the sections went over the
+    steps and kept per node, per cell and the slowest links, not each pair."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        seen, pairwise, held_page, disk_page = pool.submit(
+            _draw_held_and_on_disk, tmp_path
+        ).result()
+    assert disk_page == held_page
     assert len(seen["held"]) == len(seen["on disk"]) >= 3  # iperf3, perftest, NCCL
     assert min(seen["held"]) > pairwise > 500
     assert max(seen["on disk"]) < 100, seen

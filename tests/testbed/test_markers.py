@@ -27,9 +27,11 @@ NO_BED = "tests/runners/test_nccl_tests_local.py"  # a module of the same area w
 
 
 def collected(*args: str) -> set[str]:
+    # without Hypothesis's plugin, whose import is most of a collection's start-up and
+    # which marks nothing (the markers come from tests/conftest.py)
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
-         *args, *FILES, NO_BED],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-p", "no:hypothesispytest", "--collect-only", *args, *FILES, NO_BED],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert r.returncode in (0, 5), r.stdout + r.stderr  # 5: everything deselected
