@@ -104,6 +104,7 @@ _INNER = (
     "<&3 >/dev/null 2>&1 & exec 3<&-; "
     'wait "$p"; rc=$?; trap "" TERM; kill -TERM 0 2>/dev/null; exit "$rc"'
 )
+PGID_WAIT_S = 15.0  # how long a stop waits for the remote group id
 _NOT_FOUND = re.compile(rb"env: .*No such file or directory")
 _CIPHERS = (
     "aes128-gcm@openssh.com",
@@ -469,7 +470,11 @@ class SSHExecutor:
     async def _kill(self, node: Node, proc: Any, streams: _Streams) -> None:
         """TERM the remote process group, KILL it after the grace period."""
         try:
-            pgid = await asyncio.wait_for(asyncio.shield(streams.pgid), 2.0)
+            # The wrapper's first line; it comes as soon as the remote shell runs, or the
+            # future ends with None when the stream ends without it. A slow node (a loaded
+            # one, a session just opened) may take seconds: without the group's id the
+            # process would only be stopped by the wrapper's watchdog, after we return.
+            pgid = await asyncio.wait_for(asyncio.shield(streams.pgid), PGID_WAIT_S)
         except TimeoutError:
             pgid = None
         if pgid is None:
