@@ -1,5 +1,7 @@
 """A launch across Kubernetes nodes (mpi_launch: ssh): the worker and launcher Pods, the
-Secret with the launch's keys and the hostfile ConfigMap, as data (no cluster)."""
+Secret with the launch's keys and the hostfile ConfigMap, as data (no cluster); the MPIJob
+of mpi_launch: mpijob, as data. The MPIJob against an API server, and its refusal without
+the resource, are tested on the bed (tests/k8s/test_kubernetes_mpi_bed.py)."""
 
 from __future__ import annotations
 
