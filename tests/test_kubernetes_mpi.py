@@ -293,3 +293,25 @@ def test_the_mpijob_manifest_uses_the_v2beta1_fields(tmp_path: Path) -> None:
 def test_a_launch_needs_the_node_network(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="mpi_launch: ssh needs host_network: true"):
         _inventory(tmp_path, host_network=False)
+
+
+def test_the_check_before_the_run_refuses_nothing_it_cannot_ask(tmp_path: Path) -> None:
+    """The discovery call before any step: an API server that does not answer (nothing
+    listens on its port) or a kubeconfig that is not there refuses nothing: the steps
+    meet it and say so, each with its reason."""
+    from dataclasses import replace
+
+    from aibench.executors.kubernetes_mpijob import refuse_without_mpijob
+
+    inv = _inventory(tmp_path, mpi_launch="mpijob")
+    k = inv.nodes[0].kubernetes
+    assert k is not None
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))  # fmt: skip
+    closed = replace(k, kubeconfig=str(tmp_path / "kubeconfig"))
+    absent = replace(k, kubeconfig=str(tmp_path / "none"))
+    refuse_without_mpijob([("nccl", closed), ("nccl", absent)])
