@@ -38,8 +38,9 @@ patch_reflect2() {
   sed -i 's#^\(\s*github.com/modern-go/reflect2 => github.com/modern-go/reflect2\) v1.0.1$#\1 v1.0.2#' go.mod
   sed -i 's#^\(\s*github.com/modern-go/reflect2\) v1.0.1$#\1 v1.0.2#' \
     staging/src/k8s.io/apimachinery/go.mod
-  sed -i 's#^\(\# github.com/modern-go/reflect2\)\( v1.0.1\)\? => github.com/modern-go/reflect2 v1.0.1$#\1\2 => github.com/modern-go/reflect2 v1.0.2#; s#^\# github.com/modern-go/reflect2 v1.0.1 =>#\# github.com/modern-go/reflect2 v1.0.2 =>#' \
-    vendor/modules.txt
+  # "# github.com/modern-go/reflect2 v1.0.1 => github.com/modern-go/reflect2 v1.0.1" and
+  # "# github.com/modern-go/reflect2 => github.com/modern-go/reflect2 v1.0.1"
+  sed -i -e '/^# github.com\/modern-go\/reflect2 /s/ v1\.0\.1/ v1.0.2/g' vendor/modules.txt
   if grep -rn 'modern-go/reflect2.*v1\.0\.1' go.mod vendor/modules.txt staging/src/k8s.io/apimachinery/go.mod; then
     echo "build-cluster.sh: reflect2 v1.0.1 still named after the patch" >&2
     exit 1
