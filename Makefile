@@ -29,7 +29,8 @@ TEST_PACKAGES = $(ACCEPTANCE_PACKAGES) iperf perftest openssh-server openssh-cli
 	stress-ng openipmi ipmitool openssl \
 	ceph-mon ceph-osd ceph-mds ceph-fuse radosgw redis-server redis-tools \
 	glusterfs-server glusterfs-client \
-	golang-go rsync dpkg-dev etcd-server containerd runc containernetworking-plugins \
+	golang-go rsync dpkg-dev golang-github-modern-go-reflect2-dev \
+	etcd-server containerd runc containernetworking-plugins \
 	busybox-static iptables gcc libc6-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -533,7 +533,9 @@ def run_suite(
     from aibench import store
     from aibench.plan import build_plan
 
-    plan = plan or build_plan(inputs.suite, inputs.inventory)
+    if plan is None:
+        plan = build_plan(inputs.suite, inputs.inventory)
+        refuse_what_the_cluster_lacks(plan)
     if not plan.run_count():
         raise UserError(f"suite {inputs.suite.name}: nothing to run on the selected nodes")
     if run_dir is None:
@@ -559,6 +561,19 @@ def run_suite(
     store_and_report(run, run_dir, history=earlier, lang=lang)
     code = stop.exit_code if stop is not None and stop.stopped else exit_code(run, executed)
     return Result(run=run, run_dir=run_dir, exit_code=code, executed=executed)
+
+
+def refuse_what_the_cluster_lacks(plan: Any) -> None:
+    """Before any step of ``plan`` runs: a step that runs as an MPIJob needs the MPIJob
+    resource in its cluster, which one discovery call tells (a UserError of one line
+    without it). A run with no such step asks nothing."""
+    from aibench.plan import mpijob_launches
+
+    launches = mpijob_launches(plan)
+    if launches:
+        from aibench.executors.kubernetes_mpijob import refuse_without_mpijob
+
+        refuse_without_mpijob(launches)
 
 
 def resume_line(run_dir: Path) -> str:

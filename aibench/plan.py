@@ -22,7 +22,7 @@ from aibench.secret import REDACTED, Secrets
 
 if TYPE_CHECKING:
     from aibench.executors.capacity import Capacity
-    from aibench.inventory import Inventory, Limits, Node
+    from aibench.inventory import Inventory, KubernetesSettings, Limits, Node
     from aibench.model import StepResult
     from aibench.runners.base import Invocation
     from aibench.suite import Step, Suite
@@ -629,6 +629,25 @@ def refuse_kubernetes_launch(planned: PlannedStep) -> None:
             "it on one node per group (placement: each), or with these "
             "nodes as executor: ssh or slurm",
         )
+
+
+def mpijob_launches(plan: Plan) -> list[tuple[str, KubernetesSettings]]:
+    """The steps of ``plan`` that run as an MPIJob (an mpirun launch across Kubernetes
+    nodes with ``mpi_launch: mpijob``): each one's name and its launcher node's settings."""
+    out = []
+    for planned in plan.steps:
+        first = planned.example()
+        if first is None or len(first.nodes) < 2 or first.client.role != "launcher":
+            continue
+        node = planned.inventory.node(first.client.host)
+        settings = node.kubernetes
+        if (
+            node.executor == "kubernetes"
+            and settings is not None
+            and (settings.mpi_launch == "mpijob" and first.client.argv[0] == "mpirun")
+        ):
+            out.append((planned.name, settings))
+    return out
 
 
 def _with_timeout(inv: Invocation, timeout: float) -> Invocation:

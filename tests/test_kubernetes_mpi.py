@@ -1,5 +1,7 @@
 """A launch across Kubernetes nodes (mpi_launch: ssh): the worker and launcher Pods, the
-Secret with the launch's keys and the hostfile ConfigMap, as data (no cluster)."""
+Secret with the launch's keys and the hostfile ConfigMap, as data (no cluster); the MPIJob
+of mpi_launch: mpijob, as data. The MPIJob against an API server, and its refusal without
+the resource, are tested on the bed (tests/k8s/test_kubernetes_mpi_bed.py)."""
 
 from __future__ import annotations
 
@@ -121,7 +123,7 @@ def test_slots_from_the_mpirun_argv() -> None:
 def test_nccl_tests_across_nodes_plans_with_mpi_launch_ssh(tmp_path: Path, launch: str) -> None:
     from aibench.errors import UserError
     from aibench.orchestrator import _client_command
-    from aibench.plan import build_plan
+    from aibench.plan import build_plan, mpijob_launches
     from aibench.suite import load_suite
 
     path = tmp_path / "suite.yaml"
@@ -136,6 +138,11 @@ def test_nccl_tests_across_nodes_plans_with_mpi_launch_ssh(tmp_path: Path, launc
     (first,) = next(plan.iter_rounds()).invocations
     assert first.client.argv[0] == "mpirun"
     assert first.client.role == "launcher"
+    # the steps the run asks the cluster's discovery about before any runs
+    launches = mpijob_launches(plan)
+    assert [(step, s.mpi_launch) for step, s in launches] == (
+        [("nccl", "mpijob")] if launch == "mpijob" else []
+    )
 
     settings = SimpleNamespace(secret_env=("HF_READ",))
     ex = SimpleNamespace(plan=SimpleNamespace(suite=SimpleNamespace(settings=settings)))
@@ -283,151 +290,28 @@ def test_the_mpijob_manifest_uses_the_v2beta1_fields(tmp_path: Path) -> None:
     assert worker["template"]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "aibench"
 
 
-def test_mpijob_refused_with_one_line_without_the_resource() -> None:
-    from kubernetes.client.exceptions import ApiException
-
-    from aibench.executors.kubernetes_mpijob import missing_crd
-
-    class Api:
-        def __init__(self, found: Any) -> None:
-            self.found = found
-
-        def get_api_resources(self, group: str, version: str, **_k: Any) -> Any:
-            assert (group, version) == ("kubeflow.org", "v2beta1")
-            if self.found is None:
-                raise ApiException(status=404, reason="Not Found")
-            return SimpleNamespace(resources=[SimpleNamespace(name=n) for n in self.found])
-
-    assert missing_crd(Api(["mpijobs", "mpijobs/status"])) is None
-    for api in (Api(None), Api(["pytorchjobs"])):
-        why = missing_crd(api)
-        assert why is not None
-        assert "\n" not in why
-        assert "CustomResourceDefinition mpijobs.kubeflow.org not installed" in why
-
-
 def test_a_launch_needs_the_node_network(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="mpi_launch: ssh needs host_network: true"):
         _inventory(tmp_path, host_network=False)
 
 
-def test_an_mpijob_the_operator_never_starts_fails_named_and_is_deleted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """mpi_launch: mpijob against a recording API: the MPIJob is created, owned by the
-    run's Lease; no launcher Pod comes (no operator), so the step fails saying so, and the
-    MPIJob is deleted."""
+def test_the_check_before_the_run_refuses_nothing_it_cannot_ask(tmp_path: Path) -> None:
+    """The discovery call before any step: an API server that does not answer (nothing
+    listens on its port) or a kubeconfig that is not there refuses nothing: the steps
+    meet it and say so, each with its reason."""
     from dataclasses import replace
 
-    from aibench.executors import kubernetes as k8s
-    from aibench.executors import kubernetes_mpijob
+    from aibench.executors.kubernetes_mpijob import refuse_without_mpijob
 
     inv = _inventory(tmp_path, mpi_launch="mpijob")
-    head = inv.nodes[0]
-    assert head.kubernetes is not None
-    settings = replace(head.kubernetes, mpi_job_start_s=0.2)
-    ex = k8s.KubernetesExecutor(settings, nodes={n.name: n for n in inv.nodes})
-    calls: list[tuple[str, Any]] = []
-
-    class Custom:
-        def get_api_resources(self, *_a: Any, **_k: Any) -> Any:
-            return SimpleNamespace(resources=[SimpleNamespace(name="mpijobs")])
-
-        def create_namespaced_custom_object(self, *args: Any, **_k: Any) -> None:
-            calls.append(("create", args))
-
-        def delete_namespaced_custom_object(self, *args: Any, **_k: Any) -> None:
-            calls.append(("delete", args))
-
-    class Core:
-        def list_namespaced_pod(self, _ns: str, label_selector: str, **_k: Any) -> Any:
-            calls.append(("list", label_selector))
-            return SimpleNamespace(items=[])
-
-    async def ensure_lease() -> str:
-        ex._lease_uid = "u"
-        return "u"
-
-    monkeypatch.setattr(kubernetes_mpijob.MpiJobLaunch, "_custom", lambda _self: Custom())
-    monkeypatch.setattr(kubernetes_mpijob, "POLL_S", 0.05)
-    monkeypatch.setattr(ex, "_core", Core)
-    monkeypatch.setattr(ex, "_ensure_lease", ensure_lease)
-    cmd = Command(ARGV, role="launch", hosts=("gpu01", "gpu02"), timeout=60)
-    try:
-        res = asyncio.run(ex.run(head, cmd, tmp_path / "o", tmp_path / "e"))
-    finally:
-        ex._pool.shutdown(wait=False)
-    (create,) = [args for what, args in calls if what == "create"]
-    group, version, ns, plural, body = create
-    assert (group, version, ns, plural) == ("kubeflow.org", "v2beta1", "aibench", "mpijobs")
-    name = body["metadata"]["name"]
-    assert body["metadata"]["ownerReferences"] == [
-        {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "name": ex.run_id, "uid": "u"}
-    ]
-    assert body["spec"]["slotsPerWorker"] == 8
-    lists = [arg for what, arg in calls if what == "list"]
-    assert lists
-    assert set(lists) == {
-        f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"
-    }
-    assert res.exit_code is None
-    assert res.reason == f"MPIJob {name} not started within 0.2 s: is the MPI operator running?"
-    assert [args[4] for what, args in calls if what == "delete"] == [name]
-
-
-def test_an_mpijob_whose_launcher_ran_gives_its_log_and_exit_code(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The operator's launcher Pod found by its labels: when its container ends, its log
-    is the step's output and its exit code the step's; the MPIJob is deleted after."""
-    from aibench.executors import kubernetes as k8s
-    from aibench.executors import kubernetes_mpijob
-
-    inv = _inventory(tmp_path, mpi_launch="mpijob")
-    head = inv.nodes[0]
-    assert head.kubernetes is not None
-    ex = k8s.KubernetesExecutor(head.kubernetes, nodes={n.name: n for n in inv.nodes})
-    deleted: list[str] = []
-    logs: list[tuple[str, str]] = []
-
-    class Custom:
-        def get_api_resources(self, *_a: Any, **_k: Any) -> Any:
-            return SimpleNamespace(resources=[SimpleNamespace(name="mpijobs")])
-
-        def create_namespaced_custom_object(self, *_a: Any, **_k: Any) -> None:
-            pass
-
-        def delete_namespaced_custom_object(self, *args: Any, **_k: Any) -> None:
-            deleted.append(args[4])
-
-    class Core:
-        def list_namespaced_pod(self, *_a: Any, **_k: Any) -> Any:
-            pod = SimpleNamespace(metadata=SimpleNamespace(name="job-launcher-x1"))
-            return SimpleNamespace(items=[pod])
-
-        def read_namespaced_pod_log(self, name: str, _ns: str, container: str, **_k: Any) -> Any:
-            logs.append((name, container))
-            return SimpleNamespace(data=b"# Avg bus bandwidth    : 43.6076\n")
-
-    async def ensure_lease() -> str:
-        ex._lease_uid = "u"
-        return "u"
-
-    async def terminated(name: str, wait: float) -> tuple[int, str]:
-        assert name == "job-launcher-x1"
-        return 3, ""
-
-    monkeypatch.setattr(kubernetes_mpijob.MpiJobLaunch, "_custom", lambda _self: Custom())
-    monkeypatch.setattr(ex, "_core", Core)
-    monkeypatch.setattr(ex, "_ensure_lease", ensure_lease)
-    monkeypatch.setattr(ex, "_terminated", terminated)
-    cmd = Command(ARGV, role="launch", hosts=("gpu01", "gpu02"), timeout=60)
-    try:
-        res = asyncio.run(ex.run(head, cmd, tmp_path / "o", tmp_path / "e"))
-    finally:
-        ex._pool.shutdown(wait=False)
-    assert res.exit_code == 3
-    assert logs == [("job-launcher-x1", "step")]
-    assert (tmp_path / "o").read_text() == "# Avg bus bandwidth    : 43.6076\n"
-    assert len(deleted) == 1
-    assert deleted[0].endswith("-mpijob")
+    k = inv.nodes[0].kubernetes
+    assert k is not None
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))  # fmt: skip
+    closed = replace(k, kubeconfig=str(tmp_path / "kubeconfig"))
+    absent = replace(k, kubeconfig=str(tmp_path / "none"))
+    refuse_without_mpijob([("nccl", closed), ("nccl", absent)])

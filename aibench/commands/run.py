@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_plan(plan, full=args.full)
         return EXIT_OK
-
+    pipeline.refuse_what_the_cluster_lacks(plan)  # before the run directory is made
     run_dir, started, interruptions = _run_dir(args, inputs, plan, resume_dir)
     _print_banner(inputs, plan, run_dir, quiet=args.quiet)
     reporter = Reporter(runs, quiet=args.quiet)

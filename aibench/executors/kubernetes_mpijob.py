@@ -4,9 +4,11 @@ operator (kubeflow.org/v2beta1) runs it; aibench makes the object
 operator creates, reads its log and exit status, and deletes the MPIJob after.
 
 Without the MPIJob resource in the cluster (the API's discovery has no
-``kubeflow.org/v2beta1`` ``mpijobs``) the step fails before anything is made, with one
-line naming the missing CustomResourceDefinition; an MPIJob whose launcher does not
-appear within ``mpi_job_start_s`` fails the step with that reason.
+``kubeflow.org/v2beta1`` ``mpijobs``) the run is refused before any step runs
+(:func:`refuse_without_mpijob`), with one line naming the missing
+CustomResourceDefinition; a step that still finds it missing (removed meanwhile) fails
+before anything is made, with the same line. An MPIJob whose launcher does not appear
+within ``mpi_job_start_s`` fails the step with that reason.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from aibench.errors import UserError
 from aibench.executors.kubernetes_mpi import (
     JOB_NAME_LABEL,
     JOB_ROLE_LABEL,
@@ -28,11 +31,11 @@ from aibench.executors.kubernetes_mpi import (
     slots_of,
 )
 from aibench.executors.kubernetes_spec import CONTAINER, secret_env_of, secret_manifest
-from aibench.kubeapi import api_error
+from aibench.kubeapi import api_client, api_error
 
 if TYPE_CHECKING:
     from aibench.executors.base import Command, ProcResult
-    from aibench.inventory import Node
+    from aibench.inventory import KubernetesSettings, Node
 
 POLL_S = 1.0
 
@@ -55,6 +58,39 @@ def missing_crd(custom: Any) -> str | None:
         f"{MPIJOB_VERSION}; CustomResourceDefinition {MPIJOB_CRD} not installed): install "
         "the MPI operator, or set mpi_launch: ssh"
     )
+
+
+def refuse_without_mpijob(launches: Sequence[tuple[str, KubernetesSettings]]) -> None:
+    """Before any step runs: one discovery call to each cluster that ``launches`` (step
+    name, its settings) make MPIJobs in; a cluster without the resource refuses the run
+    with one line (UserError)."""
+    asked = set()
+    for step, settings in launches:
+        where = (settings.kubeconfig, settings.context)
+        if where in asked:
+            continue
+        asked.add(where)
+        refused = _asked(*where)
+        if refused:
+            raise UserError(f"step {step}: {refused}")
+
+
+def _asked(kubeconfig: str | None, context: str | None) -> str | None:
+    """:func:`missing_crd` of one cluster; None as well when it cannot be asked (no
+    kubeconfig, the API not answering): the steps meet that and say so, each with its
+    reason."""
+    from kubernetes.client import CustomObjectsApi
+
+    try:
+        api = api_client(kubeconfig, context)
+    except Exception:
+        return None
+    try:
+        return missing_crd(CustomObjectsApi(api))
+    except Exception:
+        return None
+    finally:
+        api.close()
 
 
 class MpiJobLaunch:

@@ -10,7 +10,14 @@ with that worker named; nothing of the launch is left after a run, nor after aib
 killed mid-launch and the run resumed.
 
 ``mpi_launch: mpijob``: refused with one line while the cluster lacks the MPIJob
-resource, which the same discovery finds once it is defined (tests/k8s/mpijob-crd.yaml).
+resource, by ``aibench run`` before any step runs and by the step itself, which the same
+discovery finds once it is defined (tests/k8s/mpijob-crd.yaml). With the resource defined
+and no MPI operator (the bed has none), the API server stores the MPIJob aibench makes,
+owned by the run's Lease, with its Secret; the step fails saying the operator did not
+start it, and nothing is left. One test plays the operator's part of creating the
+launcher Pod (from the MPIJob's own template, with the operator's labels and the MPIJob
+as its owner): aibench finds that Pod by those labels, and its log and exit code, from
+the kubelet, are the step's.
 """
 
 from __future__ import annotations
@@ -213,10 +220,7 @@ def test_mpijob_refused_without_the_resource_found_with_it(
 ) -> None:
     """No MPIJob resource: the launch fails at once with one line naming it, and nothing
     is made; with the resource defined (tests/k8s/mpijob-crd.yaml), the same discovery,
-    with the service account's rights, finds it. (No MPIJob is made here: this bed's
-    kube-apiserver, 1.20.2 built with Go 1.19 and its vendored reflect2 1.0.1, crashes on
-    the create of any custom object; tests/test_kubernetes_mpi.py follows the launch
-    against a recording API.)"""
+    with the service account's rights, finds it."""
     from kubernetes.client import CustomObjectsApi
 
     from aibench.executors.kubernetes_mpijob import missing_crd
@@ -251,3 +255,180 @@ def test_mpijob_refused_without_the_resource_found_with_it(
     assert "CustomResourceDefinition mpijobs.kubeflow.org not installed" in refused.reason
     assert found is None
     assert nothing_left(k8s_cluster) == NOTHING
+
+
+def test_aibench_run_refuses_an_mpijob_launch_before_any_step_without_the_resource(
+    k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
+) -> None:
+    """The run asks the cluster's discovery once before any step: without the MPIJob
+    resource it ends with one line and exit code 2, no run directory and nothing made.
+    ``--dry-run`` asks nothing and prints the plan."""
+    inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner, mpi_launch="mpijob")
+    out = tmp_path / "runs"
+    args = ("--suite", str(HERE / "suite-k8s-mpi.yaml"), "--inventory", str(inv),
+            "--spec", str(HERE / "spec-k8s-mpi.yaml"), "--output-dir", str(out))  # fmt: skip
+    dry = _run(*args, "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "nccl-all-reduce" in dry.stdout
+    r = _run(*args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("aibench: error: step nccl-all-reduce: mpi_launch: mpijob: "), line
+    assert "CustomResourceDefinition mpijobs.kubeflow.org not installed" in line
+    assert not out.exists() or not any(out.iterdir())
+    assert nothing_left(k8s_cluster, wait=0) == NOTHING
+
+
+MPIJOB_CRD = str(HERE / "mpijob-crd.yaml")
+
+
+def _define_mpijobs(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", MPIJOB_CRD)
+    cluster.kubectl("wait", "--for=condition=established", "crd/mpijobs.kubeflow.org",
+                    "--timeout=60s")  # fmt: skip
+
+
+def _undefine_mpijobs(cluster: Cluster) -> None:
+    r = cluster.kubectl("delete", "-f", MPIJOB_CRD, "--ignore-not-found", check=False)
+    assert r.returncode == 0, r.stderr
+
+
+def _mpijobs(cluster: Cluster) -> list[dict[str, Any]]:
+    r = cluster.kubectl("-n", NS, "get", "mpijobs", "-o", "json")
+    return list(json.loads(r.stdout)["items"])
+
+
+def _first_mpijob(cluster: Cluster, step: asyncio.Future[Any]) -> dict[str, Any]:
+    """The MPIJob as the API server holds it, read while the step waits for it."""
+    deadline = time.monotonic() + 60
+    while not (jobs := _mpijobs(cluster)):
+        assert not step.done(), f"the step ended before its MPIJob was read: {step.result()}"
+        assert time.monotonic() < deadline, "no MPIJob in 60 s"
+        time.sleep(0.3)
+    (job,) = jobs
+    return job
+
+
+def _get(cluster: Cluster, kind: str, name: str) -> dict[str, Any]:
+    got: dict[str, Any] = json.loads(cluster.kubectl("-n", NS, "get", kind, name,
+                                                     "-o", "json").stdout)  # fmt: skip
+    return got
+
+
+def _mpijob_launch(
+    inv: Path, argv: tuple[str, ...], env: dict[str, str]
+) -> tuple[KubernetesExecutor, Any, Command]:
+    ex, head, names = _launch_executor(inv)
+    return ex, head, Command(argv, env=env, role="launch", hosts=names, timeout=120)
+
+
+def test_an_mpijob_is_made_owned_by_the_lease_and_fails_without_an_operator(
+    k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
+) -> None:
+    """The MPIJob the service account makes, as the API server stores it (kubeflow.org/
+    v2beta1, read with kubectl while the step waits), owned by the run's Lease like the
+    Secret of the launch's secret variable; no operator starts it, so the step fails
+    after ``mpi_job_start_s`` saying so; the MPIJob, Secret and Lease are gone after."""
+    inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner,
+                          mpi_launch="mpijob", mpi_job_start_s=20)  # fmt: skip
+    hosts = ",".join(f"{n.host.address}:1" for n in k8s_cluster.nodes)
+    ex, head, cmd = _mpijob_launch(inv, ("mpirun", "--allow-run-as-root", "--host", hosts,
+                                         "-np", "2", "hostname"), {"HF_TOKEN": "hf_bed_s3cr3t"})  # fmt: skip
+
+    async def go() -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]:
+        step = asyncio.ensure_future(ex.run(head, cmd, tmp_path / "j.out", tmp_path / "j.err"))
+        try:
+            job = await asyncio.to_thread(_first_mpijob, k8s_cluster, step)
+            name = job["metadata"]["name"]
+            secret = await asyncio.to_thread(_get, k8s_cluster, "secret", f"{name}-launcher")
+            lease = await asyncio.to_thread(_get, k8s_cluster, "lease", ex.run_id)
+            return await step, job, secret, lease
+        finally:
+            step.cancel()
+            await ex.close()
+
+    _define_mpijobs(k8s_cluster)
+    try:
+        res, job, secret, lease = asyncio.run(go())
+        assert _mpijobs(k8s_cluster) == []
+    finally:
+        _undefine_mpijobs(k8s_cluster)
+    name = job["metadata"]["name"]
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v2beta1", "MPIJob")
+    for obj in (job, secret):
+        (owner,) = obj["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"]) == ("Lease", ex.run_id)
+        assert owner["uid"] == lease["metadata"]["uid"]
+    spec = job["spec"]
+    assert (spec["slotsPerWorker"], spec["runLauncherAsWorker"]) == (1, True)
+    assert spec["runPolicy"]["cleanPodPolicy"] == "All"
+    launcher, worker = (spec["mpiReplicaSpecs"][r] for r in ("Launcher", "Worker"))
+    assert (launcher["replicas"], worker["replicas"]) == (1, 1)
+    first, second = (n.name for n in k8s_cluster.nodes)
+    assert launcher["template"]["spec"]["nodeName"] == first
+    assert launcher["template"]["spec"]["containers"][0]["command"] == list(cmd.argv)
+    affinity = worker["template"]["spec"]["affinity"]["nodeAffinity"]
+    terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == [second]
+    assert "hf_bed_s3cr3t" not in json.dumps(job)  # the value is in the Secret only
+    assert res.exit_code is None, res
+    assert res.reason == f"MPIJob {name} not started within 20 s: is the MPI operator running?"
+    assert nothing_left(k8s_cluster) == NOTHING
+
+
+def _play_the_operator(cluster: Cluster, job: dict[str, Any], tmp: Path) -> str:
+    """What the MPI operator does once the workers are ready, done here: the launcher Pod
+    from the MPIJob's Launcher template, with the operator's labels and the MPIJob as its
+    controlling owner. Its name."""
+    name = job["metadata"]["name"]
+    template = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    meta = template["metadata"]
+    labels = {**meta["labels"], "training.kubeflow.org/job-name": name,
+              "training.kubeflow.org/job-role": "launcher"}  # fmt: skip
+    owner = {"apiVersion": job["apiVersion"], "kind": "MPIJob", "name": name,
+             "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"{name}-launcher", "labels": labels,
+                        "annotations": meta.get("annotations") or {}, "ownerReferences": [owner]},
+           "spec": {**template["spec"], "restartPolicy": "Never"}}  # fmt: skip
+    path = tmp / f"{name}-launcher.json"
+    path.write_text(json.dumps(pod))
+    cluster.kubectl("-n", NS, "create", "-f", str(path))
+    return f"{name}-launcher"
+
+
+def test_the_launcher_pod_the_operator_makes_gives_the_step_its_log_and_exit_code(
+    k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
+) -> None:
+    """The test plays the operator's part of creating the launcher Pod (no operator runs
+    on the bed): aibench finds it by the operator's labels, follows it with the run's
+    watch, and the container's log and exit code, from the kubelet, are the step's; the
+    MPIJob deleted after takes the Pod with it (the garbage collector, through the owner
+    the operator sets). The launcher runs a shell line, not mpirun: no operator made the
+    workers, keys and hostfile an mpirun would use."""
+    inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner,
+                          mpi_launch="mpijob", mpi_job_start_s=90)  # fmt: skip
+    line = 'echo "# Avg bus bandwidth    : 43.6076"; echo "on $(hostname)"; exit 3'
+    ex, head, cmd = _mpijob_launch(inv, ("/bin/sh", "-c", line), {})
+
+    async def go() -> tuple[Any, str]:
+        step = asyncio.ensure_future(ex.run(head, cmd, tmp_path / "j.out", tmp_path / "j.err"))
+        try:
+            job = await asyncio.to_thread(_first_mpijob, k8s_cluster, step)
+            pod = await asyncio.to_thread(_play_the_operator, k8s_cluster, job, tmp_path)
+            return await step, pod
+        finally:
+            step.cancel()
+            await ex.close()
+
+    _define_mpijobs(k8s_cluster)
+    try:
+        res, pod = asyncio.run(go())
+        assert _mpijobs(k8s_cluster) == []
+        assert nothing_left(k8s_cluster) == NOTHING  # the launcher Pod too
+    finally:
+        _undefine_mpijobs(k8s_cluster)
+    assert (res.exit_code, res.reason) == (3, ""), res
+    out = (tmp_path / "j.out").read_text()
+    assert out.startswith("# Avg bus bandwidth    : 43.6076\non "), out
+    assert pod.endswith("-mpijob-launcher")
