@@ -37,6 +37,7 @@ import yaml
 from tests.aibench_cli import aibench, only_run_dir
 from tests.k8s import aibench_image
 from tests.k8s.cluster import API_ADDRESS, CACHE, STATE, Cluster
+from tests.k8s.test_kubernetes_bed import NOTHING, nothing_left
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -45,7 +46,6 @@ ROOT = HERE.parent.parent
 NS = "aibench"
 CRONJOB = "aibench-nightly"
 JOB = "try-1"
-MANAGED = "app.kubernetes.io/managed-by=aibench"
 SHORTER = {"fio": {"size": "16M", "runtime": 1}, "iperf3": {"duration": 1}}
 RUN_FILES = ("run.json", "report.html", "junit.xml", "summary.md", "manifest.sha256")
 
@@ -152,17 +152,6 @@ def wait_job(cluster: Cluster, timeout: float) -> dict[str, Any]:
         time.sleep(1.0)
 
 
-def leftovers(cluster: Cluster) -> dict[str, list[str]]:
-    """What aibench made (pods, secrets, leases, configmaps) still in the namespace."""
-    return {
-        kind: [
-            i["metadata"]["name"]
-            for i in kubectl_json(cluster, "get", kind, "-l", MANAGED)["items"]
-        ]
-        for kind in ("pods", "secrets", "leases", "configmaps")
-    }
-
-
 def started_on(cluster: Cluster) -> dict[str, str]:
     """Pod -> node of every container a kubelet started in the namespace (its events: the
     step Pods are placed by ``nodeName``, not by the scheduler)."""
@@ -207,8 +196,7 @@ def test_cronjob_example_runs_the_suite_from_inside_the_cluster(
         steps_ran = {p: n for p, n in started_on(k8s_cluster).items()
                      if p not in before and p != pod["metadata"]["name"]}  # fmt: skip
         assert set(steps_ran.values()) == {n.name for n in k8s_cluster.nodes}, steps_ran
-        assert nothing_left(k8s_cluster) == {k: [] for k in ("pods", "secrets", "leases",
-                                                             "configmaps")}  # fmt: skip
+        assert nothing_left(k8s_cluster) == NOTHING
     finally:
         remove(k8s_cluster, manifest)
     run_dir = only_run_dir(results)
@@ -264,15 +252,6 @@ def in_cluster_only(pod: dict[str, Any]) -> tuple[str, str]:
     }
     assert not spec.get("hostNetwork")  # it reaches the API through the Service's ClusterIP
     return spec["serviceAccountName"], token_kind(pod)
-
-
-def nothing_left(cluster: Cluster, wait: float = 60.0) -> dict[str, list[str]]:
-    deadline = time.monotonic() + wait
-    left = leftovers(cluster)
-    while any(left.values()) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        left = leftovers(cluster)
-    return left
 
 
 def remove(cluster: Cluster, manifest: Path) -> None:
