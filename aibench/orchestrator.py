@@ -540,8 +540,11 @@ def _client_command(ex: Execution, inv: Invocation, out: _Outcome) -> Command:
     hosts: tuple[str, ...] = ()
     if c.role == "launcher" and len(inv.nodes) > 1:
         role, hosts = "launch", inv.nodes
-    shm = getattr(ex.plan.suite.settings, "shm_size", None)
-    return out.command(c, role=role, hosts=hosts, shm_size=shm)
+    settings = ex.plan.suite.settings
+    shm = getattr(settings, "shm_size", None)
+    pods = getattr(getattr(settings, "kubernetes", None), "pods", "per_node")
+    per_rank = role == "launch" and pods == "per_rank"
+    return out.command(c, role=role, hosts=hosts, shm_size=shm, per_rank=per_rank)
 
 
 def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:

@@ -251,3 +251,48 @@ def test_mpijob_refused_without_the_resource_found_with_it(
     assert "CustomResourceDefinition mpijobs.kubeflow.org not installed" in refused.reason
     assert found is None
     assert nothing_left(k8s_cluster) == NOTHING
+
+
+def test_a_pod_per_rank_nccl_tests_two_ranks_on_each_node(
+    k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
+) -> None:
+    """``settings.kubernetes.pods: per_rank``, two ranks per node: mpirun alone in the
+    launcher Pod (no resources), a worker Pod per rank with half the node's resources and
+    its own sshd port, reached through the ConfigMap's ssh aliases; the replay's four ranks
+    run two in each node's network, are parsed and judged PASS, and nothing is left."""
+    inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner, mpi_launch="ssh",
+                          resources={"requests": {"cpu": "200m", "memory": "128Mi"}})  # fmt: skip
+    out, err = tmp_path / "runs", tmp_path / "aibench.err"
+    proc = _start(_aibench_argv("--suite", str(HERE / "suite-k8s-mpi-per-rank.yaml"),
+                                "--inventory", str(inv), "--spec", str(HERE / "spec-k8s-mpi.yaml"),
+                                "--output-dir", str(out)), err)  # fmt: skip
+    try:
+        workers = _wait_for(proc, err, "4 worker Pods",
+                            lambda: len(_pods(k8s_cluster, "mpi-worker")) == 4
+                            and _pods(k8s_cluster, "mpi-worker"))  # fmt: skip
+        launcher = _wait_for(proc, err, "launcher Pod", lambda: _pods(k8s_cluster, "mpi-launcher"))
+        proc.wait(180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.read_text()[-3000:]
+    places = sorted((w["spec"]["nodeName"], w["spec"]["containers"][0]["command"][-1])
+                    for w in workers)  # fmt: skip
+    first, second = (n.name for n in k8s_cluster.nodes)
+    assert places == [(first, "2222"), (first, "2223"), (second, "2222"), (second, "2223")]
+    for w in workers:
+        assert w["spec"]["containers"][0]["resources"] == {
+            "requests": {"cpu": "100m", "memory": "64Mi"}
+        }
+    assert launcher[0]["spec"]["containers"][0]["resources"] == {}
+    steps, run = _steps(only_run_dir(out))
+    step = steps["nccl-all-reduce"]
+    assert step["status"] == "ok", step
+    stderr = (only_run_dir(out) / step["stderr_path"]).read_text()
+    got = sorted(re.findall(r"replay rank (\d+/\d+) net (\S+) NCCL_DEBUG=INFO", stderr))
+    assert [r for r, _ in got] == ["0/4", "1/4", "2/4", "3/4"], stderr[-3000:]
+    nets = [net for _, net in got]
+    assert nets[0] == nets[1] != nets[2] == nets[3], got  # ranks 0, 1 on the first node
+    outcomes = {v["check"]: v["outcome"] for v in run["verdicts"]}
+    assert outcomes == {"nccl-all-reduce-pair": "PASS"}, run["verdicts"]
+    assert nothing_left(k8s_cluster) == NOTHING
