@@ -296,3 +296,39 @@ def test_a_pod_per_rank_nccl_tests_two_ranks_on_each_node(
     outcomes = {v["check"]: v["outcome"] for v in run["verdicts"]}
     assert outcomes == {"nccl-all-reduce-pair": "PASS"}, run["verdicts"]
     assert nothing_left(k8s_cluster) == NOTHING
+
+
+def test_a_pod_per_rank_each_rank_runs_under_its_own_sshd(
+    k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
+) -> None:
+    """A per-rank launch of a plain ``mpirun``, two ranks per node: each rank reports the
+    first process of its container, the sshd of its own worker Pod (its port, so not the
+    launcher's Pod), and its node's address; each is alone in its Open MPI node (local
+    size 1)."""
+    inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner, mpi_launch="ssh")
+    ex, head, names = _launch_executor(inv)
+    hosts = ",".join(f"{n.host.address}:2" for n in k8s_cluster.nodes)
+    rank = ('echo "rank $OMPI_COMM_WORLD_RANK local $OMPI_COMM_WORLD_LOCAL_SIZE"'
+            ' "pid1 $(tr "\\0" " " </proc/1/cmdline)" $(ip -4 -o addr show)')  # fmt: skip
+    argv = ("mpirun", "--allow-run-as-root", "--host", hosts, "-np", "4", "--map-by",
+            "ppr:2:node", "--mca", "oob_tcp_if_include", SUBNET, "sh", "-c", rank)  # fmt: skip
+    cmd = Command(argv, role="launch", hosts=names, timeout=120, per_rank=True)
+
+    async def go() -> Any:
+        try:
+            return await ex.run(head, cmd, tmp_path / "m.out", tmp_path / "m.err")
+        finally:
+            await ex.close()
+
+    res = asyncio.run(go())
+    text = (tmp_path / "m.out").read_text()
+    assert res.exit_code == 0, (res, text, (tmp_path / "m.err").read_text())
+    lines = sorted(ln for ln in text.splitlines() if ln.startswith("rank "))
+    assert len(lines) == 4, text
+    for i, line in enumerate(lines):
+        node = k8s_cluster.nodes[i // 2]
+        # sshd's title for its listener: "sshd: ARGV"
+        sshd = f"rank {i} local 1 pid1 sshd: /usr/sbin/sshd -D -e -p {2222 + i % 2} "
+        assert line.startswith(sshd), line
+        assert f"inet {node.host.address}/" in line, (node.name, line)
+    assert nothing_left(k8s_cluster) == NOTHING
