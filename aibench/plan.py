@@ -607,22 +607,26 @@ def refuse_kubernetes_launch(planned: PlannedStep, pods: str = "per_node") -> No
     launcher such as mpirun reaching the others from one Pod) runs only as an mpirun
     launch with ``mpi_launch: ssh`` (a launcher Pod and a worker Pod per node); anything
     else is refused with one line when the step is planned, not at run time. With
-    ``pods: per_rank`` (a Pod per rank), so is a launch whose resources do not divide
-    among a node's ranks (:func:`refuse_per_rank`)."""
+    ``pods: per_rank`` (a Pod per rank) an mpirun on one node is launched that way too,
+    and a launch whose resources do not divide among a node's ranks is refused
+    (:func:`refuse_per_rank`)."""
     from aibench.errors import UserError
 
     first = planned._measured[1]
-    if first is None or len(first.nodes) < 2:
+    if first is None:
         return
     if not any(planned.inventory.node(n).executor == "kubernetes" for n in first.nodes):
+        return
+    mpirun = first.client.role == "launcher" and first.client.argv[0] == "mpirun"
+    if mpirun and pods == "per_rank":  # on one node or more
+        refuse_per_rank(planned, first)
+        return
+    if len(first.nodes) < 2:
         return
     placed = {p.host for p in (first.client, *first.servers)}
     left = [n for n in first.nodes if n not in placed]
     settings = planned.inventory.node(first.client.host).kubernetes
-    mpirun = first.client.role == "launcher" and first.client.argv[0] == "mpirun"
     if left and mpirun and settings is not None and settings.mpi_launch in ("ssh", "mpijob"):
-        if pods == "per_rank":
-            refuse_per_rank(planned, first)
         return  # a launcher Pod and worker Pods with sshd (executors/kubernetes_mpi.py)
     if left:
         raise UserError(

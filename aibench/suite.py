@@ -46,10 +46,10 @@ _NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 class KubernetesSuite(Strict):
     pods: Literal["per_node", "per_rank"] = Field(
         "per_node",
-        description="kubernetes executor, mpirun across nodes (mpi_launch: ssh): per_node, "
-        "one Pod per node holding its ranks and the inventory's resources; per_rank, a Pod "
-        "per rank holding the node's resources divided by its ranks, and mpirun in a Pod "
-        "of its own",
+        description="kubernetes executor, mpirun steps (mpi_launch: ssh): per_node, one Pod "
+        "per node holding its ranks and the inventory's resources; per_rank, a Pod per rank "
+        "holding the node's resources divided by its ranks, and mpirun in a Pod of its own "
+        "(also on one node)",
     )
 
 

@@ -200,3 +200,29 @@ def test_the_plan_refuses_shares_that_are_not_whole_with_one_line(tmp_path: Path
         out = SimpleNamespace(command=lambda p, **kw: Command(p.argv, **kw))
         cmd = _client_command(ex, first, out)  # type: ignore[arg-type]
         assert (cmd.role, cmd.per_rank) == ("launch", per_rank)
+
+
+def test_an_mpirun_on_one_node_is_a_launch_per_rank_too(tmp_path: Path) -> None:
+    """``placement: each``: with ``per_rank`` the node's mpirun is a launch over that node
+    (rank Pods there, mpirun in a Pod of its own); with ``per_node`` it is the step's one
+    Pod, as is a tool with a process per node (iperf3) either way."""
+    from aibench.orchestrator import _client_command
+    from aibench.plan import build_plan
+    from aibench.suite import load_suite
+
+    path = tmp_path / "suite.yaml"
+    for pods, role in (("per_rank", "launch"), ("per_node", "work")):
+        path.write_text(f"schema_version: 1\nname: k\nsettings: {{kubernetes: {{pods: {pods}}}}}\n"
+                        "steps:\n  - {name: nccl, tool: nccl-tests, placement: each, options: "
+                        "{op: all_reduce, ranks_per_node: 8}}\n"
+                        "  - {name: net, tool: iperf3, placement: pairs}\n")  # fmt: skip
+        suite = load_suite(str(path))
+        plan = build_plan(suite, _inventory(tmp_path))
+        ex = SimpleNamespace(plan=SimpleNamespace(suite=suite))
+        out = SimpleNamespace(command=lambda p, **kw: Command(p.argv, **kw))
+        nccl, net = (next(s.rounds()).invocations[0] for s in plan.steps)
+        cmd = _client_command(ex, nccl, out)  # type: ignore[arg-type]
+        assert (cmd.role, cmd.hosts, cmd.per_rank) == (role, nccl.nodes if pods == "per_rank"
+                                                       else (), pods == "per_rank")  # fmt: skip
+        cmd = _client_command(ex, net, out)  # type: ignore[arg-type]
+        assert (cmd.role, cmd.per_rank) == ("work", False)
