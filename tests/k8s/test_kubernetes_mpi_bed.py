@@ -298,37 +298,47 @@ def test_a_pod_per_rank_nccl_tests_two_ranks_on_each_node(
     assert nothing_left(k8s_cluster) == NOTHING
 
 
+def _per_rank_argv(nodes: list[Any]) -> tuple[str, ...]:
+    """mpirun of two ranks on each of ``nodes``, each printing its rank, Open MPI's local
+    size, its container's first process and its network's addresses."""
+    hosts = ",".join(f"{n.host.address}:2" for n in nodes)
+    rank = ('echo "rank $OMPI_COMM_WORLD_RANK local $OMPI_COMM_WORLD_LOCAL_SIZE"'
+            ' "pid1 $(tr "\\0" " " </proc/1/cmdline)" $(ip -4 -o addr show)')  # fmt: skip
+    return ("mpirun", "--allow-run-as-root", "--host", hosts, "-np", str(2 * len(nodes)),
+            "--map-by", "ppr:2:node", "--mca", "oob_tcp_if_include", SUBNET, "sh", "-c",
+            rank)  # fmt: skip
+
+
 def test_a_pod_per_rank_each_rank_runs_under_its_own_sshd(
     k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
 ) -> None:
-    """A per-rank launch of a plain ``mpirun``, two ranks per node: each rank reports the
-    first process of its container, the sshd of its own worker Pod (its port, so not the
-    launcher's Pod), and its node's address; each is alone in its Open MPI node (local
-    size 1)."""
+    """Per-rank launches of a plain ``mpirun``, two ranks per node, across both nodes and
+    on the second alone: each rank reports the first process of its container, the sshd
+    of its own worker Pod (its port, so not the launcher's Pod), and its node's address;
+    each is alone in its Open MPI node (local size 1)."""
     inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner, mpi_launch="ssh")
     ex, head, names = _launch_executor(inv)
-    hosts = ",".join(f"{n.host.address}:2" for n in k8s_cluster.nodes)
-    rank = ('echo "rank $OMPI_COMM_WORLD_RANK local $OMPI_COMM_WORLD_LOCAL_SIZE"'
-            ' "pid1 $(tr "\\0" " " </proc/1/cmdline)" $(ip -4 -o addr show)')  # fmt: skip
-    argv = ("mpirun", "--allow-run-as-root", "--host", hosts, "-np", "4", "--map-by",
-            "ppr:2:node", "--mca", "oob_tcp_if_include", SUBNET, "sh", "-c", rank)  # fmt: skip
-    cmd = Command(argv, role="launch", hosts=names, timeout=120, per_rank=True)
+    second = k8s_cluster.nodes[1]
+    runs = [(list(k8s_cluster.nodes), names), ([second], (second.name,))]
 
-    async def go() -> Any:
+    async def go() -> list[Any]:
         try:
-            return await ex.run(head, cmd, tmp_path / "m.out", tmp_path / "m.err")
+            return [await ex.run(head, Command(_per_rank_argv(nodes), role="launch", hosts=hosts,
+                                               timeout=120, per_rank=True),
+                                 tmp_path / f"m{i}.out", tmp_path / f"m{i}.err")
+                    for i, (nodes, hosts) in enumerate(runs)]  # fmt: skip
         finally:
             await ex.close()
 
-    res = asyncio.run(go())
-    text = (tmp_path / "m.out").read_text()
-    assert res.exit_code == 0, (res, text, (tmp_path / "m.err").read_text())
-    lines = sorted(ln for ln in text.splitlines() if ln.startswith("rank "))
-    assert len(lines) == 4, text
-    for i, line in enumerate(lines):
-        node = k8s_cluster.nodes[i // 2]
-        # sshd's title for its listener: "sshd: ARGV"
-        sshd = f"rank {i} local 1 pid1 sshd: /usr/sbin/sshd -D -e -p {2222 + i % 2} "
-        assert line.startswith(sshd), line
-        assert f"inet {node.host.address}/" in line, (node.name, line)
+    for i, res in enumerate(asyncio.run(go())):
+        text = (tmp_path / f"m{i}.out").read_text()
+        assert res.exit_code == 0, (res, text, (tmp_path / f"m{i}.err").read_text())
+        lines = sorted(ln for ln in text.splitlines() if ln.startswith("rank "))
+        nodes = runs[i][0]
+        assert len(lines) == 2 * len(nodes), text
+        for r, line in enumerate(lines):
+            # sshd's title for its listener: "sshd: ARGV"
+            sshd = f"rank {r} local 1 pid1 sshd: /usr/sbin/sshd -D -e -p {2222 + r % 2} "
+            assert line.startswith(sshd), line
+            assert f"inet {nodes[r // 2].host.address}/" in line, (nodes[r // 2].name, line)
     assert nothing_left(k8s_cluster) == NOTHING
