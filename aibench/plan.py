@@ -648,8 +648,9 @@ def refuse_per_rank(planned: PlannedStep, first: Invocation) -> None:
     from aibench.errors import UserError
     from aibench.executors.kubernetes_mpi import share, slots_of
 
-    def refuse(why: str) -> UserError:
-        return UserError(f"step {planned.name}: settings.kubernetes.pods: per_rank: {why}")
+    def refuse(why: str, hint: str | None = None) -> UserError:
+        return UserError(f"step {planned.name}: settings.kubernetes.pods: per_rank: {why}",
+                         hint=hint)  # fmt: skip
 
     argv = first.client.argv
     head = planned.inventory.node(first.client.host).kubernetes
@@ -666,7 +667,9 @@ def refuse_per_rank(planned: PlannedStep, first: Invocation) -> None:
         try:
             share(node.kubernetes.resources, slots.get(node.host, 1))
         except ValueError as exc:
-            raise refuse(f"node {name}: kubernetes.resources {exc}") from None
+            raise refuse(f"node {name}: kubernetes.resources {exc}",
+                         "ranks per node that divide every quantity of the inventory's "
+                         "kubernetes.resources, or pods: per_node") from None  # fmt: skip
 
 
 def _with_timeout(inv: Invocation, timeout: float) -> Invocation:

@@ -167,6 +167,14 @@ def _written(value: Fraction, cpu: bool, family: dict[str, int]) -> str:
     return str(value)
 
 
+def _unit(name: str) -> str:
+    if name == "cpu":
+        return "millicores"
+    if name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
+        return "bytes"
+    return "devices" if "/" in name else "units"
+
+
 def share(resources: Any, ranks: int) -> dict[str, dict[str, str]]:
     """``resources`` (requests/limits) of a node divided among its ``ranks`` Pods; a
     quantity that does not divide into whole units (one device, one byte, a millicore of
@@ -179,8 +187,8 @@ def share(resources: Any, ranks: int) -> dict[str, dict[str, str]]:
             part = value / ranks
             cpu = name == "cpu"
             if (part * 1000 if cpu else part).denominator != 1:
-                whole = "millicores" if cpu else "units"
-                raise ValueError(f"{kind}.{name}: {text} over {ranks} ranks is not whole {whole}")
+                raise ValueError(f"{kind}.{name}: {text} over {ranks} ranks is not a whole "
+                                 f"number of {_unit(name)}")  # fmt: skip
             out[kind][name] = _written(part, cpu, family)
     return out
 
