@@ -533,15 +533,19 @@ class _Outcome:
 
 def _client_command(ex: Execution, inv: Invocation, out: _Outcome) -> Command:
     """The command of an invocation's client, with its role: preflight, a launch across
-    the invocation's nodes (a launcher over more than one node), else work; its output
-    written through the secrets (``out.command``)."""
+    the invocation's nodes (a launcher over more than one node, or mpirun on any number
+    when the suite asks for a Kubernetes Pod per rank), else work; its output written
+    through the secrets (``out.command``)."""
     c = inv.client
+    settings = ex.plan.suite.settings
+    per_rank = getattr(getattr(settings, "kubernetes", None), "pods", "") == "per_rank"
+    per_rank = per_rank and c.role == "launcher" and c.argv[0] == "mpirun"
     role = "preflight" if inv.tool == "preflight" else "work"
     hosts: tuple[str, ...] = ()
-    if c.role == "launcher" and len(inv.nodes) > 1:
+    if c.role == "launcher" and (len(inv.nodes) > 1 or per_rank):
         role, hosts = "launch", inv.nodes
-    shm = getattr(ex.plan.suite.settings, "shm_size", None)
-    return out.command(c, role=role, hosts=hosts, shm_size=shm)
+    shm = getattr(settings, "shm_size", None)
+    return out.command(c, role=role, hosts=hosts, shm_size=shm, per_rank=per_rank)
 
 
 def _scrubbed(ex: Execution, inv: Invocation, res: StepResult) -> StepResult:

@@ -10,7 +10,9 @@ Which nodes each step runs on, in which rounds, is :mod:`aibench.placement`'s.
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -481,7 +483,7 @@ def build_plan(suite: Suite, inventory: Inventory) -> Plan:
         # measured now: a step the runner refuses to plan is an error here, before
         # anything runs, as when every run was made up front
         planned.shapes()
-        refuse_kubernetes_launch(planned)
+        refuse_kubernetes_launch(planned, suite.settings.kubernetes.pods)
         steps.append(planned)
         if placement == "cover":
             second = replace(
@@ -600,22 +602,30 @@ def _median(xs: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def refuse_kubernetes_launch(planned: PlannedStep) -> None:
+def refuse_kubernetes_launch(planned: PlannedStep, pods: str = "per_node") -> None:
     """A run across Kubernetes nodes whose processes do not each sit on their own node (a
     launcher such as mpirun reaching the others from one Pod) runs only as an mpirun
     launch with ``mpi_launch: ssh`` (a launcher Pod and a worker Pod per node); anything
-    else is refused with one line when the step is planned, not at run time."""
+    else is refused with one line when the step is planned, not at run time. With
+    ``pods: per_rank`` (a Pod per rank) an mpirun on one node is launched that way too,
+    and a launch whose resources do not divide among a node's ranks is refused
+    (:func:`refuse_per_rank`)."""
     from aibench.errors import UserError
 
     first = planned._measured[1]
-    if first is None or len(first.nodes) < 2:
+    if first is None:
         return
     if not any(planned.inventory.node(n).executor == "kubernetes" for n in first.nodes):
+        return
+    mpirun = first.client.role == "launcher" and first.client.argv[0] == "mpirun"
+    if mpirun and pods == "per_rank":  # on one node or more
+        refuse_per_rank(planned, first)
+        return
+    if len(first.nodes) < 2:
         return
     placed = {p.host for p in (first.client, *first.servers)}
     left = [n for n in first.nodes if n not in placed]
     settings = planned.inventory.node(first.client.host).kubernetes
-    mpirun = first.client.role == "launcher" and first.client.argv[0] == "mpirun"
     if left and mpirun and settings is not None and settings.mpi_launch in ("ssh", "mpijob"):
         return  # a launcher Pod and worker Pods with sshd (executors/kubernetes_mpi.py)
     if left:
@@ -648,6 +658,37 @@ def mpijob_launches(plan: Plan) -> list[tuple[str, KubernetesSettings]]:
         ):
             out.append((planned.name, settings))
     return out
+
+
+def refuse_per_rank(planned: PlannedStep, first: Invocation) -> None:
+    """A Pod per rank of an mpirun launch: only with ``mpi_launch: ssh``, ranks placed
+    ``ppr:N:node`` (or by slot or node), and each node's resources dividing into whole
+    units among its ranks; else one line when the step is planned."""
+    from aibench.errors import UserError
+    from aibench.executors.kubernetes_mpi import share, slots_of
+
+    def refuse(why: str, hint: str | None = None) -> UserError:
+        return UserError(f"step {planned.name}: settings.kubernetes.pods: per_rank: {why}",
+                         hint=hint)  # fmt: skip
+
+    argv = first.client.argv
+    head = planned.inventory.node(first.client.host).kubernetes
+    if head is None or head.mpi_launch != "ssh":
+        raise refuse("a Pod per rank is launched with mpi_launch: ssh only")
+    for flag, value in itertools.pairwise(argv):
+        if flag in ("--map-by", "-map-by") and not re.fullmatch(r"ppr:\d+:node|slot|node", value):
+            raise refuse(f"--map-by {value} places ranks inside a node's Pod; use ppr:N:node")
+    slots = slots_of(argv)
+    for name in first.nodes:
+        node = planned.inventory.node(name)
+        if node.kubernetes is None:
+            continue
+        try:
+            share(node.kubernetes.resources, slots.get(node.host, 1))
+        except ValueError as exc:
+            raise refuse(f"node {name}: kubernetes.resources {exc}",
+                         "ranks per node that divide every quantity of the inventory's "
+                         "kubernetes.resources, or pods: per_node") from None  # fmt: skip
 
 
 def _with_timeout(inv: Invocation, timeout: float) -> Invocation:

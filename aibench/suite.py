@@ -43,6 +43,16 @@ from aibench.manifest import sha256_file
 _NAME = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 
 
+class KubernetesSuite(Strict):
+    pods: Literal["per_node", "per_rank"] = Field(
+        "per_node",
+        description="kubernetes executor, mpirun steps (mpi_launch: ssh): per_node, one Pod "
+        "per node holding its ranks and the inventory's resources; per_rank, a Pod per rank "
+        "holding the node's resources divided by its ranks, and mpirun in a Pod of its own "
+        "(also on one node)",
+    )
+
+
 class Settings(Strict):
     workdir: str = Field(
         "/var/tmp/aibench", pattern=r"^/[A-Za-z0-9_./-]*$", description="scratch directory on nodes"
@@ -75,6 +85,10 @@ class Settings(Strict):
         description="/dev/shm of the processes that do the steps' work where the executor "
         "sets it (kubernetes: a memory emptyDir of this size, e.g. 64Gi; over the "
         "inventory's kubernetes.shm_size)",
+    )
+    kubernetes: KubernetesSuite = Field(
+        default_factory=lambda: KubernetesSuite(),
+        description="how the kubernetes executor places the steps' work in Pods",
     )
     secret_env: list[Annotated[str, Field(pattern=envnames.PATTERN)]] = Field(
         default_factory=list,

@@ -47,6 +47,8 @@ class Command:
     role: str = "work"  # one of ROLES
     hosts: tuple[str, ...] = ()  # role "launch": the nodes the launcher starts ranks on
     shm_size: str | None = None  # the suite's /dev/shm size (settings.shm_size), if any
+    # role "launch" on Kubernetes: a worker Pod per rank (the suite's kubernetes.pods)
+    per_rank: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))

@@ -98,6 +98,7 @@ from aibench.kubeapi import api_client, api_error, pod_security_refusal
 from aibench.secret import ScrubbingWriter
 
 if TYPE_CHECKING:
+    from aibench.executors.kubernetes_mpi import Rank
     from aibench.executors.kubernetes_mpijob import MpiJobLaunch
     from aibench.inventory import KubernetesSettings, Node
 
@@ -801,6 +802,7 @@ class _Launch:
         self.base = pod_name(ex.run_id, ex._seq, "mpi")
         self.workers: list[tuple[str, Node]] = []
         self.made: list[tuple[str, str]] = []  # (kind, name) of the Secret and ConfigMap
+        self.ranks: list[Rank] = []  # a Pod per rank (cmd.per_rank): the workers
 
     async def run(
         self, files: tuple[IO[bytes], IO[bytes]], result: Callable[..., ProcResult]
@@ -831,7 +833,13 @@ class _Launch:
         return res
 
     async def _prepare(self) -> None:
-        from aibench.executors.kubernetes_mpi import Keys, hostfile_configmap, keys_secret
+        from aibench.executors.kubernetes_mpi import (
+            Keys,
+            hostfile_configmap,
+            keys_secret,
+            rank_pods,
+            ssh_config,
+        )
 
         ex, ns = self.ex, self.ex.settings.namespace
         await ex._ensure_lease()
@@ -845,26 +853,37 @@ class _Launch:
         await ex._call(core.create_namespaced_secret, ns, body, _request_timeout=30)
         self.made.append(("config_map", hosts))
         table = [(n.host, slots.get(n.host, 1)) for n in nodes]
-        body = hostfile_configmap(hosts, ex.run_id, table, owner)
+        config = None
+        if self.cmd.per_rank:
+            self.ranks = rank_pods(self.base, nodes, slots, ex.settings.mpi_ssh_port)
+            table, config = [(r.name, 1) for r in self.ranks], ssh_config(self.ranks)
+        body = hostfile_configmap(hosts, ex.run_id, table, owner, config)
         await ex._call(core.create_namespaced_config_map, ns, body, _request_timeout=30)
-        await self._workers(nodes, secret, hosts)
+        await self._workers(nodes, slots, secret, hosts)
 
-    async def _workers(self, nodes: list[Node], secret: str, hosts: str) -> None:
-        from aibench.executors.kubernetes_mpi import worker_manifest
+    async def _workers(
+        self, nodes: list[Node], slots: dict[str, int], secret: str, hosts: str
+    ) -> None:
+        """A worker Pod on each node but the launcher's, or one per rank on every node."""
+        from aibench.executors.kubernetes_mpi import share, worker_manifest
 
         ex = self.ex
-        for i, worker in enumerate(nodes):
-            if worker.name == self.node.name:
-                continue  # the launcher's own node: mpirun starts those ranks itself
-            name = f"{self.base}-w{i}"
+        pods: list[tuple[str, Node, tuple[int, Any] | None]] = [
+            (f"{self.base}-w{i}", n, None) for i, n in enumerate(nodes) if n.name != self.node.name
+        ]  # its node's ranks: mpirun starts them itself
+        if self.cmd.per_rank:
+            pods = [(r.name, r.node, (r.port, share(ex.settings.resources,
+                                                    slots.get(r.node.host, 1))))
+                    for r in self.ranks]  # fmt: skip
+        for name, worker, rank in pods:
             self.workers.append((name, worker))
             manifest = worker_manifest(name, worker, ex.settings, ex.run_id, ex._owner(),
                                        ex.deadline(self.cmd), secret, hosts,
-                                       self.cmd.shm_size)  # fmt: skip
+                                       self.cmd.shm_size, rank)  # fmt: skip
             await ex._submit(name, manifest)
 
     async def _launcher(self, name: str) -> None:
-        from aibench.executors.kubernetes_mpi import launcher_manifest
+        from aibench.executors.kubernetes_mpi import launcher_manifest, per_rank_argv
 
         ex, cmd = self.ex, self.cmd
         secret_env = secret_env_of(cmd)
@@ -872,9 +891,11 @@ class _Launch:
             body = secret_manifest(name, ex.run_id, secret_env, ex._owner())
             await ex._call(ex._core().create_namespaced_secret, ex.settings.namespace, body,
                            _request_timeout=30)  # fmt: skip
+        if cmd.per_rank:
+            cmd = dataclasses.replace(cmd, argv=per_rank_argv(cmd.argv, self.ranks))
         manifest = launcher_manifest(name, self.node, cmd, ex.settings, ex.run_id, ex._owner(),
                                      secret_env, ex.deadline(cmd), f"{self.base}-ssh",
-                                     f"{self.base}-hosts")  # fmt: skip
+                                     f"{self.base}-hosts", cmd.per_rank)  # fmt: skip
         await ex._submit(name, manifest)
 
     async def _workers_ended(self) -> list[str]:

@@ -74,7 +74,8 @@ def _env(
     for key, (secret, secret_key) in settings.secret_env.items():
         ref = {"name": secret, "key": secret_key}
         env.append({"name": key, "valueFrom": {"secretKeyRef": ref}})
-    plain = dict(settings.observer_env) if cmd.role != "work" else {}
+    # a launcher alone (mpirun, its ranks in Pods of their own) looks at no device either
+    plain = dict(settings.observer_env) if cmd.role not in ("work", "launch") else {}
     plain.update(cmd.env)
     for key, value in plain.items():
         if key in settings.secret_env:

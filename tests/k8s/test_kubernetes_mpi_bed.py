@@ -432,3 +432,94 @@ def test_the_launcher_pod_the_operator_makes_gives_the_step_its_log_and_exit_cod
     out = (tmp_path / "j.out").read_text()
     assert out.startswith("# Avg bus bandwidth    : 43.6076\non "), out
     assert pod.endswith("-mpijob-launcher")
+
+
+def test_a_pod_per_rank_nccl_tests_two_ranks_on_each_node(
+    k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
+) -> None:
+    """``settings.kubernetes.pods: per_rank``, two ranks per node: mpirun alone in the
+    launcher Pod (no resources), a worker Pod per rank with half the node's resources and
+    its own sshd port, reached through the ConfigMap's ssh aliases; the replay's four ranks
+    run two in each node's network, are parsed and judged PASS, and nothing is left."""
+    inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner, mpi_launch="ssh",
+                          resources={"requests": {"cpu": "200m", "memory": "128Mi"}})  # fmt: skip
+    out, err = tmp_path / "runs", tmp_path / "aibench.err"
+    proc = _start(_aibench_argv("--suite", str(HERE / "suite-k8s-mpi-per-rank.yaml"),
+                                "--inventory", str(inv), "--spec", str(HERE / "spec-k8s-mpi.yaml"),
+                                "--output-dir", str(out)), err)  # fmt: skip
+    try:
+        workers = _wait_for(proc, err, "4 worker Pods",
+                            lambda: len(_pods(k8s_cluster, "mpi-worker")) == 4
+                            and _pods(k8s_cluster, "mpi-worker"))  # fmt: skip
+        launcher = _wait_for(proc, err, "launcher Pod", lambda: _pods(k8s_cluster, "mpi-launcher"))
+        proc.wait(180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.read_text()[-3000:]
+    places = sorted((w["spec"]["nodeName"], w["spec"]["containers"][0]["command"][-1])
+                    for w in workers)  # fmt: skip
+    first, second = (n.name for n in k8s_cluster.nodes)
+    assert places == [(first, "2222"), (first, "2223"), (second, "2222"), (second, "2223")]
+    for w in workers:
+        assert w["spec"]["containers"][0]["resources"] == {
+            "requests": {"cpu": "100m", "memory": "64Mi"}
+        }
+    assert launcher[0]["spec"]["containers"][0]["resources"] == {}
+    steps, run = _steps(only_run_dir(out))
+    step = steps["nccl-all-reduce"]
+    assert step["status"] == "ok", step
+    stderr = (only_run_dir(out) / step["stderr_path"]).read_text()
+    got = sorted(re.findall(r"replay rank (\d+/\d+) net (\S+) NCCL_DEBUG=INFO", stderr))
+    assert [r for r, _ in got] == ["0/4", "1/4", "2/4", "3/4"], stderr[-3000:]
+    nets = [net for _, net in got]
+    assert nets[0] == nets[1] != nets[2] == nets[3], got  # ranks 0, 1 on the first node
+    outcomes = {v["check"]: v["outcome"] for v in run["verdicts"]}
+    assert outcomes == {"nccl-all-reduce-pair": "PASS"}, run["verdicts"]
+    assert nothing_left(k8s_cluster) == NOTHING
+
+
+def _per_rank_argv(nodes: list[Any]) -> tuple[str, ...]:
+    """mpirun of two ranks on each of ``nodes``, each printing its rank, Open MPI's local
+    size, its container's first process and its network's addresses."""
+    hosts = ",".join(f"{n.host.address}:2" for n in nodes)
+    rank = ('echo "rank $OMPI_COMM_WORLD_RANK local $OMPI_COMM_WORLD_LOCAL_SIZE"'
+            ' "pid1 $(tr "\\0" " " </proc/1/cmdline)" $(ip -4 -o addr show)')  # fmt: skip
+    return ("mpirun", "--allow-run-as-root", "--host", hosts, "-np", str(2 * len(nodes)),
+            "--map-by", "ppr:2:node", "--mca", "oob_tcp_if_include", SUBNET, "sh", "-c",
+            rank)  # fmt: skip
+
+
+def test_a_pod_per_rank_each_rank_runs_under_its_own_sshd(
+    k8s_cluster: Cluster, k8s_runner: Path, tmp_path: Path
+) -> None:
+    """Per-rank launches of a plain ``mpirun``, two ranks per node, across both nodes and
+    on the second alone: each rank reports the first process of its container, the sshd
+    of its own worker Pod (its port, so not the launcher's Pod), and its node's address;
+    each is alone in its Open MPI node (local size 1)."""
+    inv = write_inventory(tmp_path / "inv.yaml", k8s_cluster, k8s_runner, mpi_launch="ssh")
+    ex, head, names = _launch_executor(inv)
+    second = k8s_cluster.nodes[1]
+    runs = [(list(k8s_cluster.nodes), names), ([second], (second.name,))]
+
+    async def go() -> list[Any]:
+        try:
+            return [await ex.run(head, Command(_per_rank_argv(nodes), role="launch", hosts=hosts,
+                                               timeout=120, per_rank=True),
+                                 tmp_path / f"m{i}.out", tmp_path / f"m{i}.err")
+                    for i, (nodes, hosts) in enumerate(runs)]  # fmt: skip
+        finally:
+            await ex.close()
+
+    for i, res in enumerate(asyncio.run(go())):
+        text = (tmp_path / f"m{i}.out").read_text()
+        assert res.exit_code == 0, (res, text, (tmp_path / f"m{i}.err").read_text())
+        lines = sorted(ln for ln in text.splitlines() if ln.startswith("rank "))
+        nodes = runs[i][0]
+        assert len(lines) == 2 * len(nodes), text
+        for r, line in enumerate(lines):
+            # sshd's title for its listener: "sshd: ARGV"
+            sshd = f"rank {r} local 1 pid1 sshd: /usr/sbin/sshd -D -e -p {2222 + r % 2} "
+            assert line.startswith(sshd), line
+            assert f"inet {nodes[r // 2].host.address}/" in line, (nodes[r // 2].name, line)
+    assert nothing_left(k8s_cluster) == NOTHING
