@@ -467,6 +467,7 @@ def test_sessions_beyond_max_sessions_queue_in_aibench(big: TestBed, tmp_path: P
         results = asyncio.run(go())
     finally:
         big.heal(victim)
-    assert [r.exit_code for r in results] == [0] * 10, [r.reason for r in results]
+    failed = {i: (r.exit_code, r.reason) for i, r in enumerate(results) if r.exit_code != 0}
+    assert failed == {}, failed
     assert ex.retried[victim] >= 1
     assert ex._gates[victim].limit == 2
