@@ -50,13 +50,14 @@ steps:
   - name: iperf3-tcp
     tool: iperf3
     placement: pairs
-    options: {duration: 2, streams: 1}
+    options: {duration: 2, streams: 1, bandwidth: 1G}
 """
 SPEC = """\
 schema_version: 1
 name: handover
 source: measured on the test bed; a disk throttled to 2 MB/s and a link shaped to 200 Mbit/s
-  fall below these floors, an unthrottled disk reads hundreds of MB/s and a veth several Gbit/s
+  fall below these floors, an unthrottled disk reads hundreds of MB/s and a veth carries the
+  1 Gbit/s iperf3 is paced to here (several Gbit/s flat out)
 checks:
   - id: fio-seq-read-bw
     select: {tool: fio, metric: bw, step: fio-seq-read, dims: {direction: read}}
