@@ -73,6 +73,7 @@ from aibench.executors.base import (
     ReadyCheck,
     ServerNotReady,
 )
+from aibench.executors.kubernetes_mpi import hosts_not_in
 from aibench.executors.kubernetes_mpi import slots_of as _slots_of
 from aibench.executors.kubernetes_spec import (
     MANAGED,
@@ -808,9 +809,9 @@ class _Launch:
         self, files: tuple[IO[bytes], IO[bytes]], result: Callable[..., ProcResult]
     ) -> ProcResult:
         ex, t0 = self.ex, time.monotonic()
-        missing = [h for h in self.cmd.hosts if h not in ex.nodes]
-        if missing:
-            return result(reason=f"launch across {', '.join(missing)}: not in the inventory")
+        unknown = hosts_not_in(self.cmd, ex.nodes)
+        if unknown:
+            return result(reason=unknown)
         try:
             await self._prepare()
             for name, worker in self.workers:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import base64
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -278,6 +278,13 @@ def worker_manifest(
     pod["metadata"]["labels"]["aibench.io/role"] = "mpi-worker"
     add_volumes(pod, *_mpi_volumes(secret, configmap))
     return pod
+
+
+def hosts_not_in(cmd: Command, nodes: Mapping[str, Node]) -> str | None:
+    """Why a launch cannot start: the hosts of ``cmd`` that the inventory does not name
+    (None when it names them all)."""
+    missing = [h for h in cmd.hosts if h not in nodes]
+    return f"launch across {', '.join(missing)}: not in the inventory" if missing else None
 
 
 def launcher_manifest(

@@ -27,6 +27,7 @@ from aibench.executors.kubernetes_mpi import (
     MPIJOB_GROUP,
     MPIJOB_PLURAL,
     MPIJOB_VERSION,
+    hosts_not_in,
     mpijob_manifest,
     slots_of,
 )
@@ -113,9 +114,9 @@ class MpiJobLaunch:
         self, files: tuple[IO[bytes], IO[bytes]], result: Callable[..., ProcResult]
     ) -> ProcResult:
         ex, t0 = self.ex, time.monotonic()
-        missing = [h for h in self.cmd.hosts if h not in ex.nodes]
-        if missing:
-            return result(reason=f"launch across {', '.join(missing)}: not in the inventory")
+        unknown = hosts_not_in(self.cmd, ex.nodes)
+        if unknown:
+            return result(reason=unknown)
         try:
             refused = await ex._call(missing_crd, self._custom())
             if refused:
