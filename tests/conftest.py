@@ -56,7 +56,7 @@ LONGEST_FIRST = (
     "tests/multinode/test_ceph_bed.py",  # 190-250 s: Ceph, CephFS with two MDS, S3 gateway
     "bed-sk",  # 245 s: the soak tests' waiting on the soak's clock
     "bed-abx",  # 180 s: 64 hosts, brought up once for the fault tests
-    "bed-k8s",  # 160 s: a Kubernetes cluster and its Pods
+    "bed-k8s",  # 405 s: a Kubernetes cluster, its Pods, MPI launches, the CronJob
     "bed-abt",  # 155 s: 39 tests on the 4-host bed and its Slurm
     "tests/parsers/test_fuzz.py",  # 94 s
     "tests/reports/test_scale.py",  # 104 s: a generated 1024-node run rendered
