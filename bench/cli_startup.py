@@ -45,7 +45,9 @@ def main() -> int:
     loaded = subprocess.run(
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True
     ).stdout.strip()
-    print(f"aibench --help     median {h * 1000:7.1f} ms  (min {min(helps) * 1000:.1f}, n={args.runs})")
+    print(
+        f"aibench --help     median {h * 1000:7.1f} ms  (min {min(helps) * 1000:.1f}, n={args.runs})"
+    )
     print(f"python -c pass     median {f * 1000:7.1f} ms  (min {min(floors) * 1000:.1f})")
     print(f"ratio help/python  {h / f:5.2f}x;  aibench's own cost {(h - f) * 1000:.1f} ms")
     print(f"heavy modules imported by --help: {loaded or 'none'}")
