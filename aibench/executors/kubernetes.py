@@ -591,11 +591,7 @@ class KubernetesExecutor:
             return result(timed_out=True, reason=f"timed out after {cmd.timeout:g} s; "
                           f"pod {name} deleted")  # fmt: skip
         finally:
-            stop.set()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(pump), 5.0)
-            with contextlib.suppress(Exception):
-                attached.ws.close()
+            await _end_pump(attached, pump, stop)
         if attached.write_error is not None:
             raise attached.write_error
         code, reason = await self._terminated(name, 30.0)
