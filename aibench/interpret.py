@@ -94,10 +94,14 @@ def interpret(
         return result(StepStatus.FAILED, proc.reason or "did not start", **base)
     if problem is not None:
         return result(
-            StepStatus.FAILED, str(problem), measurements=measurements, facts=facts, **base
+            StepStatus.FAILED,
+            _and_why(str(problem), proc.reason),
+            measurements=measurements,
+            facts=facts,
+            **base,
         )
     if proc.exit_code not in (0, None) and collect is None:
-        why = tail(stderr) or tail(stdout) or "no output"
+        why = _and_why(tail(stderr) or tail(stdout), proc.reason) or "no output"
         return result(
             StepStatus.FAILED,
             f"exit code {proc.exit_code}: {why}",
@@ -108,6 +112,14 @@ def interpret(
     if not measurements and not facts:
         return result(StepStatus.FAILED, "the tool reported nothing that could be measured", **base)
     return result(StepStatus.OK, measurements=measurements, facts=facts, **base)
+
+
+def _and_why(text: str, reason: str) -> str:
+    """What the output says, then what the executor saw of the process (a Pod killed for
+    its memory, a worker of a launch gone), which the output cannot say."""
+    if reason and reason not in text:
+        return f"{text}; {reason}" if text else reason
+    return text
 
 
 def split(inv: Invocation, records: Sequence[Record]) -> tuple[list[Measurement], list[Fact]]:

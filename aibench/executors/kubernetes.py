@@ -825,8 +825,6 @@ class _Launch:
             if ended:
                 reason = "; ".join(x for x in (res.reason, *ended) if x)
                 res = dataclasses.replace(res, reason=reason)
-                # the step's reason is the tail of the tool's output: it ends with these
-                files[1].write("".join(f"aibench: {x}\n" for x in ended).encode())
         return res
 
     async def _prepare(self) -> None:
