@@ -11,10 +11,13 @@ Contract (every value comes from the inventory's ``limits``, see
   ``connect_timeout`` after the first attempt: a host that is down costs at most its
   connect timeout. A connection attempt that timed out, a host that cannot be routed to,
   a refused host key and refused authentication are not retried.
-* **Session opens** refused by the server (``open failed``: sshd's ``MaxSessions``) are
-  retried the same way (without the connect-timeout bound), and the host's cap on
-  sessions open at once is lowered to what the server accepted, so later steps queue
-  in aibench instead of being refused.
+* **Session opens** refused by the server (``open failed``: sshd's ``MaxSessions``)
+  lower the host's cap on sessions open at once to what the server accepted, so later
+  steps queue in aibench instead of being refused. A refusal that our own sessions
+  explain (one of them runs, or one ended a moment ago and the server has not freed its
+  slot yet) waits for one of ours to end and tries again, for up to
+  :data:`SESSION_QUEUE_MAX_S`, without spending a retry; any other refusal is retried
+  like a connection (without the connect-timeout bound).
 * **A cap on handshakes**: at most ``ssh_max_handshakes`` connections are being set up
   (TCP, key exchange, authentication) at once over all hosts; waiting for a slot does
   not count against the connect timeout.
@@ -29,7 +32,10 @@ Contract (every value comes from the inventory's ``limits``, see
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -48,6 +54,12 @@ if TYPE_CHECKING:
     from aibench.inventory import Limits
 
 T = TypeVar("T")
+
+# A session that ended this recently may still hold its slot at the server (seconds)
+SESSION_END_LAG_S = 2.0
+# How long a session open waits, refused again and again while our own sessions hold the
+# server's slots, before it fails as a refusal (seconds)
+SESSION_QUEUE_MAX_S = 120.0
 
 # Why a connection attempt failed that is worth another try: the host answered but
 # would not (yet) hold a session. Timeouts and unroutable hosts are not in it.
@@ -136,6 +148,7 @@ class SessionGate:
         self.active = 0  # slots taken (sessions open or being opened)
         self.open = 0  # sessions the server accepted and that still run
         self.peak = 0
+        self.ended_at = -math.inf  # monotonic time the last accepted session ended
         self._cond = asyncio.Condition()
 
     async def acquire(self) -> None:
@@ -152,7 +165,22 @@ class SessionGate:
             self.active -= 1
             if opened:
                 self.open -= 1
+                self.ended_at = time.monotonic()
             self._cond.notify_all()
+
+    def ours_explain_a_refusal(self) -> bool:
+        """A refusal is the server still counting our own sessions: one of them runs, or
+        one ended within :data:`SESSION_END_LAG_S` (sshd frees a session's slot only once
+        it has seen it close, which a loaded server does late)."""
+        return self.open > 0 or time.monotonic() - self.ended_at < SESSION_END_LAG_S
+
+    async def next_end(self, timeout: float) -> None:
+        """Until one of our accepted sessions ends or ``timeout`` s pass."""
+        before = self.ended_at
+        async with self._cond:
+            with contextlib.suppress(TimeoutError):
+                ended = self._cond.wait_for(lambda: self.ended_at != before)
+                await asyncio.wait_for(ended, timeout)
 
     def refused(self) -> None:
         """The server refused a session while this slot was taken (call before release)."""

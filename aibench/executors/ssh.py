@@ -71,6 +71,7 @@ from aibench.executors.base import (
 from aibench.executors.local import ready_or_stopped, result_maker
 from aibench.executors.logfile import write_log
 from aibench.executors.policy import (
+    SESSION_QUEUE_MAX_S,
     Breaker,
     ConnectionPolicy,
     SessionGate,
@@ -126,6 +127,11 @@ def remote_command(cmd: Command) -> str:
         + " aibench "
         + " ".join(shlex.quote(a) for a in args)
     )
+
+
+class _HeldByOurs(Exception):
+    """The server refused a session while our own sessions explain it (they hold, or have
+    just given back, its slots): wait for one of ours to end, not a retry."""
 
 
 class _Streams:
@@ -441,10 +447,13 @@ class SSHExecutor:
             try:
                 conn = await self._connect(node)
                 proc = await conn.create_process(line, encoding=None)
-            except asyncssh.ChannelOpenError:
+            except asyncssh.ChannelOpenError as exc:
                 # the server's MaxSessions: hold later sessions in our queue instead
                 gate.refused()
+                ours = gate.ours_explain_a_refusal()
                 await gate.release(opened=False)
+                if ours:
+                    raise _HeldByOurs(exc.reason) from None
                 raise
             except (asyncssh.Error, OSError) as exc:
                 await gate.release(opened=False)
@@ -457,15 +466,24 @@ class SSHExecutor:
             _send_values(proc, stdin)
             return proc
 
-        try:
-            return await self.policy.retry(
-                attempt, session_refused, on_retry=lambda _e: self._count_retry(node)
-            )
-        except asyncssh.ChannelOpenError as exc:
-            raise NodeUnreachable(
-                f"{node.name}: the server refused a session after "
-                f"{self.policy.retries} retries: {exc.reason}"
-            ) from None
+        deadline = asyncio.get_running_loop().time() + SESSION_QUEUE_MAX_S
+        while True:
+            try:
+                return await self.policy.retry(
+                    attempt, session_refused, on_retry=lambda _e: self._count_retry(node)
+                )
+            except asyncssh.ChannelOpenError as exc:
+                raise NodeUnreachable(
+                    f"{node.name}: the server refused a session after "
+                    f"{self.policy.retries} retries: {exc.reason}"
+                ) from None
+            except _HeldByOurs as exc:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise NodeUnreachable(
+                        f"{node.name}: the server refused a session for "
+                        f"{SESSION_QUEUE_MAX_S:.0f} s while ours held its slots: {exc}"
+                    ) from None
+                await gate.next_end(self.policy.backoff_s)
 
     async def _kill(self, node: Node, proc: Any, streams: _Streams) -> None:
         """TERM the remote process group, KILL it after the grace period."""

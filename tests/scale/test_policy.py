@@ -16,6 +16,7 @@ import yaml
 
 from aibench.errors import ConfigError
 from aibench.executors.policy import (
+    SESSION_END_LAG_S,
     Breaker,
     ConnectionPolicy,
     SessionGate,
@@ -117,6 +118,37 @@ def test_session_gate_queues_and_learns_the_servers_limit() -> None:
     asyncio.run(burst.acquire())
     burst.refused()  # refused with nothing else open: one at a time
     assert burst.limit == 1
+
+
+def test_a_refusal_our_own_sessions_explain_waits_for_one_of_ours_to_end() -> None:
+    """sshd frees a session's slot only once it has seen the session close: a refusal
+    while one of ours runs, or just after one ended, is ours; on a fresh gate it is not."""
+
+    async def go() -> tuple[bool, bool, bool, float]:
+        gate = SessionGate(2)
+        fresh = gate.ours_explain_a_refusal()
+        await gate.acquire()
+        gate.opened()
+        running = gate.ours_explain_a_refusal()
+        waiter = asyncio.ensure_future(gate.next_end(5.0))
+        await asyncio.sleep(0.05)
+        assert not waiter.done()  # a refused open releasing its slot is not an end
+        await gate.acquire()
+        await gate.release(opened=False)
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        t0 = time.monotonic()
+        await gate.release()  # ours ends: the waiter goes at once
+        await waiter
+        just_ended = gate.ours_explain_a_refusal()
+        return fresh, running, just_ended, time.monotonic() - t0
+
+    fresh, running, just_ended, waited = asyncio.run(go())
+    assert (fresh, running, just_ended) == (False, True, True)
+    assert waited < 1.0
+    gate = SessionGate(2)
+    gate.ended_at = time.monotonic() - SESSION_END_LAG_S - 0.1
+    assert not gate.ours_explain_a_refusal()
 
 
 def test_breaker_opens_after_the_threshold_and_says_why() -> None:
