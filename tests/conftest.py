@@ -44,27 +44,29 @@ BED_GROUPS = {
 
 
 # The groups that take longest (seconds of one worker, measured with ``--durations`` over a
-# whole run on 2 cores), in the order they are handed out. ``make test`` passes
-# ``--no-loadscope-reorder``, so that xdist hands out the groups in the order the tests are
-# collected, and the collection puts these first. Each of the 4 workers starts with two
-# groups: the four longest go one to each, then the next four from the shortest up, so the
-# worker with the longest first group gets the shortest second one. The hundreds of short
-# tests fill the gaps at the end. (xdist's own order, most tests first, left a one-test
-# group such as the serving bed's or GlusterFS's to start last and run on alone.) Refresh
-# it when a group's time changes by a minute or more; a group not listed runs after these.
+# whole run of ``make test`` on 2 cores), in the order they are handed out. ``make test``
+# passes ``--no-loadscope-reorder``, so that xdist hands out the groups in the order the
+# tests are collected, and the collection puts these first. Each of the 6 workers starts
+# with two groups, the first six here one to each, then the next six in the same order:
+# the worker of the Kubernetes cluster, the longest by far (most of the suite's wall time),
+# gets a module of a few seconds as its second; the others get the next longest so that
+# the first six workers' pairs come out near one another. The hundreds of short tests fill
+# the gaps at the end. (xdist's own order, most tests first, left a one-test group such as
+# the serving bed's or GlusterFS's to start last and run on alone.) Refresh it when a
+# group's time changes by a minute or more; a group not listed runs after these.
 LONGEST_FIRST = (
-    "tests/multinode/test_ceph_bed.py",  # 190-250 s: Ceph, CephFS with two MDS, S3 gateway
-    "bed-sk",  # 245 s: the soak tests' waiting on the soak's clock
-    "bed-abx",  # 180 s: 64 hosts, brought up once for the fault tests
-    "bed-k8s",  # 405 s: a Kubernetes cluster, its Pods, MPI launches, the CronJob
-    "bed-abt",  # 155 s: 39 tests on the 4-host bed and its Slurm
-    "tests/parsers/test_fuzz.py",  # 94 s
-    "tests/reports/test_scale.py",  # 104 s: a generated 1024-node run rendered
-    "tests/multinode/test_storage_gluster.py",  # 112 s: GlusterFS on the bed
-    "bed-abs",  # 140 s: AIPerf through HAProxy and Nginx
-    "tests/test_install.py",  # 88 s: pip installs from a wheelhouse
-    "tests/test_rejudge_record.py",  # 86 s
-    "tests/multinode/test_object_cache.py",  # 60 s: Ceph's S3 gateway and Redis
+    "bed-k8s",  # 380 s: a Kubernetes cluster, its Pods, MPI launches, the CronJob
+    "bed-sk",  # 250 s: the soak tests' waiting on the soak's clock
+    "bed-abt",  # 150-225 s: 39 tests on the 4-host bed and its Slurm
+    "tests/multinode/test_ceph_bed.py",  # 200-220 s: Ceph, CephFS with two MDS, S3 gateway
+    "bed-abx",  # 100-135 s: 64 hosts, brought up once for the fault tests
+    "tests/multinode/test_storage_gluster.py",  # 95-125 s: GlusterFS on the bed
+    "tests/test_function_length.py",  # 3 s: the Kubernetes worker's second group
+    "bed-abs",  # 90-115 s: AIPerf through HAProxy and Nginx
+    "tests/parsers/test_fuzz.py",  # 25-75 s
+    "tests/multinode/test_object_cache.py",  # 40-60 s: Ceph's S3 gateway and Redis
+    "tests/hostile/test_resume.py",  # 30-60 s
+    "tests/repair/test_repair_local.py",  # 30-50 s
 )
 
 
