@@ -45,8 +45,12 @@ acceptance: acceptance-packages venv
 
 # --dist loadgroup: the tests of one test bed, and those of one module, stay on one worker
 # (tests/conftest.py gives each test its xdist_group)
+# pytest keeps the test modules it rewrites (for its assertion messages) as bytecode, and
+# so does Python the modules the tests and their aibench processes import: where the
+# environment sets PYTHONDONTWRITEBYTECODE, every worker and every process would compile
+# them again (about 2.5 s of CPU a worker for the collection alone)
 test: system-packages venv k8s-binaries
-	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m pytest -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The Kubernetes test bed's kube-* binaries, built once from Debian's source package and
 # cached outside the checkout (AIBENCH_K8S_CACHE, default /var/cache/aibench-k8s); a no-op

@@ -215,7 +215,8 @@ def test_pipeline_keeps_the_history_and_fails_on_a_regression(kind: str, tmp_pat
     spec.write_text(SPEC)
     good, slow = tmp_path / "ci-nightly.yaml", tmp_path / "ci-nightly-throttled.yaml"
     port = free_port()  # not the default 15201, which other tests on this host may hold
-    good.write_text(SUITE.format(spec=spec, port=port, extra=""))
+    # paced too, 20 times the throttled night: loopback flat out costs a core for the second
+    good.write_text(SUITE.format(spec=spec, port=port, extra=", bandwidth: 4G"))
     slow.write_text(SUITE.format(spec=spec, port=port, extra=", bandwidth: 200M"))
     history = tmp_path / "var" / "lib" / "aibench" / "history.sqlite"  # outside the workspace
     workspace = tmp_path / "workspace"
