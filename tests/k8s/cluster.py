@@ -271,10 +271,12 @@ class Cluster:
 
     # ------------------------------------------------------------------ use
 
-    def load_image(self, tar: Path) -> None:
-        """Import an image tar (``images.py``'s layout) into every node's containerd."""
-        with ThreadPoolExecutor(len(self.nodes)) as pool:
-            list(pool.map(lambda node: _import(node, tar), self.nodes))
+    def load_image(self, tar: Path, nodes: list[Node] | None = None) -> None:
+        """Import an image tar (``images.py``'s layout) into the containerd of ``nodes``
+        (default: every node)."""
+        into = self.nodes if nodes is None else nodes
+        with ThreadPoolExecutor(len(into)) as pool:
+            list(pool.map(lambda node: _import(node, tar), into))
 
     def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return sh("kubectl", "--kubeconfig", str(self.kubeconfig), *args, check=check,
