@@ -11,7 +11,11 @@ set (with it set, AIPerf 0.13 looks the path up in the hub cache and fails). Gui
 (PyPI ``guidellm``) needs torch, a multi-GB install for a CPU-only controller; its report
 JSON is still read by the ``guidellm`` parser, and ``vllm bench serve`` result JSON by the
 ``vllm-bench-serve`` parser. AIPerf starts a dozen processes per run: expect 10-30 s of
-start-up per load level on a 2-core node.
+start-up per load level on a 2-core node. Two of them are turned off
+(``--no-server-metrics --no-gpu-telemetry``): the scrape of the endpoint's ``/metrics`` and
+the DCGM reader on the driver, whose outputs aibench reads neither of (its own telemetry
+samples the nodes); each is a service that, when it misses two heartbeats on a loaded
+driver, makes AIPerf 0.13 exit 1 with its results marked degraded, which fails the step.
 
 Targets come from the inventory (``endpoints:`` of a node: name, url, model, role,
 backends, ``api_key_env`` or ``api_key_file``). The step runs on ``all`` its nodes: the
@@ -249,6 +253,7 @@ class AiperfRunner:
     def aiperf_argv(self, o: AiperfOptions, ep: dict[str, Any]) -> list[str]:
         args = [o.aiperf, "profile", "--model", ep["model"], "--url", ep["url"]]
         args += ["--endpoint-type", o.api, "--tokenizer", o.tokenizer, "--ui-type", "none"]
+        args += ["--no-server-metrics", "--no-gpu-telemetry"]  # read by nothing (above)
         if o.streaming:
             args.append("--streaming")
         if o.concurrency:

@@ -48,6 +48,9 @@ def test_plan_argv_has_no_key_and_names_the_endpoint() -> None:
     assert argv[argv.index("--url") + 1] == "http://10.0.0.4:8080"
     assert "--api-key" not in argv
     assert inv.client.env == {}
+    # the services whose output aibench does not read, and which fail a run on a loaded
+    # driver when they miss two heartbeats, are not started
+    assert {"--no-server-metrics", "--no-gpu-telemetry"} <= set(argv)
 
 
 def test_rate_sweep_is_poisson() -> None:
