@@ -39,7 +39,7 @@ steps:
   - name: fio-read
     tool: fio
     options: {{rw: read, bs: 64k, size: 4M, runtime: 1, iodepth: 2, direct: false,
-               ioengine: psync}}
+               ioengine: psync, extra: [--invalidate=0, --pre_read=1]}}  # from the cache
   - name: iperf3-tcp
     tool: iperf3
     placement: pairs
