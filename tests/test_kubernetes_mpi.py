@@ -43,14 +43,20 @@ ARGV = ("mpirun", "--host", "10.0.0.1:8,10.0.0.2:8", "-np", "16", "--map-by", "p
         "-x", "NCCL_DEBUG", "/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "8G")  # fmt: skip
 
 
-def _inventory(tmp_path: Path, **change: object) -> Inventory:
+def inventory_of(tmp_path: Path, block: dict[str, Any], **change: object) -> Inventory:
+    """Two Kubernetes nodes, gpu01 and gpu02 at 10.0.0.1 and .2, with this ``kubernetes:``
+    block (and ``change`` to it)."""
     doc = {
         "schema_version": 1,
-        "kubernetes": {**BLOCK, **change},
+        "kubernetes": {**block, **change},
         "nodes": [{"name": "gpu[01-02]", "address_pattern": "10.0.0.{n}"}],
     }
     (tmp_path / "inv.yaml").write_text(yaml.safe_dump(doc))
     return load_inventory(tmp_path / "inv.yaml")
+
+
+def _inventory(tmp_path: Path, **change: object) -> Inventory:
+    return inventory_of(tmp_path, BLOCK, **change)
 
 
 def _data(obj: dict[str, Any], key: str) -> str:

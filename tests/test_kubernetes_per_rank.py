@@ -10,12 +10,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import yaml
 
 from aibench.executors.base import Command
 from aibench.executors.kubernetes_mpi import MPI_DIR, share
 from aibench.inventory import Inventory
-from aibench.inventory_file import load_inventory
+from tests.test_kubernetes_mpi import inventory_of
 
 BLOCK = {
     "namespace": "aibench",
@@ -32,13 +31,7 @@ ARGV = ("mpirun", "--host", "10.0.0.1:2,10.0.0.2:2", "-np", "4", "--map-by", "pp
 
 
 def _inventory(tmp_path: Path, **change: object) -> Inventory:
-    doc = {
-        "schema_version": 1,
-        "kubernetes": {**BLOCK, **change},
-        "nodes": [{"name": f"gpu0{n}", "address": f"10.0.0.{n}"} for n in (1, 2)],
-    }
-    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(doc))
-    return load_inventory(tmp_path / "inv.yaml")
+    return inventory_of(tmp_path, BLOCK, **change)
 
 
 def test_a_nodes_resources_divide_among_its_ranks() -> None:
